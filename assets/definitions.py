@@ -1,0 +1,50 @@
+"""The Dagster code location: every asset, check, resource and job of Benchsmith.
+
+`dagster dev` (or `dg dev`) loads `defs` from this module, as `pyproject.toml`
+says. The configuration file is read here, so a bad file stops the code
+location from loading with the file, key and expectation in the error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from assets.models import evaluated_models_reachable, llm_call_summary_asset, models
+from assets.resources import SettingsResource, LLMResource, WarehouseResource
+from configuration import config_path, load_config
+
+# Assets that call models; the ledger summary sits downstream of all of them.
+MODEL_CALLING_ASSETS: list[dg.AssetsDefinition] = [models]
+
+
+def build_definitions(path: str | Path | None = None) -> dg.Definitions:
+    cfg_path = Path(path) if path is not None else config_path()
+    cfg = load_config(cfg_path)
+    summary = llm_call_summary_asset([a.key for a in MODEL_CALLING_ASSETS])
+    all_assets = [*MODEL_CALLING_ASSETS, summary]
+    return dg.Definitions(
+        assets=all_assets,
+        asset_checks=[evaluated_models_reachable],
+        jobs=[
+            dg.define_asset_job(
+                "everything",
+                selection=dg.AssetSelection.all(),
+                description="Materialise every unpartitioned asset (partitioned families: `python -m assets.materialize_all`).",
+            )
+        ],
+        resources={
+            "settings": SettingsResource(path=str(cfg_path.resolve())),
+            "warehouse": WarehouseResource(
+                path=str(cfg.warehouse_path()), lock_timeout_s=cfg.warehouse.lock_timeout_s
+            ),
+            "llm": LLMResource(config_path=str(cfg_path.resolve())),
+        },
+        # One process per run: steps share the embedded model server and on a
+        # laptop's few cores parallel steps would only compete for them.
+        executor=dg.in_process_executor,
+    )
+
+
+defs = build_definitions()

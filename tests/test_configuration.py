@@ -1,0 +1,86 @@
+"""Configuration: valid files load; bad ones fail naming the file, the key and the expectation."""
+
+import pytest
+
+from configuration import ConfigError, load_config, parse_config
+from tests.conftest import write_config
+
+
+def test_repository_config_loads_with_embedded_default():
+    cfg = load_config()
+    assert cfg.scale == "demo"
+    assert cfg.models["smollm2"].embedded == "smollm2-135m-instruct"
+    assert cfg.evaluate == ["smollm2"]
+
+
+def test_unknown_key_names_file_and_key(tmp_path):
+    path = write_config(tmp_path, {"warehouse": {"pth": "x.duckdb"}})
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(path) in str(err.value)
+    assert "warehouse.pth: unknown key" in str(err.value)
+
+
+def test_wrong_type_names_key_expectation_and_value(tmp_path):
+    path = write_config(tmp_path, {"models": {"m": {"embedded": "smollm2-135m-instruct", "concurrency": "many"}},
+                                   "evaluate": ["m"], "judge": "m"})
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    msg = str(err.value)
+    assert f"{path}: models.m.concurrency: expected an integer, got 'many'" in msg
+
+
+def test_out_of_range_value_is_rejected():
+    with pytest.raises(ConfigError, match=r"cfg.yaml: models.m.concurrency: expected a value that is greater than or equal to 1, got 0"):
+        parse_config({"models": {"m": {"embedded": "smollm2-135m-instruct", "concurrency": 0}},
+                      "evaluate": ["m"], "judge": "m"}, "cfg.yaml")
+
+
+def test_unknown_model_referenced_by_evaluate_names_the_key():
+    with pytest.raises(ConfigError) as err:
+        parse_config({"evaluate": ["smollm2", "gpt9"]}, "cfg.yaml")
+    assert "cfg.yaml: evaluate.1: unknown model 'gpt9'" in str(err.value)
+    assert "smollm2" in str(err.value)
+
+
+def test_unknown_judge_model_is_rejected():
+    with pytest.raises(ConfigError, match=r"cfg.yaml: judge: unknown model 'nobody'"):
+        parse_config({"judge": "nobody"}, "cfg.yaml")
+
+
+def test_remote_model_needs_base_url_and_model():
+    with pytest.raises(ConfigError, match=r"cfg.yaml: models.r: .*base_url"):
+        parse_config({"models": {"r": {"model": "x"}}, "evaluate": ["r"], "judge": "r"}, "cfg.yaml")
+
+
+def test_missing_api_key_variable_fails_when_the_model_is_used(monkeypatch):
+    cfg = parse_config({"models": {"r": {"base_url": "http://h:1/v1", "model": "x", "api_key_env": "BENCH_TEST_KEY"}},
+                        "evaluate": ["r"], "judge": "r"}, "cfg.yaml")  # loading alone is fine
+    monkeypatch.delenv("BENCH_TEST_KEY", raising=False)
+    with pytest.raises(ConfigError) as err:
+        cfg.api_key("r")
+    assert "cfg.yaml: models.r.api_key_env: environment variable BENCH_TEST_KEY is not set" in str(err.value)
+    monkeypatch.setenv("BENCH_TEST_KEY", "sk-123")
+    assert cfg.api_key("r") == "sk-123"
+
+
+def test_invalid_yaml_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("scale: demo\nmodels: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml: line \d+, column \d+: not valid YAML"):
+        load_config(path)
+
+
+def test_missing_file_names_the_path(tmp_path):
+    with pytest.raises(ConfigError, match="nope.yaml: configuration file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_warehouse_path_is_relative_to_the_config_file(tmp_path):
+    path = write_config(tmp_path, {"warehouse": {"path": "sub/wh.duckdb"}})
+    assert load_config(path).warehouse_path() == tmp_path / "sub" / "wh.duckdb"
+
+
+def test_scale_accepts_only_demo_or_paper():
+    with pytest.raises(ConfigError, match=r"cfg.yaml: scale: expected 'demo' or 'paper', got 'huge'"):
+        parse_config({"scale": "huge"}, "cfg.yaml")

@@ -1,0 +1,182 @@
+"""The call ledger against a real local HTTP server that injects faults."""
+
+import random
+import time
+
+import pytest
+
+from llm_calls import CallRequest, Ledger, ModelRegistry, call_key
+from llm_calls.ledger import backoff_delay, retry_after_seconds
+from tests.conftest import stub_config, user
+from warehouse import Warehouse
+
+
+def calls(ledger: Ledger) -> list[dict]:
+    return ledger.warehouse.rows("SELECT * FROM llm.calls ORDER BY created_at, key")
+
+
+def test_second_request_is_answered_from_the_ledger_without_a_request(stub, stub_ledger):
+    first = stub_ledger.complete("stub", [CallRequest(user("hello"))])[0]
+    second = stub_ledger.complete("stub", [CallRequest(user("hello"))])[0]
+    assert first.ok and not first.cached
+    assert second.cached and second.text == first.text
+    assert stub.contents() == ["hello"]
+
+
+def test_raising_k_reuses_earlier_sample_indexes(stub, stub_ledger):
+    three = stub_ledger.samples("stub", user("q"), k=3)
+    five = stub_ledger.samples("stub", user("q"), k=5)
+    assert len(stub.requests) == 5  # 3, then only indexes 3 and 4
+    assert [r.cached for r in five] == [True, True, True, False, False]
+    assert [r.text for r in five[:3]] == [r.text for r in three]
+    assert sorted(r["sample_index"] for r in calls(stub_ledger)) == [0, 1, 2, 3, 4]
+    # distinct indexes are distinct calls with distinct seeds, hence distinct replies
+    assert len({r.text for r in five}) == 5
+
+
+def test_identical_requests_in_one_batch_are_made_once(stub, stub_ledger):
+    results = stub_ledger.complete("stub", [CallRequest(user("dup")), CallRequest(user("dup"))])
+    assert results[0] == results[1]
+    assert len(stub.requests) == 1
+
+
+def test_key_covers_model_messages_params_and_index_but_not_purpose():
+    base = call_key("m@h", user("x"), {"temperature": 0}, 0)
+    assert base != call_key("other@h", user("x"), {"temperature": 0}, 0)
+    assert base != call_key("m@h", user("y"), {"temperature": 0}, 0)
+    assert base != call_key("m@h", user("x"), {"temperature": 0.5}, 0)
+    assert base != call_key("m@h", user("x"), {"temperature": 0}, 1)
+    assert base == call_key("m@h", user("x"), {"temperature": 0}, 0)
+
+
+def test_purpose_does_not_change_the_key_so_reparsing_needs_no_call(stub, stub_ledger):
+    stub_ledger.complete("stub", [CallRequest(user("p"))], purpose="first-parser")
+    again = stub_ledger.complete("stub", [CallRequest(user("p"))], purpose="fixed-parser")[0]
+    assert again.cached and len(stub.requests) == 1
+
+
+def test_failed_call_is_recorded_not_answered_and_retried_next_run(stub, stub_ledger):
+    prompt = "[[stub: status=500 times=3]] q"  # 3 attempts in run 1 all fail
+    first = stub_ledger.complete("stub", [CallRequest(user(prompt))])[0]
+    assert not first.ok and first.text is None
+    assert "HTTP 500" in first.error and "retries spent after 3 attempts" in first.error
+    row = calls(stub_ledger)[0]
+    assert (row["status"], row["response_text"], row["attempts"]) == ("failed", None, 3)
+
+    second = stub_ledger.complete("stub", [CallRequest(user(prompt))])[0]
+    assert second.ok and not second.cached and second.text.startswith("reply to:")
+    row = calls(stub_ledger)[0]
+    assert (row["status"], row["attempts"], row["total_attempts"]) == ("ok", 1, 4)
+    assert len(calls(stub_ledger)) == 1
+
+
+def test_server_error_is_retried_within_the_run(stub, stub_ledger):
+    result = stub_ledger.complete("stub", [CallRequest(user("[[stub: status=503 times=2]] q"))])[0]
+    assert result.ok and result.attempts == 3
+
+
+def test_429_retry_after_is_honoured(stub, stub_ledger):
+    t0 = time.monotonic()
+    result = stub_ledger.complete("stub", [CallRequest(user("[[stub: status=429 times=1 retry_after=1]] q"))])[0]
+    elapsed = time.monotonic() - t0
+    assert result.ok and result.attempts == 2
+    times = [r["time"] for r in stub.requests]
+    assert times[1] - times[0] >= 0.95  # configured backoff is 0.05 s at most; the server asked for 1 s
+    assert elapsed >= 0.95
+
+
+def test_client_error_other_than_429_is_not_retried(stub, stub_ledger):
+    result = stub_ledger.complete("stub", [CallRequest(user("[[stub: status=400 times=5]] q"))])[0]
+    assert not result.ok and result.attempts == 1 and result.error.startswith("HTTP 400")
+
+
+def test_timeout_is_retried(stub, stub_ledger):
+    # the stub hangs 3 s on the first request; the configured timeout is 1 s
+    result = stub_ledger.complete("stub", [CallRequest(user("[[stub: hang times=1]] q"))])[0]
+    assert result.ok and result.attempts == 2
+
+
+def test_timeout_on_every_attempt_is_a_failure(stub, stub_ledger):
+    result = stub_ledger.complete("stub", [CallRequest(user("[[stub: hang times=9]] q"))])[0]
+    assert not result.ok and "timeout" in result.error and result.attempts == 3
+
+
+def test_malformed_json_is_stored_as_a_failure(stub, stub_ledger):
+    result = stub_ledger.complete("stub", [CallRequest(user("[[stub: malformed]] q"))])[0]
+    assert not result.ok and result.error.startswith("malformed response")
+    assert calls(stub_ledger)[0]["status"] == "failed"
+
+
+def test_empty_choices_is_stored_as_a_failure(stub, stub_ledger):
+    result = stub_ledger.complete("stub", [CallRequest(user("[[stub: empty_choices]] q"))])[0]
+    assert not result.ok and "empty 'choices'" in result.error
+    assert calls(stub_ledger)[0]["response_text"] is None
+
+
+def test_length_cut_reply_is_stored_as_truncated(stub, stub_ledger):
+    result = stub_ledger.complete("stub", [CallRequest(user("[[stub: length]] q"))])[0]
+    assert result.ok and result.truncated
+    assert calls(stub_ledger)[0]["finish_reason"] == "length"
+
+
+def test_row_records_request_tokens_latency_and_host(stub, stub_ledger):
+    stub_ledger.complete("stub", [CallRequest(user("one two three"), {"max_tokens": 7}, 2)], purpose="t")
+    row = calls(stub_ledger)[0]
+    assert row["model"] == "stub" and row["purpose"] == "t" and row["sample_index"] == 2
+    assert row["endpoint_host"] == f"127.0.0.1:{stub.port}"
+    assert row["prompt_tokens"] == 3 and row["completion_tokens"] > 0 and row["latency_s"] > 0
+    assert '"max_tokens": 7' in row["request"] and '"seed":' in row["request"]
+
+
+def test_concurrency_is_bounded_per_model(tmp_path):
+    from llm_calls.stub_server import StubServer
+
+    with StubServer(delay_s=0.2) as slow:
+        cfg = stub_config(slow, tmp_path, models={"stub": {"base_url": slow.base_url, "model": "m", "concurrency": 2}})
+        with ModelRegistry(cfg) as reg:
+            Ledger(Warehouse(cfg.warehouse_path()), reg).complete("stub", [CallRequest(user(f"c{i}")) for i in range(6)])
+        starts = sorted(r["time"] for r in slow.requests)
+    # with 2 at a time and 0.2 s each, the 6 requests start in 3 waves
+    assert starts[4] - starts[0] >= 0.35
+
+
+def test_progress_is_logged(stub, tmp_path):
+    class Log:
+        lines: list[str] = []
+
+        def info(self, msg, *args):
+            self.lines.append(msg)
+
+    cfg = stub_config(stub, tmp_path)
+    log = Log()
+    with ModelRegistry(cfg) as reg:
+        Ledger(Warehouse(cfg.warehouse_path()), reg, log=log).complete("stub", [CallRequest(user(f"x{i}")) for i in range(4)])
+    assert any("4/4 done" in line and "0 failed" in line for line in log.lines)
+
+
+def test_retry_after_parsing():
+    assert retry_after_seconds({"retry-after": "2"}) == 2.0
+    assert retry_after_seconds({"retry-after-ms": "1500"}) == 1.5
+    assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0  # in the past
+    assert retry_after_seconds({}) is None
+
+
+def test_backoff_grows_exponentially_with_jitter_and_a_cap():
+    rng = random.Random(0)
+    d = [backoff_delay(a, 1.0, 8.0, None, rng) for a in (1, 2, 3, 4, 5, 6)]
+    assert 0.5 <= d[0] <= 1.0 and 1.0 <= d[1] <= 2.0 and 2.0 <= d[2] <= 4.0
+    assert all(4.0 <= x <= 8.0 for x in d[3:])
+    assert backoff_delay(1, 1.0, 8.0, 30.0, rng) == 30.0  # the server's word wins
+
+
+def test_api_key_reaches_the_server_but_not_the_ledger(stub, tmp_path, monkeypatch):
+    secret = "sk-test-SECRET-4242"
+    monkeypatch.setenv("STUB_KEY", secret)
+    cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "m", "api_key_env": "STUB_KEY"}})
+    wh = Warehouse(cfg.warehouse_path())
+    with ModelRegistry(cfg) as reg:
+        Ledger(wh, reg).complete("stub", [CallRequest(user("ok")), CallRequest(user("[[stub: status=401]] no"))])
+    assert stub.requests[0]["authorization"] == f"Bearer {secret}"
+    for row in wh.rows("SELECT * FROM llm.calls"):
+        assert secret not in repr(row)
+    assert secret.encode() not in cfg.warehouse_path().read_bytes()
