@@ -57,4 +57,4 @@ class LLMResource(dg.ConfigurableResource):
         return self._registry
 
     def ledger(self, context: dg.AssetExecutionContext | dg.OpExecutionContext, warehouse: Warehouse) -> Ledger:
-        return Ledger(warehouse, self.registry, log=context.log, run_id=context.run_id)
+        return Ledger(warehouse, self.registry, log=context.log, run_id=context.run.run_id)

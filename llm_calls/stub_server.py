@@ -45,6 +45,11 @@ def parse_directive(content: str) -> dict[str, str]:
     return out
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512  # the default backlog of 5 resets connections at high concurrency
+
+
 class StubServer:
     """Threaded stub server. `start()` in a background thread; `stop()` to shut down."""
 
@@ -55,8 +60,7 @@ class StubServer:
         self.requests: list[dict[str, Any]] = []
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", port), self._handler_class())
         self._thread: threading.Thread | None = None
 
     @property

@@ -214,4 +214,7 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, sql_tail
     try:
         con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming_rows {sql_tail}")
     finally:
-        con.unregister("_incoming_rows")
+        try:
+            con.unregister("_incoming_rows")
+        except duckdb.TransactionException:
+            pass  # the transaction already failed; the original error is what matters

@@ -1,0 +1,158 @@
+"""Dagster surface: definitions load, the models asset, concurrent runs, no secret stored, the UI."""
+
+import json
+import multiprocessing as mp
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets.definitions import build_definitions
+from assets.materialize_all import raw_assets
+from assets.models import evaluated_models_reachable, models
+from assets.resources import WarehouseResource
+from tests.conftest import stub_config
+from warehouse import Warehouse
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_definitions_load_from_the_repository_config():
+    from assets.definitions import defs
+
+    repo = defs.get_repository_def()
+    keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
+    assert {"models", "llm_call_summary"} <= keys
+    assert defs.resolve_job_def("everything") is not None
+
+
+def _materialize(defs: dg.Definitions, instance: dg.DagsterInstance | None = None) -> dg.ExecuteInProcessResult:
+    return dg.materialize(
+        [*raw_assets(defs), *defs.asset_checks], resources=defs.resources, instance=instance, raise_on_error=False
+    )
+
+
+def test_models_asset_records_a_reachable_model_and_its_probe(stub, tmp_path):
+    cfg = stub_config(stub, tmp_path)
+    defs = build_definitions(cfg.source)
+    result = _materialize(defs)
+    assert result.success
+    row = Warehouse(cfg.warehouse_path()).rows("SELECT * FROM llm.models")[0]
+    assert row["name"] == "stub" and row["reachable"] and row["served_ids"] == ["stub-model"]
+    assert row["probe_answer"].startswith("reply to: What is 2 + 3?") and row["error"] is None
+    checks = result.get_asset_check_evaluations()
+    assert [c.passed for c in checks] == [True]
+
+
+def test_unreachable_model_is_recorded_and_fails_the_check(stub, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead_port = s.getsockname()[1]
+    cfg = stub_config(stub, tmp_path, models={
+        "stub": {"base_url": stub.base_url, "model": "stub-model"},
+        "down": {"base_url": f"http://127.0.0.1:{dead_port}/v1", "model": "x"},
+    }, evaluate=["stub", "down"])
+    result = _materialize(build_definitions(cfg.source))
+    assert result.success  # recorded, not fatal
+    rows = {r["name"]: r for r in Warehouse(cfg.warehouse_path()).rows("SELECT * FROM llm.models")}
+    assert rows["stub"]["reachable"] and not rows["down"]["reachable"]
+    assert "Connection" in rows["down"]["error"]
+    [check] = result.get_asset_check_evaluations()
+    assert not check.passed and "down" in check.metadata["failing"].value
+
+
+# -- concurrent materialisations -------------------------------------------------------
+
+PARTS = dg.StaticPartitionsDefinition([f"p{i}" for i in range(6)])
+
+
+@dg.asset(partitions_def=PARTS)
+def partitioned_writer(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> None:
+    wh = warehouse.get()
+    with wh.connect() as con:
+        con.execute("CREATE TABLE IF NOT EXISTS sources.concurrency_probe (part VARCHAR, i INTEGER)")
+    for _ in range(5):  # several writes per step, to interleave with the other runs
+        wh.replace_partition(
+            "sources.concurrency_probe", [{"part": context.partition_key, "i": i} for i in range(100)],
+            {"part": context.partition_key},
+        )
+
+
+def _run_partitions(config_path: str, keys: list[str], out: "mp.Queue[tuple[str, bool]]") -> None:
+    defs = build_definitions(config_path)
+    for key in keys:
+        result = dg.materialize([partitioned_writer], resources=defs.resources, partition_key=key, raise_on_error=False)
+        out.put((key, result.success))
+    ok = _materialize(defs).success  # the real models asset (ledger writes) at the same time
+    out.put(("models", ok))
+
+
+def test_concurrent_materialisations_do_not_hit_the_duckdb_lock(stub, tmp_path):
+    cfg = stub_config(stub, tmp_path)
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    # three run processes at once, like a UI launch beside a backfill of several partitions
+    procs = [ctx.Process(target=_run_partitions, args=(cfg.source, keys, out))
+             for keys in (["p0", "p1"], ["p2", "p3"], ["p4", "p5"])]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(240)
+    results = [out.get(timeout=5) for _ in range(9)]
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    assert all(ok for _, ok in results), results
+    wh = Warehouse(cfg.warehouse_path())
+    assert wh.rows("SELECT count(DISTINCT part) AS parts, count(*) AS n FROM sources.concurrency_probe") == [
+        {"parts": 6, "n": 600}
+    ]
+    assert wh.scalar("SELECT count(*) FROM llm.models") == 1
+
+
+def test_no_api_key_in_warehouse_or_dagster_storage(stub, tmp_path, monkeypatch):
+    secret = "sk-live-DO-NOT-STORE-8675309"
+    monkeypatch.setenv("BENCH_SECRET_KEY", secret)
+    cfg = stub_config(stub, tmp_path, models={
+        "stub": {"base_url": stub.base_url, "model": "stub-model", "api_key_env": "BENCH_SECRET_KEY"}})
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    with dg.instance_for_test(temp_dir=str(home)) as instance:
+        result = _materialize(build_definitions(cfg.source), instance=instance)
+        assert result.success
+    assert stub.requests and all(r["authorization"] == f"Bearer {secret}" for r in stub.requests)
+    leaked = [p for p in [*home.rglob("*"), cfg.warehouse_path()] if p.is_file() and secret.encode() in p.read_bytes()]
+    assert leaked == []
+    assert any(home.rglob("*.db")), "the Dagster instance stored nothing: the test would prove nothing"
+
+
+def test_dagster_ui_starts_on_the_project(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(port)],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        query = json.dumps({"query": "{ workspaceOrError { ... on Workspace { locationEntries { name "
+                                     "locationOrLoadError { __typename } } } } }"}).encode()
+        deadline, entries = time.monotonic() + 120, None
+        while time.monotonic() < deadline and entries is None:
+            time.sleep(1)
+            try:
+                req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", data=query,
+                                             headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(req, timeout=5) as resp:
+                    entries = json.load(resp)["data"]["workspaceOrError"]["locationEntries"]
+            except (OSError, KeyError):
+                pass
+        assert entries == [{"name": "benchsmith", "locationOrLoadError": {"__typename": "RepositoryLocation"}}]
+    finally:
+        proc.terminate()
+        proc.wait(20)

@@ -1,0 +1,69 @@
+"""The embedded SmolLM2-135M server: a real model answering through the same ledger path."""
+
+import socket
+
+import dagster as dg
+import pytest
+
+from assets.resources import LLMResource
+from configuration import parse_config
+from llm_calls import CallRequest, Ledger, ModelRegistry, embedded_model_path
+from llm_calls.embedded import EmbeddedModelError, EmbeddedServer
+from tests.conftest import user, write_config
+from warehouse import Warehouse
+
+pytestmark = pytest.mark.embedded
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_gguf_file_ships_inside_the_installed_wheel():
+    path = embedded_model_path("smollm2-135m-instruct")
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert path.read_bytes()[:4] == b"GGUF"
+
+
+def test_embedded_model_answers_a_real_prompt_through_the_ledger(tmp_path):
+    cfg = parse_config({"warehouse": {"path": str(tmp_path / "wh.duckdb")}}, str(tmp_path / "cfg.yaml"))
+    wh = Warehouse(cfg.warehouse_path())
+    with ModelRegistry(cfg) as reg:
+        ledger = Ledger(wh, reg)
+        [result] = ledger.complete("smollm2", [CallRequest(user("What is the capital of France? Answer in one word."),
+                                                           {"max_tokens": 16})])
+        port = reg.endpoint("smollm2").host.split(":")[1]
+        assert port_open(int(port))
+    assert port_open(int(port)) is False  # stopped on close
+    assert result.ok and not result.cached
+    assert "paris" in result.text.lower()
+    assert result.completion_tokens and result.prompt_tokens
+    row = wh.rows("SELECT model_identity, endpoint_host, status FROM llm.calls")[0]
+    assert row["model_identity"] == "embedded:SmolLM2-135M-Instruct.Q4_1.gguf"  # no port: cache survives restarts
+    assert row["status"] == "ok" and row["endpoint_host"].startswith("127.0.0.1:")
+
+
+def test_embedded_server_is_stopped_when_a_step_fails(tmp_path):
+    path = write_config(tmp_path, {"warehouse": {"path": str(tmp_path / "wh.duckdb")}})
+    ports: list[int] = []
+
+    @dg.asset
+    def failing_after_model_start(llm: LLMResource) -> None:
+        ports.append(int(llm.registry.endpoint("smollm2").host.split(":")[1]))
+        raise RuntimeError("boom")
+
+    result = dg.materialize([failing_after_model_start], resources={"llm": LLMResource(config_path=str(path))},
+                            raise_on_error=False)
+    assert not result.success
+    assert ports and not port_open(ports[0])
+
+
+def test_server_that_cannot_start_fails_with_its_log(tmp_path):
+    server = EmbeddedServer("smollm2-135m-instruct", startup_timeout_s=60)
+    server.model_path = tmp_path / "corrupt.gguf"
+    server.model_path.write_bytes(b"GGUF" + b"\0" * 64)
+    with pytest.raises(EmbeddedModelError, match=r"embedded server for smollm2-135m-instruct exited with code"):
+        server.start()
+    assert server.port is not None and not port_open(server.port)

@@ -1,0 +1,100 @@
+"""Warehouse: partition replacement is atomic, and processes queue for the file instead of failing."""
+
+import multiprocessing as mp
+import subprocess
+import sys
+import textwrap
+
+import duckdb
+import pytest
+
+from warehouse import Warehouse, WarehouseLockTimeout
+
+
+@pytest.fixture
+def wh(tmp_path):
+    w = Warehouse(tmp_path / "wh.duckdb", lock_timeout_s=20)
+    with w.connect() as con:
+        con.execute("CREATE TABLE IF NOT EXISTS muso.t (part VARCHAR, i INTEGER NOT NULL, v VARCHAR)")
+    return w
+
+
+def test_every_schema_exists_after_first_connection(wh):
+    names = {r["schema_name"] for r in wh.rows("SELECT schema_name FROM information_schema.schemata")}
+    assert {"llm", "sources", "muso", "waken", "s1", "ib"} <= names
+
+
+def test_replace_partition_replaces_only_that_partition(wh):
+    wh.replace_partition("muso.t", [{"part": "a", "i": 1, "v": "x"}, {"part": "a", "i": 2, "v": "y"}], {"part": "a"})
+    wh.replace_partition("muso.t", [{"part": "b", "i": 1, "v": "z"}], {"part": "b"})
+    wh.replace_partition("muso.t", [{"part": "a", "i": 3, "v": "w"}], {"part": "a"})
+    assert wh.rows("SELECT part, i FROM muso.t ORDER BY part, i") == [{"part": "a", "i": 3}, {"part": "b", "i": 1}]
+
+
+def test_rematerialising_the_same_rows_does_not_duplicate(wh):
+    rows = [{"part": "a", "i": 1, "v": "x"}]
+    wh.replace_partition("muso.t", rows, {"part": "a"})
+    wh.replace_partition("muso.t", rows, {"part": "a"})
+    assert wh.scalar("SELECT count(*) FROM muso.t") == 1
+
+
+def test_failed_write_leaves_the_previous_rows(wh):
+    wh.replace_partition("muso.t", [{"part": "a", "i": 1, "v": "old"}], {"part": "a"})
+    bad = [{"part": "a", "i": 2, "v": "new"}, {"part": "a", "i": None, "v": "violates NOT NULL"}]
+    with pytest.raises(duckdb.ConstraintException):
+        wh.replace_partition("muso.t", bad, {"part": "a"})
+    assert wh.rows("SELECT i, v FROM muso.t") == [{"i": 1, "v": "old"}]
+
+
+def test_row_outside_the_partition_is_refused_before_anything_is_written(wh):
+    wh.replace_partition("muso.t", [{"part": "a", "i": 1, "v": "old"}], {"part": "a"})
+    with pytest.raises(ValueError, match="part='b' does not belong to partition part='a'"):
+        wh.replace_partition("muso.t", [{"part": "b", "i": 9, "v": "x"}], {"part": "a"})
+    assert wh.scalar("SELECT count(*) FROM muso.t") == 1
+
+
+def test_nested_connections_in_one_thread_reuse_the_connection(wh):
+    with wh.connect() as outer:
+        with wh.connect() as inner:
+            assert inner is outer
+
+
+def _writer(path: str, part: str, n: int) -> None:
+    w = Warehouse(path, lock_timeout_s=60)
+    for i in range(n):
+        w.replace_partition("muso.t", [{"part": part, "i": j, "v": str(i)} for j in range(50)], {"part": part})
+
+
+def test_concurrent_processes_queue_for_the_file_instead_of_failing(wh):
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(wh.path), f"p{k}", 15)) for k in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    assert wh.rows("SELECT part, count(*) AS n FROM muso.t GROUP BY part ORDER BY part") == [
+        {"part": f"p{k}", "n": 50} for k in range(4)
+    ]
+
+
+def test_a_foreign_process_holding_the_file_makes_writers_wait_then_time_out(tmp_path):
+    path = tmp_path / "held.duckdb"
+    Warehouse(path).scalar("SELECT 1")  # create it
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import duckdb, sys, time
+            con = duckdb.connect({str(path)!r})
+            print("held", flush=True)
+            time.sleep(30)
+        """)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(WarehouseLockTimeout, match=r"held.duckdb: locked by a process outside Benchsmith"):
+            Warehouse(path, lock_timeout_s=1.5).scalar("SELECT 1")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert Warehouse(path, lock_timeout_s=5).scalar("SELECT 42") == 42
