@@ -11,6 +11,9 @@ import duckdb
 
 SCHEMAS = ("llm", "sources", "muso", "waken", "s1", "ib")
 
+# Bump when a table is added or a view changes: connections then re-run the DDL.
+SCHEMA_VERSION = 1
+
 TABLES: dict[str, str] = {
     # One row per distinct call (the key). A failed call is stored as a failure and
     # replaced by the next run's attempt; `total_attempts` counts across runs.
@@ -69,10 +72,22 @@ VIEWS: dict[str, str] = {
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create every schema, table and view that does not exist yet (idempotent)."""
+    """Create every schema, table and view that does not exist yet (idempotent).
+
+    Cheap when the file is current: one lookup of `llm.schema_version`.
+    """
+    try:
+        row = con.execute("SELECT max(version) FROM llm.schema_version").fetchone()
+        if row and row[0] == SCHEMA_VERSION:
+            return
+    except duckdb.CatalogException:
+        pass
     for schema in SCHEMAS:
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
     for name, columns in TABLES.items():
         con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({columns})")
     for name, query in VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {query}")
+    con.execute("CREATE TABLE IF NOT EXISTS llm.schema_version (version INTEGER)")
+    con.execute("DELETE FROM llm.schema_version")
+    con.execute("INSERT INTO llm.schema_version VALUES (?)", [SCHEMA_VERSION])
