@@ -12,21 +12,23 @@ from pathlib import Path
 import dagster as dg
 
 from assets.models import evaluated_models_reachable, llm_call_summary_asset, models
+from assets.muso import build_muso_assets
 from assets.resources import SettingsResource, LLMResource, WarehouseResource
 from configuration import config_path, load_config
-
-# Assets that call models; the ledger summary sits downstream of all of them.
-MODEL_CALLING_ASSETS: list[dg.AssetsDefinition] = [models]
 
 
 def build_definitions(path: str | Path | None = None) -> dg.Definitions:
     cfg_path = Path(path) if path is not None else config_path()
     cfg = load_config(cfg_path)
-    summary = llm_call_summary_asset([a.key for a in MODEL_CALLING_ASSETS])
-    all_assets = [*MODEL_CALLING_ASSETS, summary]
+    muso_assets, muso_checks = build_muso_assets(cfg)
+    family_assets = [*muso_assets]
+    # The ledger summary sits downstream of every asset that calls models.
+    calling = [models, *(a for a in family_assets if a.key.to_user_string().endswith("_responses"))]
+    summary = llm_call_summary_asset([a.key for a in calling])
+    all_assets = [models, *family_assets, summary]
     return dg.Definitions(
         assets=all_assets,
-        asset_checks=[evaluated_models_reachable],
+        asset_checks=[evaluated_models_reachable, *muso_checks],
         jobs=[
             dg.define_asset_job(
                 "everything",

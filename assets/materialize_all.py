@@ -25,23 +25,43 @@ def raw_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:
 
 
 def plan(defs: dg.Definitions) -> list[tuple[list[dg.AssetsDefinition], str | None]]:
-    """(assets, partition key) steps in dependency order; topological by asset graph level."""
+    """(assets, partition key) steps: unpartitioned assets upstream of any partitioned one, then
+    each partitions definition's assets together once per key (one run per key does a whole
+    slice, e.g. a level's instances and responses), then the remaining unpartitioned assets."""
     graph = defs.get_repository_def().asset_graph
-    assets_defs = {key: a for a in raw_assets(defs) for key in a.keys}
-    levels = graph.toposorted_asset_keys_by_level
+    by_key = {key: a for a in raw_assets(defs) for key in a.keys}
+    order = [k for level in graph.toposorted_asset_keys_by_level for k in level]
+    partitioned = [k for k in order if by_key[k].partitions_def is not None]
+    downstream = set()
+    for k in partitioned:
+        downstream |= graph.get(k).child_keys
+    frontier = list(downstream)
+    while frontier:
+        for child in graph.get(frontier.pop()).child_keys:
+            if child not in downstream:
+                downstream.add(child)
+                frontier.append(child)
+
+    def unique(keys: list[dg.AssetKey]) -> list[dg.AssetsDefinition]:
+        out: list[dg.AssetsDefinition] = []
+        for k in keys:
+            if by_key[k] not in out:
+                out.append(by_key[k])
+        return out
+
     steps: list[tuple[list[dg.AssetsDefinition], str | None]] = []
-    for level in levels:
-        by_partitions: dict[object, list[dg.AssetsDefinition]] = defaultdict(list)
-        for key in level:
-            a = assets_defs[key]
-            if a not in by_partitions[a.partitions_def]:
-                by_partitions[a.partitions_def].append(a)
-        for partitions_def, group in by_partitions.items():
-            if partitions_def is None:
-                steps.append((group, None))
-            else:
-                for pk in partitions_def.get_partition_keys():
-                    steps.append((group, pk))
+    before = [k for k in order if by_key[k].partitions_def is None and k not in downstream]
+    if before:
+        steps.append((unique(before), None))
+    groups: dict[object, list[dg.AssetKey]] = defaultdict(list)
+    for k in partitioned:
+        groups[by_key[k].partitions_def].append(k)
+    for partitions_def, keys in groups.items():
+        for pk in partitions_def.get_partition_keys():  # type: ignore[union-attr]
+            steps.append((unique(keys), pk))
+    after = [k for k in order if by_key[k].partitions_def is None and k in downstream]
+    if after:
+        steps.append((unique(after), None))
     return steps
 
 

@@ -91,6 +91,81 @@ class ModelConfig(_Strict):
         return self.model or self.embedded or ""
 
 
+class PerScale(_Strict):
+    """A value that differs between the `demo` and `paper` scales."""
+
+    demo: int = Field(ge=0)
+    paper: int = Field(ge=0)
+
+    def at(self, scale: str) -> int:
+        return self.demo if scale == "demo" else self.paper
+
+
+def _default_bins(n: int, width: int, open_last: bool) -> list[tuple[int, int | None]]:
+    bins: list[tuple[int, int | None]] = [(1 + width * i, width * (i + 1)) for i in range(n)]
+    if open_last:
+        bins[-1] = (bins[-1][0], None)
+    return bins
+
+
+class _MusoTask(_Strict):
+    bins: list[tuple[int, int | None]]
+
+    @model_validator(mode="after")
+    def _bins_ordered(self) -> "_MusoTask":
+        if not self.bins:
+            raise ValueError("expected at least one bin [lo, hi]")
+        prev_hi = 0
+        for i, (lo, hi) in enumerate(self.bins):
+            if lo < 1 or (hi is not None and hi < lo):
+                raise ValueError(f"bin {i} [{lo}, {hi}]: expected 1 <= lo <= hi")
+            if lo <= prev_hi:
+                raise ValueError(f"bin {i} [{lo}, {hi}]: overlaps or precedes the bin before it")
+            if hi is None and i != len(self.bins) - 1:
+                raise ValueError(f"bin {i} [{lo}, null]: only the last bin may be open")
+            prev_hi = hi if hi is not None else lo
+        return self
+
+
+class MusoTimetabling(_MusoTask):
+    """TimeTabling generator ranges (paper appendix A.1; REFERENCE-FACTS)."""
+
+    bins: list[tuple[int, int]] = Field(default_factory=lambda: _default_bins(10, 50, False))
+    courses: tuple[int, int] = (3, 7)
+    times: tuple[int, int] = (3, 10)
+    rooms: tuple[int, int] = (2, 10)
+    teachers: tuple[int, int] = (2, 5)
+    times_per_course: tuple[int, int] = (2, 4)
+    rooms_per_course: tuple[int, int] = (1, 3)
+    single_room_prob: float = Field(0.1, ge=0, le=1)
+
+
+class MusoSubsetSum(_MusoTask):
+    """SubsetSum generator ranges (paper appendix A.1; REFERENCE-FACTS)."""
+
+    bins: list[tuple[int, int | None]] = Field(default_factory=lambda: _default_bins(7, 50, True))
+    size: tuple[int, int] = (10, 15)
+    min_value: tuple[int, int] = (1, 25)
+    max_value: tuple[int, int] = (26, 50)
+
+
+class MusoConfig(_Strict):
+    """MuSoBench: generation quotas, the evaluation protocol and its budgets."""
+
+    timetabling: MusoTimetabling = MusoTimetabling()
+    subsetsum: MusoSubsetSum = MusoSubsetSum()
+    quota: PerScale = PerScale(demo=1, paper=100)
+    cpsat_check_per_level: PerScale = Field(
+        PerScale(demo=1000, paper=10), description="instances per level re-enumerated by CP-SAT in the asset check"
+    )
+    paradigms: list[Literal["short_cot", "long_cot"]] = Field(default_factory=lambda: ["short_cot"])
+    exploration: bool = Field(False, description="also run the exploration-cue variant (paper section 5)")
+    self_consistency: PerScale = Field(PerScale(demo=0, paper=0), description="parallel paths; 0 = off")
+    temperature: float = Field(0.2, ge=0, le=2)
+    solve_max_tokens: PerScale = PerScale(demo=128, paper=20480)
+    confidence_max_tokens: PerScale = PerScale(demo=16, paper=512)
+
+
 class Config(_Strict):
     scale: Literal["demo", "paper"] = "demo"
     seed: int = 20261130
@@ -102,6 +177,7 @@ class Config(_Strict):
     evaluate: list[str] = Field(default_factory=lambda: ["smollm2"], description="models evaluated")
     judge: str = Field("smollm2", description="model used as answer judge")
     probe_prompt: str = "What is 2 + 3? Reply with the number only."
+    muso: MusoConfig = MusoConfig()
 
     # Not part of the file: where it was read from, so relative paths resolve beside it.
     source: str = Field("<defaults>", exclude=True)

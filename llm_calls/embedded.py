@@ -9,10 +9,8 @@ the same client and ledger as any remote model. Nothing is downloaded.
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -47,14 +45,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent() -> None:  # runs in the child before exec
-    # Linux: if our process is SIGKILLed, the kernel sends the server SIGTERM.
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
 class EmbeddedServer:
     """A llama-cpp-python OpenAI-compatible server process for one GGUF file."""
 
@@ -81,7 +71,8 @@ class EmbeddedServer:
         fd, log = tempfile.mkstemp(prefix=f"benchsmith-{self.name}-", suffix=".log")
         self._log_path = Path(log)
         cmd = [
-            sys.executable, "-m", "llama_cpp.server",
+            # the wrapper exits with us even if we are SIGKILLed (see llm_calls.serve_embedded)
+            sys.executable, "-m", "llm_calls.serve_embedded", "--parent-pid", str(os.getpid()),
             "--model", str(self.model_path),
             "--model_alias", self.name,
             "--host", "127.0.0.1",
@@ -90,7 +81,7 @@ class EmbeddedServer:
             "--n_threads", str(self.n_threads),
         ]
         self._proc = subprocess.Popen(
-            cmd, stdout=fd, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+            cmd, stdout=fd, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
         os.close(fd)
         try:
@@ -120,14 +111,13 @@ class EmbeddedServer:
             f"embedded server for {self.name} not healthy after {self.startup_timeout_s:.0f} s:\n{self.log_tail()}"
         )
 
-    def healthy(self) -> bool:
-        if self._proc is None or self._proc.poll() is not None:
-            return False
-        try:
-            with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as resp:
-                return resp.status == 200
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            return False
+    def running(self) -> bool:
+        """The server process is alive (it answered its health check when it started).
+
+        Deliberately not an HTTP probe: the server answers one request at a time, so
+        a probe can time out behind a long generation and wrongly condemn it.
+        """
+        return self._proc is not None and self._proc.poll() is None
 
     def log_tail(self, lines: int = 20) -> str:
         if self._log_path is None or not self._log_path.exists():

@@ -69,7 +69,7 @@ class ModelRegistry:
         if m.embedded is not None:
             with self._lock:
                 server = self._servers.get(m.embedded)
-                if server is None or not server.healthy():
+                if server is None or not server.running():
                     if server is not None:
                         server.stop()
                     server = EmbeddedServer(m.embedded, n_ctx=m.n_ctx).start()

@@ -1,6 +1,9 @@
 """The embedded SmolLM2-135M server: a real model answering through the same ledger path."""
 
 import socket
+import subprocess
+import sys
+import time
 
 import dagster as dg
 import pytest
@@ -67,3 +70,33 @@ def test_server_that_cannot_start_fails_with_its_log(tmp_path):
     with pytest.raises(EmbeddedModelError, match=r"embedded server for smollm2-135m-instruct exited with code"):
         server.start()
     assert server.port is not None and not port_open(server.port)
+
+
+def test_server_survives_across_ledger_batches(tmp_path):
+    # Regression: the server was tied to the worker thread that started it and died between batches.
+    cfg = parse_config({"warehouse": {"path": str(tmp_path / "wh.duckdb")}}, str(tmp_path / "cfg.yaml"))
+    with ModelRegistry(cfg) as reg:
+        ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+        results, hosts = [], set()
+        for word in ("one", "two", "three"):
+            results += ledger.complete("smollm2", [CallRequest(user(f"Repeat the word {word}."), {"max_tokens": 8})])
+            hosts.add(reg.endpoint("smollm2").host)
+            time.sleep(0.6)  # give a wrongly-tied server time to die
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert len(hosts) == 1
+
+
+def test_server_exits_when_its_parent_is_killed():
+    child = subprocess.Popen(
+        [sys.executable, "-c", "from llm_calls.embedded import EmbeddedServer; import time; "
+                               "s = EmbeddedServer('smollm2-135m-instruct').start(); print(s.port, flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    port = int(child.stdout.readline())
+    assert port_open(port)
+    child.kill()
+    child.wait()
+    deadline = time.monotonic() + 15
+    while port_open(port) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not port_open(port)

@@ -146,30 +146,42 @@ class Warehouse:
         Delete and insert happen in one transaction: on any error the previous rows
         stay. Every incoming row must belong to the partition. Returns rows written.
         """
-        _check_ident(table)
+        return self.replace_partitions({table: rows}, partition)[table]
+
+    def replace_partitions(
+        self,
+        tables: Mapping[str, Sequence[Mapping[str, Any]] | pa.Table],
+        partition: Mapping[str, Any] | None = None,
+    ) -> dict[str, int]:
+        """`replace_partition` for several tables in one transaction (all or nothing)."""
         partition = dict(partition or {})
-        data = rows if isinstance(rows, pa.Table) else _to_arrow(rows)
-        for col, value in partition.items():
-            if data.num_rows and col not in data.column_names:
-                raise ValueError(f"{table}: rows lack partition column {col!r}")
-            if data.num_rows:
-                outside = [v for v in set(data.column(col).to_pylist()) if v != value]
-                if outside:
-                    raise ValueError(
-                        f"{table}: row with {col}={outside[0]!r} does not belong to partition {col}={value!r}"
-                    )
+        prepared: dict[str, pa.Table] = {}
+        for table, rows in tables.items():
+            _check_ident(table)
+            data = rows if isinstance(rows, pa.Table) else _to_arrow(rows)
+            for col, value in partition.items():
+                if data.num_rows and col not in data.column_names:
+                    raise ValueError(f"{table}: rows lack partition column {col!r}")
+                if data.num_rows:
+                    outside = [v for v in set(data.column(col).to_pylist()) if v != value]
+                    if outside:
+                        raise ValueError(
+                            f"{table}: row with {col}={outside[0]!r} does not belong to partition {col}={value!r}"
+                        )
+            prepared[table] = data
         with self.connect() as con:
             con.execute("BEGIN TRANSACTION")
             try:
                 where, params = _where(partition)
-                con.execute(f"DELETE FROM {table}{where}", params)
-                if data.num_rows:
-                    _insert(con, table, data)
+                for table, data in prepared.items():
+                    con.execute(f"DELETE FROM {table}{where}", params)
+                    if data.num_rows:
+                        _insert(con, table, data)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-        return data.num_rows
+        return {t: d.num_rows for t, d in prepared.items()}
 
     def upsert(self, table: str, rows: Sequence[Mapping[str, Any]] | pa.Table, sql_tail: str = "") -> int:
         """Insert rows; `sql_tail` may add an ON CONFLICT clause. One transaction."""

@@ -12,7 +12,7 @@ import duckdb
 SCHEMAS = ("llm", "sources", "muso", "waken", "s1", "ib")
 
 # Bump when a table is added or a view changes: connections then re-run the DDL.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 TABLES: dict[str, str] = {
     # One row per distinct call (the key). A failed call is stored as a failure and
@@ -52,6 +52,85 @@ TABLES: dict[str, str] = {
         probe_latency_s DOUBLE,
         probe_cached    BOOLEAN,
         checked_at      TIMESTAMP NOT NULL
+    """,
+    # MuSoBench (paper 001). One partition = one task's complexity level, e.g. 'timetabling_51-100'.
+    "muso.instances": """
+        partition_key     VARCHAR NOT NULL,
+        instance_id       VARCHAR NOT NULL,     -- e.g. 'ti-51-100-007': task, bin, index in the bin
+        task              VARCHAR NOT NULL,     -- 'timetabling' or 'subsetsum'
+        level             INTEGER NOT NULL,     -- 1-based position of the bin in the configuration
+        level_lo          INTEGER NOT NULL,     -- bin bounds on the solution count
+        level_hi          INTEGER,              -- NULL: open bin (lo or more)
+        solution_count    INTEGER NOT NULL,
+        question          VARCHAR NOT NULL,     -- the paper's question text
+        reference_answer  VARCHAR NOT NULL,     -- all solutions in the paper's answer format
+        parameters        JSON NOT NULL,        -- the problem and the generator arm that drew it
+        config_seed       BIGINT NOT NULL,
+        level_seed        BIGINT NOT NULL,      -- derived from (config seed, task, bin)
+        candidate_index   INTEGER NOT NULL,     -- candidates drawn in this level before this one
+        generator_version VARCHAR NOT NULL
+    """,
+    "muso.solutions": """
+        partition_key  VARCHAR NOT NULL,
+        instance_id    VARCHAR NOT NULL,
+        solution_index INTEGER NOT NULL,
+        solution       JSON NOT NULL            -- [[time, room], ...] per course, or the sorted subset
+    """,
+    "muso.responses": """
+        partition_key     VARCHAR NOT NULL,
+        model             VARCHAR NOT NULL,
+        paradigm          VARCHAR NOT NULL,     -- 'short_cot' or 'long_cot'
+        variant           VARCHAR NOT NULL,     -- standard, exploration, sc_path, sc_vote, sc_median
+        path              INTEGER,              -- self-consistency path (sample index)
+        instance_id       VARCHAR NOT NULL,
+        task              VARCHAR NOT NULL,
+        level             INTEGER NOT NULL,
+        status            VARCHAR NOT NULL,     -- 'ok' or 'call_failed' (solve turn)
+        error             VARCHAR,
+        answers_first     JSON,                 -- parsed solution set after the solve turn
+        n_first           INTEGER,
+        n_first_correct   INTEGER,
+        n_first_invalid   INTEGER,              -- answers that cannot be solutions (kept, scored wrong)
+        parse_error       VARCHAR,              -- why no answer could be parsed, if none
+        claimed_total     INTEGER,              -- the "Total N feasible solutions" the model wrote
+        confidence        DOUBLE,               -- 0-100
+        confidence_method VARCHAR,              -- tagged, boxed, keyword, bare, why none, call_failed
+        recheck           VARCHAR,              -- unchanged, changed, changed_without_marker, no_marker, call_failed
+        answers_second    JSON,
+        n_second          INTEGER,
+        n_second_correct  INTEGER,
+        precision         DOUBLE,
+        recall            DOUBLE,
+        retention         DOUBLE,
+        correction        DOUBLE,
+        discovery         DOUBLE,
+        truncated         BOOLEAN NOT NULL,     -- some turn hit max_tokens
+        call_keys         JSON NOT NULL         -- llm.calls keys of this conversation, in order
+    """,
+    "muso.metrics": """
+        model            VARCHAR NOT NULL,
+        paradigm         VARCHAR NOT NULL,
+        variant          VARCHAR NOT NULL,
+        task             VARCHAR NOT NULL,
+        level            INTEGER NOT NULL,      -- 0 = all levels of the task
+        level_label      VARCHAR NOT NULL,      -- '51-100', '301+', 'all'
+        level_lo         INTEGER,
+        level_hi         INTEGER,
+        n_instances      INTEGER NOT NULL,
+        n_scored         INTEGER NOT NULL,      -- solve turn answered (parsed or not)
+        n_failed_calls   INTEGER NOT NULL,
+        n_parse_failures INTEGER NOT NULL,
+        n_truncated      INTEGER NOT NULL,
+        precision        DOUBLE,
+        recall           DOUBLE,
+        n_confidence     INTEGER NOT NULL,
+        mean_confidence  DOUBLE,
+        ece_precision    DOUBLE,
+        ece_recall       DOUBLE,
+        n_stability      INTEGER NOT NULL,      -- instances with a usable recheck turn
+        retention        DOUBLE,
+        correction       DOUBLE,
+        discovery        DOUBLE
     """,
 }
 
