@@ -12,7 +12,9 @@ message's content, so one batch can mix healthy and faulty calls:
     [[stub: length]]                            reply cut: finish_reason "length"
     [[stub: delay=0.3]]                         this request's delay
 
-`times` counts requests with identical messages and seed. Every request is
+`times` counts requests with identical messages and seed. A test that needs
+controlled replies passes `responder(body) -> str | None`; None falls back to
+the default reply. Every request is
 logged (`requests`) with its body and whether an Authorization header came, so
 tests can assert what reached the server. Run standalone for a benchmark:
 
@@ -27,6 +29,7 @@ import re
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -53,7 +56,9 @@ class _Server(ThreadingHTTPServer):
 class StubServer:
     """Threaded stub server. `start()` in a background thread; `stop()` to shut down."""
 
-    def __init__(self, delay_s: float = 0.0, hang_s: float = 5.0, model: str = "stub-model", port: int = 0):
+    def __init__(self, delay_s: float = 0.0, hang_s: float = 5.0, model: str = "stub-model", port: int = 0,
+                 responder: Callable[[dict[str, Any]], str | None] | None = None):
+        self.responder = responder
         self.delay_s = delay_s
         self.hang_s = hang_s
         self.model = model
@@ -115,7 +120,9 @@ class StubServer:
         if "malformed" in directive:
             return 200, {"Content-Type": "application/json"}, b'{"id": "x", "choices": [', delay
         words = content.split()
-        reply = f"reply to: {content} (seed {body.get('seed')}, temperature {body.get('temperature')})"
+        scripted = self.responder(body) if self.responder else None
+        reply = scripted if scripted is not None else (
+            f"reply to: {content} (seed {body.get('seed')}, temperature {body.get('temperature')})")
         finish = "stop"
         if "length" in directive:
             reply, finish = reply[:20], "length"

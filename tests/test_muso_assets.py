@@ -1,0 +1,113 @@
+"""MuSoBench assets end to end on a stub model that solves every question perfectly."""
+
+import re
+
+import dagster as dg
+import pytest
+
+from assets.definitions import build_definitions
+from assets.materialize_all import raw_assets
+from generators.muso import subsetsum_answer, timetabling_answer
+from llm_calls.stub_server import StubServer
+from solvers import subsetsum as ss
+from solvers import timetabling as tt
+from tests.conftest import stub_config
+from warehouse import Warehouse
+
+MUSO = {"timetabling": {"bins": [[1, 50], [51, 100]]}, "subsetsum": {"bins": [[1, 50], [51, None]]},
+        "quota": {"demo": 2, "paper": 2}}
+
+
+def perfect_model(body):
+    """Solves the question in the first user message with the project's solvers."""
+    first, last = body["messages"][0]["content"], body["messages"][-1]["content"]
+    if "rate your confidence" in last:
+        return "[[CONFIDENCE: \\boxed{100}]]"
+    if "Recheck all your answers" in last:
+        return "[[UNCHANGE]]"
+    courses = re.findall(r"- Course\d+ : Time \[([\d, ]+)\], Room \[([\d, ]+)\], Teacher \[(\d+)\]", first)
+    if courses:
+        parsed = [tt.Course(tuple(map(int, t.split(","))), tuple(map(int, r.split(","))), int(p)) for t, r, p in courses]
+        problem = tt.TimetablingProblem(tuple(parsed), 10, 10, 5)
+        return timetabling_answer(problem, tt.backtracking_solutions(problem))
+    values = re.search(r"unique integers: \{([\d, ]+)\}", first)
+    target = re.search(r"target: (\d+)", first)
+    problem = ss.SubsetSumProblem(tuple(map(int, values.group(1).split(","))), int(target.group(1)))
+    return "Solution list: " + subsetsum_answer(ss.backtracking_solutions(problem))
+
+
+@pytest.fixture
+def perfect_stub():
+    with StubServer(responder=perfect_model) as server:
+        yield server
+
+
+def materialize(defs, keys, partition=None):
+    return dg.materialize(
+        [*raw_assets(defs), *defs.asset_checks], resources=defs.resources, partition_key=partition,
+        selection=dg.AssetSelection.assets(*keys) | dg.AssetSelection.checks_for_assets(*keys), raise_on_error=False,
+    )
+
+
+def test_partitions_follow_the_configured_bins(perfect_stub, tmp_path):
+    defs = build_definitions(stub_config(perfect_stub, tmp_path, muso=MUSO).source)
+    pdef = defs.get_assets_def("muso_instances").partitions_def
+    assert pdef.get_partition_keys() == ["timetabling_1-50", "timetabling_51-100", "subsetsum_1-50", "subsetsum_51+"]
+
+
+def test_levels_to_metrics_end_to_end_with_a_perfect_model(perfect_stub, tmp_path):
+    cfg = stub_config(perfect_stub, tmp_path, muso=MUSO)
+    defs = build_definitions(cfg.source)
+    for pk in ("timetabling_51-100", "subsetsum_51+"):
+        result = materialize(defs, ["muso_instances", "muso_responses"], pk)
+        assert result.success
+        assert all(c.passed for c in result.get_asset_check_evaluations())
+    result = materialize(defs, ["muso_metrics"])
+    assert result.success and all(c.passed for c in result.get_asset_check_evaluations())
+    wh = Warehouse(cfg.warehouse_path())
+    assert wh.rows("SELECT task, level, level_lo, level_hi, count(*) AS n FROM muso.instances GROUP BY ALL ORDER BY task") == [
+        {"task": "subsetsum", "level": 2, "level_lo": 51, "level_hi": None, "n": 2},
+        {"task": "timetabling", "level": 2, "level_lo": 51, "level_hi": 100, "n": 2},
+    ]
+    counts = wh.rows("SELECT i.instance_id, i.solution_count, count(s.solution) AS stored FROM muso.instances i "
+                     "JOIN muso.solutions s USING (instance_id) GROUP BY ALL")
+    assert all(r["solution_count"] == r["stored"] and r["solution_count"] > 50 for r in counts)
+    metrics = wh.rows("SELECT task, level_label, n_scored, precision, recall, ece_recall, retention, discovery "
+                      "FROM muso.metrics WHERE model = 'stub' ORDER BY task, level")
+    for m in metrics:
+        assert (m["n_scored"], m["precision"], m["recall"], m["retention"], m["discovery"]) == (
+            2 if m["level_label"] != "all" else 2, 1.0, 1.0, 1.0, 0.0)
+        assert m["ece_recall"] == pytest.approx(0.0)
+    assert {m["level_label"] for m in metrics} == {"51-100", "51+", "all"}
+
+
+def test_rematerialising_a_level_replaces_it(perfect_stub, tmp_path):
+    cfg = stub_config(perfect_stub, tmp_path, muso=MUSO)
+    defs = build_definitions(cfg.source)
+    for _ in range(2):
+        assert materialize(defs, ["muso_instances", "muso_responses"], "subsetsum_1-50").success
+    wh = Warehouse(cfg.warehouse_path())
+    assert wh.scalar("SELECT count(*) FROM muso.instances") == 2
+    assert wh.scalar("SELECT count(*) FROM muso.responses") == 2
+    assert wh.scalar("SELECT count(*) FROM (SELECT DISTINCT * FROM muso.solutions)") == wh.scalar(
+        "SELECT count(*) FROM muso.solutions")
+
+
+def tables(path):
+    wh = Warehouse(path)
+    return (wh.rows("SELECT * FROM muso.instances ORDER BY instance_id"),
+            wh.rows("SELECT * FROM muso.solutions ORDER BY instance_id, solution_index"))
+
+
+def test_same_seed_identical_tables_other_seed_other_instances(perfect_stub, tmp_path):
+    paths = {}
+    for name, seed in (("a", 7), ("b", 7), ("c", 8)):
+        (tmp_path / name).mkdir()
+        cfg = stub_config(perfect_stub, tmp_path / name, muso=MUSO, seed=seed)
+        defs = build_definitions(cfg.source)
+        for pk in ("timetabling_1-50", "subsetsum_1-50"):
+            assert materialize(defs, ["muso_instances"], pk).success
+        paths[name] = cfg.warehouse_path()
+    a, b, c = tables(paths["a"]), tables(paths["b"]), tables(paths["c"])
+    assert a == b
+    assert [r["parameters"] for r in a[0]] != [r["parameters"] for r in c[0]]

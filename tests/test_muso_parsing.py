@@ -1,0 +1,136 @@
+"""Parsing the formats models really produce into MuSoBench answer sets."""
+
+import pytest
+
+from validators.muso_answers import parse_confidence, parse_recheck, parse_subsets, parse_timetables
+
+TT = {"courses": [{"times": [3, 4], "rooms": [8], "teacher": 2},
+                  {"times": [0, 4], "rooms": [3], "teacher": 2},
+                  {"times": [3, 4], "rooms": [0], "teacher": 1}]}
+A = ((3, 8), (0, 3), (3, 0))
+B = ((3, 8), (0, 3), (4, 0))
+SS = {"values": [18, 25, 16, 45, 48, 40, 38, 14, 22, 8], "target": 62}
+
+PAPER_FORMAT = """Solution 1:
+| Course | Time | Room | Teacher |
+|---------|-------|-------|----------|
+| Course0 | T3 | R8 | P2 |
+| Course1 | T0 | R3 | P2 |
+| Course2 | T3 | R0 | P1 |
+Solution 2:
+| Course | Time | Room | Teacher |
+|---------|-------|-------|----------|
+| Course0 | T3 | R8 | P2 |
+| Course1 | T0 | R3 | P2 |
+| Course2 | T4 | R0 | P1 |
+Total 2 feasible solutions shown above."""
+
+
+def test_paper_format_tables():
+    p = parse_timetables(PAPER_FORMAT, TT)
+    assert p.answers == [A, B] and p.claimed_total == 2 and p.error is None
+
+
+def test_bold_and_markdown_headers_and_bold_cells():
+    text = ("**Solution 1:**\n| Course | Time | Room | Teacher |\n|---|---|---|---|\n| **Course0** | **T3** | R8 | P2 |\n"
+            "| Course1 | T0 | R3 | P2 |\n| Course2 | T3 | R0 | P1 |\n\n### Solution 2\n"
+            "| Course0 | T3 | R8 | P2 |\n| Course1 | T0 | R3 | P2 |\n| Course2 | T4 | R0 | P1 |")
+    assert parse_timetables(text, TT).answers == [A, B]
+
+
+def test_numbered_headers_without_outer_pipes_and_extra_spaces():
+    text = ("1.\nCourse 0 |  T 3 | R 8 | P 2\nCourse 1 | T0 | R3 | P2\nCourse 2 | T3 | R0 | P1\n"
+            "2.\n  Course0|Time 3|Room 8|Teacher 2  \nCourse1|T0|R3|P2\nCourse2|T4|R0|P1")
+    assert parse_timetables(text, TT).answers == [A, B]
+
+
+def test_schedules_without_headers_split_where_a_course_repeats():
+    text = "| Course0 | T3 | R8 | P2 |\n| Course1 | T0 | R3 | P2 |\n| Course2 | T3 | R0 | P1 |\n" \
+           "| Course0 | T3 | R8 | P2 |\n| Course1 | T0 | R3 | P2 |\n| Course2 | T4 | R0 | P1 |"
+    assert parse_timetables(text, TT).answers == [A, B]
+
+
+def test_duplicate_schedules_count_once():
+    text = PAPER_FORMAT + "\nSolution 3:\n| Course0 | T3 | R8 | P2 |\n| Course1 | T0 | R3 | P2 |\n| Course2 | T3 | R0 | P1 |"
+    assert parse_timetables(text, TT).answers == [A, B]
+
+
+def test_teacher_cell_spelled_differently_is_still_the_same_teacher():
+    text = "Solution 1:\n| Course0 | T3 | R8 | 2 |\n| Course1 | T0 | R3 | Teacher 2 |\n| Course2 | T3 | R0 | p1 |"
+    assert parse_timetables(text, TT).answers == [A]
+
+
+def test_teacher_that_really_differs_makes_the_schedule_wrong_not_dropped():
+    text = "Solution 1:\n| Course0 | T3 | R8 | P5 |\n| Course1 | T0 | R3 | P2 |\n| Course2 | T3 | R0 | P1 |"
+    p = parse_timetables(text, TT)
+    assert len(p.answers) == 1 and p.answers[0][0] == "invalid"
+    assert "teacher differs" in p.invalid_reasons[0] and "[0]" in p.invalid_reasons[0]
+
+
+def test_missing_teacher_column_is_accepted():
+    text = "Solution 1:\n| Course | Time | Room |\n| Course0 | T3 | R8 |\n| Course1 | T0 | R3 |\n| Course2 | T3 | R0 |"
+    assert parse_timetables(text, TT).answers == [A]
+
+
+def test_incomplete_schedule_is_an_invalid_answer():
+    text = "Solution 1:\n| Course0 | T3 | R8 | P2 |\n| Course1 | T0 | R3 | P2 |\n" + PAPER_FORMAT
+    p = parse_timetables(text, TT)
+    assert p.answers[0][0] == "invalid" and p.answers[1:] == [A, B]
+    assert "courses [0, 1] instead of 0..2" in p.invalid_reasons[0]
+
+
+def test_no_table_is_a_parse_failure_with_reason():
+    p = parse_timetables("I think there are 4 schedules.", TT)
+    assert p.answers == [] and p.error == "no timetable rows found"
+
+
+@pytest.mark.parametrize("text", [
+    "Solution 1: {8, 14, 40}\nSolution 2: {22, 40}",
+    "Solution 1: [8, 14, 40]\nSolution 2: [22, 40]",
+    "The subsets are [8, 14, 40] and {22, 40}.",
+    "8 + 14 + 40 = 62\n22 + 40 = 62",
+    "**Solution 1:** 8, 14, 40\n**Solution 2:** 22, 40",
+    "Solution 1: {40, 14, 8}\nSolution 2: {22,40}\nSolution 3: { 8 , 14 , 40 }",
+])
+def test_subset_formats(text):
+    assert set(parse_subsets(text, SS).answers) == {(8, 14, 40), (22, 40)}
+
+
+def test_subsets_echoing_the_question_are_not_answers():
+    text = "Given the set of unique integers: {18, 25, 16, 45, 48, 40, 38, 14, 22, 8}\nSolution 1: {14, 48}"
+    assert parse_subsets(text, SS).answers == [(14, 48)]
+
+
+def test_wrong_subsets_are_kept_as_answers():
+    p = parse_subsets("Solution 1: {1, 4, 4}\nSolution 2: {8, 99}\nSolution 3: {14, 48}\nSolution 4: {8, 14}", SS)
+    assert p.answers[0][0] == "invalid" and p.answers[1][0] == "invalid"
+    assert (14, 48) in p.answers and (8, 14) in p.answers  # (8, 14) is a wrong sum, scored against truth
+    assert any("repeated" in r for r in p.invalid_reasons) and any("outside" in r for r in p.invalid_reasons)
+
+
+def test_no_subsets_is_a_parse_failure():
+    assert parse_subsets("There are many.", SS).error == "no subsets found"
+
+
+@pytest.mark.parametrize("text,value,method", [
+    ("[[CONFIDENCE: \\boxed{85}]]", 85.0, "tagged"),
+    ("I am fairly sure. [[CONFIDENCE: \\boxed{ 72% }]]", 72.0, "tagged"),
+    ("\\boxed{60}", 60.0, "boxed"),
+    ("My confidence is 90%.", 90.0, "keyword"),
+    ("Confidence: 40/100", 40.0, "keyword"),
+    ("75", 75.0, "bare"),
+])
+def test_confidence_formats(text, value, method):
+    assert parse_confidence(text) == (value, method)
+
+
+def test_confidence_out_of_range_or_missing_is_none_with_reason():
+    assert parse_confidence("[[CONFIDENCE: \\boxed{150}]]") == (None, "out of range: 150.0")
+    assert parse_confidence("I cannot say.") == (None, "no confidence found")
+
+
+def test_recheck_markers():
+    assert parse_recheck("All good. [[UNCHANGE]]") == "unchanged"
+    assert parse_recheck("[[CHANGE]]\nSolution 1: ...") == "changed"
+    assert parse_recheck("I said [[UNCHANGE]] before but now [[CHANGE]]") == "changed"
+    assert parse_recheck("Looks right to me.") is None

@@ -1,0 +1,123 @@
+"""The MuSoBench three-turn protocol through the ledger, with controlled model replies."""
+
+import json
+import re
+
+import pytest
+
+from evaluations.muso import CONFIDENCE_PROMPT, EXPLORATION_CUE, RECHECK_PROMPT, SHORT_COT_SUFFIX, Item, run
+from llm_calls import Ledger, ModelRegistry
+from llm_calls.stub_server import StubServer
+from tests.conftest import stub_config
+from warehouse import Warehouse
+
+ITEM = Item("ss-x", "subsetsum", 1, {"values": [1, 2, 3, 4], "target": 5},
+            "Given the set of unique integers: {1, 2, 3, 4}\nFind all subsets that sum exactly to the target: 5",
+            frozenset({(1, 4), (2, 3)}))
+
+
+def scripted(replies):
+    def respond(body):
+        last = body["messages"][-1]["content"]
+        for marker, reply in replies.items():
+            if marker in last:
+                return reply
+        return None
+    return respond
+
+
+def ledger_for(stub, tmp_path):
+    cfg = stub_config(stub, tmp_path)
+    reg = ModelRegistry(cfg)
+    return Ledger(Warehouse(cfg.warehouse_path()), reg), reg
+
+
+def test_three_turns_scored_from_controlled_replies(tmp_path):
+    replies = {"subset-sum task": "Solution 1: {1, 4}\nSolution 2: {1, 2}\nTotal 2 feasible solutions shown above.",
+               "rate your confidence": "[[CONFIDENCE: \\boxed{90}]]",
+               "Recheck all your answers": "[[CHANGE]]\nSolution 1: {1, 4}\nSolution 2: {2, 3}"}
+    with StubServer(responder=scripted(replies)) as stub:
+        ledger, reg = ledger_for(stub, tmp_path)
+        [row] = run(ledger, "stub", [ITEM], "short_cot", "standard", 0.2, 128, 16)
+        reg.close()
+        bodies = [r["body"] for r in stub.requests]
+    assert row["status"] == "ok" and row["n_first"] == 2 and row["n_first_correct"] == 1
+    assert row["precision"] == 0.5 and row["recall"] == 0.5 and row["claimed_total"] == 2
+    assert row["confidence"] == 90.0 and row["confidence_method"] == "tagged"
+    assert row["recheck"] == "changed" and row["n_second_correct"] == 2
+    assert (row["retention"], row["correction"], row["discovery"]) == (1.0, 1.0, 0.5)
+    # one conversation: each turn carries the earlier ones; the paper's prompts, Short-CoT suffix on the first
+    assert [len(b["messages"]) for b in bodies] == [1, 3, 5]
+    assert bodies[0]["messages"][0]["content"].endswith(SHORT_COT_SUFFIX)
+    assert bodies[1]["messages"][-1]["content"] == CONFIDENCE_PROMPT
+    assert bodies[2]["messages"][-1]["content"] == RECHECK_PROMPT
+    assert bodies[0]["temperature"] == 0.2 and bodies[0]["max_tokens"] == 128 and bodies[1]["max_tokens"] == 16
+    assert len(json.loads(row["call_keys"])) == 3
+
+
+def test_long_cot_prompt_has_no_step_by_step_suffix(tmp_path):
+    with StubServer() as stub:
+        ledger, reg = ledger_for(stub, tmp_path)
+        run(ledger, "stub", [ITEM], "long_cot", "standard", 0.2, 64, 16)
+        reg.close()
+        first = stub.requests[0]["body"]["messages"][0]["content"]
+    assert "Think step by step" not in first and "The question is Given the set" in first
+
+
+def test_unchanged_recheck_keeps_the_first_answer(tmp_path):
+    replies = {"subset-sum task": "Solution 1: {1, 4}", "rate your confidence": "80",
+               "Recheck all your answers": "I checked. [[UNCHANGE]]"}
+    with StubServer(responder=scripted(replies)) as stub:
+        ledger, reg = ledger_for(stub, tmp_path)
+        [row] = run(ledger, "stub", [ITEM], "short_cot", "standard", 0.2, 64, 16)
+        reg.close()
+    assert row["recheck"] == "unchanged" and row["answers_second"] == row["answers_first"]
+    assert (row["retention"], row["correction"], row["discovery"]) == (1.0, None, 0.0)
+
+
+def test_exploration_cue_adds_the_new_solutions(tmp_path):
+    replies = {"subset-sum task": "Solution 1: {1, 4}", EXPLORATION_CUE: "You are right: Solution 2: {2, 3}",
+               "rate your confidence": "[[CONFIDENCE: \\boxed{70}]]", "Recheck": "[[UNCHANGE]]"}
+    with StubServer(responder=scripted(replies)) as stub:
+        ledger, reg = ledger_for(stub, tmp_path)
+        [row] = run(ledger, "stub", [ITEM], "short_cot", "exploration", 0.2, 64, 16)
+        reg.close()
+        contents = stub.contents()
+    assert contents[1] == EXPLORATION_CUE
+    assert row["variant"] == "exploration" and row["recall"] == 1.0
+
+
+def test_failed_solve_call_is_a_failure_row_never_an_answer(tmp_path):
+    broken = Item("ss-broken", "subsetsum", 1, ITEM.problem, ITEM.question + " [[stub: status=500 times=99]]",
+                  ITEM.truth)
+    with StubServer() as stub:
+        ledger, reg = ledger_for(stub, tmp_path)
+        rows = run(ledger, "stub", [broken, ITEM], "short_cot", "standard", 0.2, 64, 16)
+        reg.close()
+    failed, ok = rows
+    assert failed["status"] == "call_failed" and "HTTP 500" in failed["error"]
+    assert failed["answers_first"] is None and failed["recall"] is None and failed["confidence"] is None
+    assert ok["status"] == "ok"
+
+
+def test_self_consistency_uses_sample_indexes_and_adds_aggregates(tmp_path):
+    with StubServer(responder=scripted({"subset-sum task": "Solution 1: {1, 4}", "confidence": "50"})) as stub:
+        ledger, reg = ledger_for(stub, tmp_path)
+        rows = run(ledger, "stub", [ITEM], "short_cot", "self_consistency", 0.7, 64, 16, paths=3)
+        reg.close()
+        seeds = {r["body"]["seed"] for r in stub.requests if len(r["body"]["messages"]) == 1}
+    assert [r["variant"] for r in rows] == ["sc_path", "sc_path", "sc_path", "sc_vote", "sc_median"]
+    assert [r["path"] for r in rows[:3]] == [0, 1, 2] and len(seeds) == 3  # distinct samples
+    assert rows[3]["recall"] == 0.5 and rows[4]["confidence"] == 50.0
+    assert all(r["recheck"] is None for r in rows)  # table 2 has no recheck turn
+
+
+def test_rerun_is_served_from_the_ledger(tmp_path):
+    with StubServer(responder=scripted({"subset-sum": "Solution 1: {2, 3}"})) as stub:
+        ledger, reg = ledger_for(stub, tmp_path)
+        first = run(ledger, "stub", [ITEM], "short_cot", "standard", 0.2, 64, 16)
+        n = len(stub.requests)
+        again = run(ledger, "stub", [ITEM], "short_cot", "standard", 0.2, 64, 16)
+        reg.close()
+        assert len(stub.requests) == n == 3
+    assert first == again
