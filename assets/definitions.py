@@ -33,8 +33,15 @@ def build_definitions(path: str | Path | None = None) -> dg.Definitions:
             dg.define_asset_job(
                 "everything",
                 selection=dg.AssetSelection.all(),
-                description="Materialise every unpartitioned asset (partitioned families: `python -m assets.materialize_all`).",
-            )
+                description=(
+                    "Every asset. Launch it as a backfill over all partitions to build every level; the "
+                    "unpartitioned assets are idempotent. From a shell: `python -m assets.materialize_all`."
+                ),
+            ),
+            dg.define_asset_job(
+                "muso", selection=dg.AssetSelection.groups("muso"),
+                description="MuSoBench: instances, responses and metrics (a backfill over its partitions).",
+            ),
         ],
         resources={
             "settings": SettingsResource(path=str(cfg_path.resolve())),
