@@ -1,0 +1,103 @@
+"""Source loaders on hand-written fixtures in each upstream layout."""
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from generators.sources import SourceError, SourceSpec, by_label, load_source
+
+FIX = Path(__file__).parent / "fixtures" / "sources"
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+
+
+def test_fld_through_load_dataset_from_a_local_dataset_directory_both_configs():
+    default = load_source(SourceSpec("fld", hub=str(FIX / "fld_hub"), config="default"))
+    star = load_source(SourceSpec("fld", hub=str(FIX / "fld_hub"), config="star"))
+    assert [(r.source_id, r.label, r.original_label) for r in default] == [
+        ("d0", "True", "PROVED"), ("d1", "False", "DISPROVED"), ("d2", "Unknown", "UNKNOWN")]
+    assert default[0].context.startswith("sent1: the lantern is lit") and default[0].question == "the lantern is bright"
+    assert default[0].extra["depth"] == 1 and default[2].extra["num_all_distractors"] == 2
+    assert [r.subset for r in star] == ["star"] and star[0].extra["depth"] == 2
+    assert default[0].origin.endswith("fld_hub/default")
+
+
+def test_folio_hub_layout():
+    recs = load_source(SourceSpec("folio", path=str(FIX / "folio_hub.jsonl")))
+    assert [(r.source_id, r.label, r.original_label) for r in recs] == [
+        ("10", "True", "True"), ("11", "Unknown", "Uncertain"), ("12", "False", "False")]
+    assert recs[0].extra["premises_fol"] == ["∀x (OwlInBarn(x) → HuntsAtNight(x))", "OwlInBarn(hedwig)"]
+    assert recs[0].extra["conclusion_fol"] == "HuntsAtNight(hedwig)" and recs[0].extra["story_id"] == 1
+
+
+def test_folio_v0_train_layout_lists_no_conclusion_fol_and_unknown_spelling():
+    recs = load_source(SourceSpec("folio", path=str(FIX / "folio_v0_train.jsonl")))
+    assert recs[0].context == "Every violin in the shop is tuned.\nThe old violin is in the shop."
+    assert recs[0].extra["conclusion_fol"] is None
+    assert [(r.label, r.original_label) for r in recs] == [("True", "True"), ("Unknown", "Unknown")]
+    assert [r.source_id for r in recs] == ["folio_v0_train-0", "folio_v0_train-1"]  # no example ids upstream
+
+
+def test_folio_v0_validation_layout_without_ids():
+    recs = load_source(SourceSpec("folio", split="validation", path=str(FIX / "folio_v0_validation.jsonl")))
+    assert [(r.source_id, r.label, r.original_label) for r in recs] == [
+        ("folio_v0_validation-0", "True", "True"), ("folio_v0_validation-1", "Unknown", "Uncertain")]
+
+
+def test_scienceqa_keeps_configured_text_only_topics_with_their_form():
+    recs = load_source(SourceSpec("scienceqa", path=str(FIX / "scienceqa.jsonl")))
+    assert [(r.topic, r.subset) for r in recs] == [
+        ("physics", "science"), ("biology", "science"), ("figurative-language", "arts")]  # image row, geography out
+    assert recs[0].choices == ["friction", "magnetism"] and recs[0].answer_index == 0
+    assert recs[0].context.startswith("A box slides") and recs[0].label is None
+
+
+def test_parquet_and_json_array_files(tmp_path):
+    rows = [json.loads(line) for line in (FIX / "folio_hub.jsonl").read_text().splitlines()]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "folio.parquet")
+    (tmp_path / "folio.json").write_text(json.dumps(rows))
+    assert by_label(load_source(SourceSpec("folio", path=str(tmp_path / "folio.parquet")))) == {
+        "True": 1, "Unknown": 1, "False": 1}
+    assert len(load_source(SourceSpec("folio", path=str(tmp_path / "folio.json")))) == 3
+
+
+def test_malformed_rows_are_reported_by_file_row_and_field_and_nothing_is_loaded(tmp_path):
+    bad = tmp_path / "fld_bad.jsonl"
+    lines = (FIX / "fld_hub" / "default" / "train.jsonl").read_text().splitlines()
+    row1 = json.loads(lines[1]); row1["world_assump_label"] = "MAYBE"
+    row2 = json.loads(lines[2]); del row2["hypothesis"]
+    bad.write_text("\n".join([lines[0], json.dumps(row1), json.dumps(row2)]))
+    with pytest.raises(SourceError) as err:
+        load_source(SourceSpec("fld", path=str(bad)))
+    msg = str(err.value)
+    assert "2 malformed rows" in msg and "nothing loaded" in msg
+    assert f"{bad}: row 1: field 'world_assump_label': unknown label 'MAYBE'" in msg
+    assert f"{bad}: row 2: field 'hypothesis': missing or empty" in msg
+
+
+def test_broken_json_line_names_file_and_line(tmp_path):
+    bad = tmp_path / "x.jsonl"
+    bad.write_text('{"label": "True"}\n{not json\n')
+    with pytest.raises(SourceError, match=r"x.jsonl: row 1 \(line 2\): not valid JSON"):
+        load_source(SourceSpec("folio", path=str(bad)))
+
+
+def test_scienceqa_answer_out_of_range_is_reported(tmp_path):
+    row = json.loads((FIX / "scienceqa.jsonl").read_text().splitlines()[0]); row["answer"] = 5
+    (tmp_path / "s.jsonl").write_text(json.dumps(row))
+    with pytest.raises(SourceError, match=r"row 0: field 'answer': expected an index into the 2 choices, got 5"):
+        load_source(SourceSpec("scienceqa", path=str(tmp_path / "s.jsonl")))
+
+
+def test_spec_needs_exactly_one_location():
+    with pytest.raises(SourceError, match="exactly one of `hub` or `path`"):
+        SourceSpec("fld")
+    with pytest.raises(SourceError, match="unknown source dataset 'mmlu'"):
+        SourceSpec("mmlu", path="x")
