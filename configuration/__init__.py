@@ -166,6 +166,58 @@ class MusoConfig(_Strict):
     confidence_max_tokens: PerScale = PerScale(demo=16, paper=512)
 
 
+class WakenSource(_Strict):
+    """Where a dataset's rows come from: a hub id or local dataset directory, or local files."""
+
+    hub: str | None = None
+    config: str | None = None
+    split: str = "train"
+    path: str | None = None
+
+    @model_validator(mode="after")
+    def _one_location(self) -> "WakenSource":
+        if (self.hub is None) == (self.path is None):
+            raise ValueError("expected exactly one of `hub` or `path`")
+        return self
+
+
+class FLDGenerator(_Strict):
+    depth: tuple[int, int] = (1, 3)
+    max_distractors: int = Field(4, ge=0, le=20)
+
+
+class WakenDataset(_Strict):
+    """One WakenLLM dataset: FLD-style (generated offline or from a source) or FOLIO."""
+
+    kind: Literal["fld", "folio"]
+    form: Literal["fact", "story"] = "fact"  # fact-based datasets get the detailed stimulation (section 4.1)
+    generator: FLDGenerator | None = None
+    source: WakenSource | None = None
+    count: PerScale  # items in all, half solvable and half Unknown
+
+    @model_validator(mode="after")
+    def _generator_or_source(self) -> "WakenDataset":
+        if (self.generator is None) == (self.source is None):
+            raise ValueError("expected exactly one of `generator` (fld only) or `source`")
+        if self.generator is not None and self.kind != "fld":
+            raise ValueError("only kind `fld` has an offline generator; give a `source`")
+        return self
+
+
+class WakenConfig(_Strict):
+    """WakenLLM (paper 000): datasets, the protocol's settings and budgets."""
+
+    datasets: dict[str, WakenDataset] = Field(default_factory=lambda: {
+        "fld": WakenDataset(kind="fld", generator=FLDGenerator(), count=PerScale(demo=6, paper=600)),
+    })
+    temperature: float = Field(0.5, ge=0, le=2)
+    ablation_temperature: float = Field(1.0, ge=0, le=2)
+    misguiding_rates: list[float] = Field(default_factory=lambda: [1.0, 2 / 3, 0.5, 0.0])
+    baselines: list[Literal["cot", "few_shot", "tree_of_thought", "plan_and_solve", "self_reflection"]] = Field(
+        default_factory=lambda: ["cot", "few_shot", "tree_of_thought", "plan_and_solve", "self_reflection"])
+    max_tokens: PerScale = PerScale(demo=96, paper=2048)
+
+
 class Config(_Strict):
     scale: Literal["demo", "paper"] = "demo"
     seed: int = 20261130
@@ -178,6 +230,7 @@ class Config(_Strict):
     judge: str = Field("smollm2", description="model used as answer judge")
     probe_prompt: str = "What is 2 + 3? Reply with the number only."
     muso: MusoConfig = MusoConfig()
+    waken: WakenConfig = WakenConfig()
 
     # Not part of the file: where it was read from, so relative paths resolve beside it.
     source: str = Field("<defaults>", exclude=True)

@@ -1,0 +1,289 @@
+"""The WakenLLM pipeline (paper 000, sections 3-5, appendix M) through the ledger.
+
+Steps, each one ledger batch, each answer extracted by `validators.labels`
+(keywords first; the judge model only for replies no keyword decides):
+
+- `direct`: every item once (Acc(Direct), section 5.5);
+- `diagnosis`: Unknown items answered Unknown are asked to self-diagnose
+  their explanation ("Output only True or False"); those judged False join
+  the Vague Perception set with the solvable items answered Unknown (3.1);
+- `stage1`: D_VP under stimulation, detailed for fact-based and concise for
+  story-based datasets (section 4.1); outcomes TC / FC / UC (3.2);
+- `stage2`: the stage-1 False Converting items (D_VP^2 = FC^1), told their
+  stage-1 answer was wrong (algorithm 1);
+- `rtg_label`: stage 1 and stage 2 again with an assigned label after a
+  reminder of the earlier mistake, for each misguiding rate M (the share of
+  assigned labels that are wrong; appendix H);
+- `rtg_rp`: stage 1 with the direct-pass reasoning shown (RPC) and stage 2
+  with the stage-1 reasoning shown (CGR) (section 3.3, algorithm 2);
+- `ablation`: the stage-1 Unknown Converting items through stage 1 again at
+  the ablation temperature (section 5.3);
+- `baseline`: CoT, few-shot, Tree-of-Thought (prompted), Plan-and-Solve and
+  Self-Reflection over every item (section 5.5, table 6);
+- `cause`: the judge model classifies each Vague Perception item's direct
+  reasoning as Fact Understanding, Reasoning Gap or Excessive Caution (5.6).
+
+Paper-to-code choices, written down once: the paper's prompt templates
+(its appendix N) are not in the text we have, so the prompts below are ours,
+built on the paper's descriptions; the vanilla stage 2 shows the stage-1 label
+but not its reasoning (algorithm 1), and the `rtg_rp` stage 2 adds the
+reasoning (algorithm 2), which is what CGR compares. A reply no keyword and no
+judge decides is `undecided`, and a failed call is `call_failed`: neither is
+ever read as Unknown, and both are left out of the converting classes (so the
+stage denominators count decided items only; the counts are stored).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llm_calls import CallRequest, CallResult, Ledger
+from validators.labels import LABELS, Extraction, extract_label
+
+ANSWER_FORMAT = ('Explain your reasoning briefly, then finish with one line: "Final answer: True", '
+                 '"Final answer: False" or "Final answer: Unknown".')
+TASK = ("Read the facts and decide whether the hypothesis is True, False, or Unknown (Unknown: the facts "
+        "neither prove nor disprove it).\n\nFacts:\n{context}\n\nHypothesis: {question}\n\n")
+DIAGNOSIS = ("{task}You answered Unknown and explained:\n{reasoning}\n\nDoes this explanation correctly show which "
+             "information is missing, so that the facts can neither prove nor disprove the hypothesis? "
+             "Output only True or False.")
+STIMULATION = {
+    "concise": "Your answer Unknown may be wrong: the facts may be enough to decide. Think again.\n\n",
+    "detailed": ("Your answer Unknown may be wrong: the facts may be enough to decide. Work through it again:\n"
+                 "1. List every fact that mentions the things in the hypothesis.\n"
+                 "2. Apply each rule whose conditions are met, one step at a time, writing each new fact.\n"
+                 "3. Stop when you reach the hypothesis or its negation.\n"
+                 "4. Answer Unknown only if neither can be reached.\n\n"),
+}
+STAGE2 = "You answered {previous} to this problem before, and that answer was wrong. Reconsider carefully.\n\n"
+REMIND_GUIDE = ("You answered this problem incorrectly before. A suggested label for it is: {assigned}. "
+                "Decide for yourself.\n\n")
+SHOW_REASONING = "Your earlier reasoning, which may contain flaws:\n{reasoning}\n\n"
+BASELINE_PREFIX = {
+    "cot": "",
+    "few_shot": ("Examples:\nFacts: the cup is hot. if the cup is hot, then the cup is steaming.\n"
+                 "Hypothesis: the cup is steaming\nFinal answer: True\n\n"
+                 "Facts: the stone is heavy. everything that is heavy is not floating.\n"
+                 "Hypothesis: the stone is floating\nFinal answer: False\n\n"
+                 "Facts: the bell is loud.\nHypothesis: the bell is old\nFinal answer: Unknown\n\n"),
+    "tree_of_thought": ("Imagine three careful reasoners working on this. Each writes one step of their reasoning "
+                        "and shares it; any reasoner who finds a mistake in their path drops out. Continue until "
+                        "they agree.\n\n"),
+    "plan_and_solve": ("First understand the problem and devise a plan to solve it. Then carry out the plan step "
+                       "by step.\n\n"),
+    "self_reflection": "",
+}
+COT_SUFFIX = " Let's think step by step."
+REFLECT = ("Review your answer above for mistakes in reading the facts or in the reasoning. Correct any you find. "
+           + ANSWER_FORMAT)
+JUDGE = ('Here is a reply to a question whose answer is True, False or Unknown.\n\nReply:\n{reply}\n\n'
+         'Which of True, False or Unknown does the reply give as its answer? Output only one word: True, False, '
+         'Unknown, or None if it gives no answer.')
+CAUSE = ("A model was asked whether a hypothesis is True, False or Unknown given some facts, and answered Unknown. "
+         "The correct label is {label}.\n\n{task}The model's reasoning:\n{reasoning}\n\n"
+         "What mainly caused the wrong Unknown? A) Fact Understanding: it misread or ignored facts. "
+         "B) Reasoning Gap: it understood the facts but failed to chain them to the hypothesis. "
+         "C) Excessive Caution: its reasoning was adequate but it declined to commit. Output only A, B or C.")
+CAUSES = {"A": "fact_understanding", "B": "reasoning_gap", "C": "excessive_caution"}
+
+
+@dataclass(frozen=True)
+class Item:
+    item_id: str
+    form: str  # 'fact' or 'story'
+    label: str  # True / False / Unknown
+    context: str
+    question: str
+
+    @property
+    def sample_type(self) -> str:
+        return "u" if self.label == "Unknown" else "s"
+
+
+def task_text(item: Item) -> str:
+    return TASK.format(context=item.context, question=item.question)
+
+
+def converting_class(gold: str, prediction: str | None) -> str:
+    """TC, FC or UC (section 3.2); `undecided` without a prediction."""
+    if prediction is None:
+        return "undecided"
+    if prediction == gold:
+        return "TC"
+    if prediction == "Unknown":
+        return "UC"
+    return "FC"
+
+
+def assigned_labels(items: Sequence[Item], rate: float, seed: int) -> dict[str, str]:
+    """Remind-then-Guide labels: round(rate * n) items, chosen by a seeded hash order, get a wrong
+    label (one of the other two); the rest get the gold label. Lower rates make a subset wrong."""
+    order = sorted(items, key=lambda it: hashlib.sha256(f"{seed}:{it.item_id}".encode()).hexdigest())
+    n_wrong = round(rate * len(order))
+    out = {}
+    for k, it in enumerate(order):
+        if k < n_wrong:
+            others = [x for x in LABELS if x != it.label]
+            out[it.item_id] = others[int(hashlib.sha256(f"{seed}:{it.item_id}:w".encode()).hexdigest(), 16) % 2]
+        else:
+            out[it.item_id] = it.label
+    return out
+
+
+@dataclass
+class Answer:
+    result: CallResult
+    extraction: Extraction
+
+    @property
+    def label(self) -> str | None:
+        return self.extraction.label
+
+    @property
+    def text(self) -> str:
+        return self.result.text or ""
+
+
+class Pipeline:
+    """One model on one dataset's items; every step returns rows for `waken.outcomes`."""
+
+    def __init__(self, ledger: Ledger, model: str, judge: str, items: Sequence[Item], temperature: float,
+                 ablation_temperature: float, max_tokens: int, seed: int):
+        self.ledger, self.model, self.judge = ledger, model, judge
+        self.items = list(items)
+        self.params = {"temperature": temperature, "max_tokens": max_tokens}
+        self.ablation_params = {"temperature": ablation_temperature, "max_tokens": max_tokens}
+        self.seed = seed
+        self.rows: list[dict[str, Any]] = []
+
+    # -- asking -----------------------------------------------------------------------
+
+    def ask(self, convs: list[list[dict[str, str]]], purpose: str, params: dict[str, Any] | None = None,
+            labels_only: bool = False) -> list[Answer]:
+        results = self.ledger.complete(self.model, [CallRequest(c, params or self.params) for c in convs],
+                                       purpose=f"waken.{purpose}")
+        answers = [Answer(r, extract_label(r.text) if r.ok else Extraction(None, "call_failed")) for r in results]
+        undecided = [a for a in answers if a.extraction.method == "unparsed"]
+        if undecided:  # the judge reads only what no keyword decided
+            verdicts = self.ledger.complete(self.judge, [
+                CallRequest([{"role": "user", "content": JUDGE.format(reply=a.text)}], {"temperature": 0.0, "max_tokens": 8})
+                for a in undecided], purpose="waken.judge")
+            for a, v in zip(undecided, verdicts):
+                e = extract_label(v.text) if v.ok else Extraction(None, "unparsed")
+                if e.label is not None:
+                    a.extraction = Extraction(e.label, "judge", (v.text or "")[:200])
+        if labels_only:
+            for a in answers:
+                if a.label == "Unknown":
+                    a.extraction = Extraction(None, "unparsed", "Unknown where only True/False was asked")
+        return answers
+
+    def record(self, step: str, setting: str, item: Item, answer: Answer, outcome: str,
+               extra: dict[str, Any] | None = None) -> None:
+        self.rows.append({
+            "model": self.model, "item_id": item.item_id, "sample_type": item.sample_type, "gold": item.label,
+            "step": step, "setting": setting, "prediction": answer.label, "method": answer.extraction.method,
+            "outcome": outcome, "reply": answer.result.text, "call_key": answer.result.key,
+            "error": answer.result.error, **(extra or {}),
+        })
+
+    @staticmethod
+    def user(text: str) -> list[dict[str, str]]:
+        return [{"role": "user", "content": text}]
+
+    # -- the steps ----------------------------------------------------------------------
+
+    def direct(self) -> dict[str, Answer]:
+        answers = self.ask([self.user(task_text(it) + ANSWER_FORMAT) for it in self.items], "direct")
+        for it, a in zip(self.items, answers):
+            self.record("direct", "vanilla", it, a, "correct" if a.label == it.label else
+                        ("call_failed" if a.extraction.method == "call_failed" else
+                         "undecided" if a.label is None else "wrong"))
+        return dict(zip((it.item_id for it in self.items), answers))
+
+    def vague_perception(self, direct: dict[str, Answer]) -> list[Item]:
+        """Solvable items answered Unknown, and Unknown items answered Unknown whose explanation
+        fails the self-diagnosis (algorithm 1, line 4)."""
+        vp = [it for it in self.items if it.sample_type == "s" and direct[it.item_id].label == "Unknown"]
+        unsure = [it for it in self.items if it.sample_type == "u" and direct[it.item_id].label == "Unknown"]
+        verdicts = self.ask([self.user(DIAGNOSIS.format(task=task_text(it), reasoning=direct[it.item_id].text))
+                             for it in unsure], "diagnosis", labels_only=True)
+        for it, v in zip(unsure, verdicts):
+            fails = v.label == "False"
+            self.record("diagnosis", "vanilla", it, v, "explanation_fails" if fails else
+                        "explanation_holds" if v.label == "True" else "undecided")
+            if fails:
+                vp.append(it)
+        return vp
+
+    def stage(self, step: str, setting: str, items: Sequence[Item], prefix: dict[str, str],
+              params: dict[str, Any] | None = None) -> dict[str, Answer]:
+        answers = self.ask([self.user(prefix[it.item_id] + task_text(it) + ANSWER_FORMAT) for it in items],
+                           f"{step}.{setting}", params)
+        for it, a in zip(items, answers):
+            outcome = "call_failed" if a.extraction.method == "call_failed" else converting_class(it.label, a.label)
+            self.record(step, setting, it, a, outcome)
+        return dict(zip((it.item_id for it in items), answers))
+
+    def run(self, misguiding_rates: Sequence[float], baselines: Sequence[str]) -> list[dict[str, Any]]:
+        direct = self.direct()
+        vp = self.vague_perception(direct)
+        style = {it.item_id: STIMULATION["detailed" if it.form == "fact" else "concise"] for it in vp}
+
+        s1 = self.stage("stage1", "vanilla", vp, style)
+        fc1 = [it for it in vp if converting_class(it.label, s1[it.item_id].label) == "FC"]
+        told = {it.item_id: STAGE2.format(previous=s1[it.item_id].label) for it in fc1}
+        self.stage("stage2", "vanilla", fc1, told)
+
+        for rate in misguiding_rates:
+            setting = f"M={rate:.3f}"
+            labels = assigned_labels(vp, rate, self.seed)
+            guide = {i: REMIND_GUIDE.format(assigned=lab) for i, lab in labels.items()}
+            g1 = self.stage("rtg_label_stage1", setting, vp, guide)
+            gfc1 = [it for it in vp if converting_class(it.label, g1[it.item_id].label) == "FC"]
+            self.stage("rtg_label_stage2", setting, gfc1,
+                       {it.item_id: STAGE2.format(previous=g1[it.item_id].label) + guide[it.item_id] for it in gfc1})
+
+        self.stage("rtg_rp_stage1", "reasoning", vp,
+                   {it.item_id: style[it.item_id] + SHOW_REASONING.format(reasoning=direct[it.item_id].text) for it in vp})
+        self.stage("rtg_rp_stage2", "reasoning", fc1,
+                   {it.item_id: told[it.item_id] + SHOW_REASONING.format(reasoning=s1[it.item_id].text) for it in fc1})
+
+        uc1 = [it for it in vp if converting_class(it.label, s1[it.item_id].label) == "UC"]
+        self.stage("ablation", f"T={self.ablation_params['temperature']}", uc1, style, self.ablation_params)
+
+        for name in baselines:
+            self.baseline(name)
+        self.causes(vp, direct)
+        return self.rows
+
+    def baseline(self, name: str) -> None:
+        suffix = COT_SUFFIX if name == "cot" else ""
+        convs = [self.user(BASELINE_PREFIX[name] + task_text(it) + ANSWER_FORMAT + suffix) for it in self.items]
+        answers = self.ask(convs, f"baseline.{name}")
+        if name == "self_reflection":
+            second = [c + [{"role": "assistant", "content": a.text}, {"role": "user", "content": REFLECT}]
+                      for c, a in zip(convs, answers)]
+            reflected = self.ask(second, "baseline.self_reflection.reflect")
+            answers = [r if a.result.ok else a for a, r in zip(answers, reflected)]
+        for it, a in zip(self.items, answers):
+            self.record("baseline", name, it, a, "correct" if a.label == it.label else
+                        ("call_failed" if a.extraction.method == "call_failed" else
+                         "undecided" if a.label is None else "wrong"))
+
+    def causes(self, vp: Sequence[Item], direct: dict[str, Answer]) -> None:
+        results = self.ledger.complete(self.judge, [
+            CallRequest(self.user(CAUSE.format(label=it.label, task=task_text(it), reasoning=direct[it.item_id].text)),
+                        {"temperature": 0.0, "max_tokens": 8}) for it in vp], purpose="waken.cause")
+        for it, r in zip(vp, results):
+            m = re.search(r"\b([ABC])\b", r.text or "") if r.ok else None
+            cause = CAUSES[m.group(1)] if m else ("call_failed" if not r.ok else "undecided")
+            self.rows.append({
+                "model": self.model, "item_id": it.item_id, "sample_type": it.sample_type, "gold": it.label,
+                "step": "cause", "setting": "judge", "prediction": None, "method": "judge" if m else "unparsed",
+                "outcome": cause, "reply": r.text, "call_key": r.key, "error": r.error,
+            })

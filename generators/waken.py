@@ -1,0 +1,90 @@
+"""WakenLLM items (paper 000, section 3.1): seeded 1:1 samples of solvable and Unknown items.
+
+A dataset's items come from the offline FLD-style generator or from a loaded
+source (FLD from the hub or files; FOLIO). Half the items are solvable (True /
+False, balanced as far as the pool allows) and half Unknown; the sample is a
+function of (seed, dataset name), and the True/False balance is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from configuration import WakenDataset
+from generators.fld import generate_problem
+from generators.sources import SourceRecord, SourceSpec, load_source
+
+ITEMS_VERSION = "waken-1"
+
+
+class ItemsError(ValueError):
+    """A dataset cannot supply the requested items."""
+
+
+def dataset_seed(seed: int, name: str) -> int:
+    return int(hashlib.sha256(f"{seed}:{name}:{ITEMS_VERSION}".encode()).hexdigest()[:15], 16)
+
+
+def _split(count: int) -> tuple[int, int, int]:
+    """(true, false, unknown) counts for `count` items: half Unknown, the rest split T/F."""
+    unknown = count // 2
+    solvable = count - unknown
+    return (solvable + 1) // 2, solvable // 2, unknown
+
+
+def _row(name: str, spec: WakenDataset, item_id: str, label: str, context: str, question: str,
+         origin: str, original_label: str | None, extra: dict[str, Any], seed: int) -> dict[str, Any]:
+    return {
+        "dataset": name, "item_id": item_id, "kind": spec.kind, "form": spec.form,
+        "sample_type": "unsolvable" if label == "Unknown" else "solvable",
+        "label": label, "original_label": original_label, "context": context, "question": question,
+        "origin": origin, "extra": extra, "dataset_seed": seed, "items_version": ITEMS_VERSION,
+    }
+
+
+def build_items(name: str, spec: WakenDataset, count: int, seed: int) -> list[dict[str, Any]]:
+    """`count` items for dataset `name` (see the module docstring)."""
+    dseed = dataset_seed(seed, name)
+    rng = random.Random(dseed)
+    n_true, n_false, n_unknown = _split(count)
+    if spec.generator is not None:
+        rows = []
+        wanted = ["True"] * n_true + ["False"] * n_false + ["Unknown"] * n_unknown
+        for k, label in enumerate(wanted):
+            depth = rng.randint(*spec.generator.depth)
+            p = generate_problem(rng, depth, label, spec.generator.max_distractors)
+            rows.append(_row(name, spec, f"{name}-gen-{k:04d}", p.label, p.context(), p.hypothesis_text(),
+                             "generator:fld", p.verdict, {"depth": p.depth, "distractors": p.distractors}, dseed))
+        return rows
+    assert spec.source is not None
+    src = spec.source
+    records = load_source(SourceSpec(spec.kind, hub=src.hub, config=src.config, split=src.split, path=src.path))
+    return sample_records(name, spec, records, (n_true, n_false, n_unknown), rng, dseed)
+
+
+def sample_records(name: str, spec: WakenDataset, records: Sequence[SourceRecord], counts: tuple[int, int, int],
+                   rng: random.Random, dseed: int) -> list[dict[str, Any]]:
+    pools: dict[str, list[SourceRecord]] = {"True": [], "False": [], "Unknown": []}
+    for r in sorted(records, key=lambda r: r.source_id):
+        if r.label in pools:
+            pools[r.label].append(r)
+    n_true, n_false, n_unknown = counts
+    if len(pools["Unknown"]) < n_unknown:
+        raise ItemsError(f"{name}: {n_unknown} Unknown items wanted, the source has {len(pools['Unknown'])}")
+    solvable = n_true + n_false
+    if len(pools["True"]) + len(pools["False"]) < solvable:
+        raise ItemsError(f"{name}: {solvable} solvable items wanted, the source has "
+                         f"{len(pools['True']) + len(pools['False'])}")
+    # balance True/False as far as the pool allows
+    take_true = min(n_true + max(0, n_false - len(pools["False"])), len(pools["True"]))
+    take_false = solvable - take_true
+    chosen = (rng.sample(pools["True"], take_true) + rng.sample(pools["False"], take_false)
+              + rng.sample(pools["Unknown"], n_unknown))
+    return [
+        _row(name, spec, f"{name}-{r.source_id}", r.label or "", r.context, r.question, r.origin, r.original_label,
+             {**r.extra, "source_id": r.source_id, "row_number": r.row_number}, dseed)
+        for r in chosen
+    ]

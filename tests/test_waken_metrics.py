@@ -1,0 +1,118 @@
+"""WakenLLM metrics against a scenario computed by hand (paper 000 section 3, appendix F)."""
+
+import pytest
+
+from evaluations.waken import assigned_labels, converting_class, Item
+from evaluations.waken_metrics import identity_violations, metric_rows
+
+GOLD = {"s1": "True", "s2": "True", "s3": "False", "s4": "False", "u1": "Unknown", "u2": "Unknown",
+        "u3": "Unknown", "u4": "Unknown"}
+
+
+def row(step, setting, item, prediction, outcome, method="final_answer"):
+    return {"model": "m", "item_id": item, "sample_type": "u" if item.startswith("u") else "s", "gold": GOLD[item],
+            "step": step, "setting": setting, "prediction": prediction, "method": method, "outcome": outcome}
+
+
+def staged(step, setting, preds):
+    return [row(step, setting, i, p, converting_class(GOLD[i], p)) for i, p in preds.items()]
+
+
+OUTCOMES = [
+    row("direct", "vanilla", "s1", "True", "correct"), row("direct", "vanilla", "s2", "Unknown", "wrong"),
+    row("direct", "vanilla", "s3", "Unknown", "wrong"), row("direct", "vanilla", "s4", "True", "wrong"),
+    row("direct", "vanilla", "u1", "Unknown", "correct"), row("direct", "vanilla", "u2", "Unknown", "correct"),
+    row("direct", "vanilla", "u3", "True", "wrong", method="judge"),
+    row("direct", "vanilla", "u4", None, "undecided", method="unparsed"),
+    row("diagnosis", "vanilla", "u1", "False", "explanation_fails"),
+    row("diagnosis", "vanilla", "u2", "True", "explanation_holds"),
+    *staged("stage1", "vanilla", {"s2": "True", "s3": "True", "u1": "False"}),
+    *staged("stage2", "vanilla", {"s3": "Unknown", "u1": "Unknown"}),
+    *staged("rtg_label_stage1", "M=1.000", {"s2": "False", "s3": "Unknown", "u1": "True"}),
+    *staged("rtg_label_stage2", "M=1.000", {"s2": "True", "u1": "False"}),
+    *staged("rtg_rp_stage1", "reasoning", {"s2": "True", "s3": "False", "u1": "Unknown"}),
+    *staged("rtg_rp_stage2", "reasoning", {"s3": "True", "u1": "Unknown"}),
+    *[row("baseline", "cot", i, GOLD[i] if i in ("s1", "s2") else "Unknown" if i.startswith("s") else "True",
+          "correct" if i in ("s1", "s2") else "wrong") for i in GOLD],
+]
+
+
+@pytest.fixture
+def m():
+    rows = metric_rows("m", "fld", OUTCOMES, {"s": 4, "u": 4}, [1.0], ["cot"])
+    return {(r["metric"], r["sample_type"], r["stage"], r["setting"]): r["value"] for r in rows}
+
+
+def test_direct_accuracy_counts_undecided_as_wrong(m):
+    # the direct pass got s1, u1, u2 right
+    assert m[("acc_direct", "all", "-", "vanilla")] == pytest.approx(3 / 8)
+    assert m[("n_direct_undecided", "all", "-", "vanilla")] == 1
+
+
+def test_vague_perception_shares(m):
+    assert m[("vague_perception_share", "s", "-", "vanilla")] == pytest.approx(2 / 4)  # s2, s3
+    assert m[("vague_perception_share", "u", "-", "vanilla")] == pytest.approx(1 / 4)  # u1
+
+
+def test_stage_rates_share_the_stage_denominator_and_sum_to_one(m):
+    assert m[("TCR", "s", "1", "vanilla")] == pytest.approx(1 / 3)
+    assert m[("FCR", "s", "1", "vanilla")] == pytest.approx(1 / 3)
+    assert m[("FCR", "u", "1", "vanilla")] == pytest.approx(1 / 3)
+    assert m[("TCR", "all", "1", "vanilla")] == pytest.approx(1 / 3)
+    total = sum(m[(c, t, "1", "vanilla")] for c in ("TCR", "FCR", "UCR") for t in ("s", "u"))
+    assert total == pytest.approx(1.0)
+    assert m[("TCR", "u", "2", "vanilla")] == pytest.approx(1 / 2) and m[("UCR", "s", "2", "vanilla")] == pytest.approx(1 / 2)
+
+
+def test_ocr_deg_and_wakenllm_accuracy(m):
+    assert m[("OCR", "all", "all", "vanilla")] == pytest.approx(2 / 3)  # s2 (stage 1), u1 (stage 2) of 3
+    assert m[("Deg", "all", "2", "vanilla")] == pytest.approx(1 / 2)  # s3 fell back to Unknown
+    # u1 was already right in the direct pass (Unknown), so only s2 is a new correct answer
+    assert m[("acc_wakenllm", "all", "-", "vanilla")] == pytest.approx(3 / 8 + 1 / 8)
+    assert m[("acc_wakenllm_literal", "all", "-", "vanilla")] == pytest.approx(3 / 8 + 2 / 8)
+
+
+def test_label_conformity(m):
+    # Conf_s = 1/2 (1/3 - 0) + 1/2 (0 - 1/2); Conf_u = 1/2 (0 - 0) + 1/2 (1/2 - 0)
+    assert m[("Conf", "s", "all", "rtg_label")] == pytest.approx(1 / 6 - 1 / 4)
+    assert m[("Conf", "u", "all", "rtg_label")] == pytest.approx(1 / 4)
+    assert m[("TCR", "s", "2", "M=1.000")] == pytest.approx(1 / 2)
+
+
+def test_reasoning_process_metrics(m):
+    assert m[("RPC", "all", "1", "rtg_rp")] == pytest.approx((1 - 3) / 3)
+    assert m[("CGR", "all", "2", "rtg_rp")] == pytest.approx((1 - 1) / 2)
+
+
+def test_baseline_accuracy_and_judge_share(m):
+    assert m[("acc_baseline", "all", "-", "cot")] == pytest.approx(2 / 8)
+    answered = sum(1 for r in OUTCOMES if r["prediction"] is not None)
+    assert m[("judge_share", "all", "-", "vanilla")] == pytest.approx(1 / answered)
+
+
+def test_identities_hold_and_a_broken_stage_is_caught():
+    assert identity_violations(OUTCOMES) == []
+    broken = OUTCOMES + staged("stage2", "vanilla", {"s2": "True"})  # s2 was already TC in stage 1
+    assert any("TC1 and TC2 share" in p for p in identity_violations(broken))
+
+
+def test_converting_classes():
+    assert converting_class("True", "True") == "TC"
+    assert converting_class("True", "Unknown") == "UC"
+    assert converting_class("True", "False") == "FC"
+    assert converting_class("Unknown", "True") == "FC"
+    assert converting_class("Unknown", "Unknown") == "TC"
+    assert converting_class("True", None) == "undecided"
+
+
+def test_misguiding_rates_change_which_labels_are_wrong():
+    items = [Item(f"i{k}", "fact", ["True", "False", "Unknown"][k % 3], "c", "q") for k in range(12)]
+    wrong = {}
+    for rate in (1.0, 2 / 3, 0.5, 0.0):
+        labels = assigned_labels(items, rate, seed=3)
+        wrong[rate] = {i.item_id for i in items if labels[i.item_id] != i.label}
+        assert all(lab in ("True", "False", "Unknown") for lab in labels.values())
+    assert [len(wrong[r]) for r in (1.0, 2 / 3, 0.5, 0.0)] == [12, 8, 6, 0]
+    assert wrong[0.5] < wrong[2 / 3] < wrong[1.0]  # nested: a lower rate misguides a subset
+    assert assigned_labels(items, 0.5, seed=3) == assigned_labels(items, 0.5, seed=3)
+    assert assigned_labels(items, 0.5, seed=4) != assigned_labels(items, 0.5, seed=3)
