@@ -13,6 +13,7 @@ import dagster as dg
 
 from assets.models import evaluated_models_reachable, llm_call_summary_asset, models
 from assets.muso import build_muso_assets
+from assets.waken import build_waken_assets
 from assets.resources import SettingsResource, LLMResource, WarehouseResource
 from configuration import config_path, load_config
 
@@ -21,9 +22,10 @@ def build_definitions(path: str | Path | None = None) -> dg.Definitions:
     cfg_path = Path(path) if path is not None else config_path()
     cfg = load_config(cfg_path)
     muso_assets, muso_checks = build_muso_assets(cfg)
-    family_assets = [*muso_assets]
+    family_assets = [*muso_assets, *build_waken_assets(cfg)]
     # The ledger summary sits downstream of every asset that calls models.
-    calling = [models, *(a for a in family_assets if a.key.to_user_string().endswith("_responses"))]
+    calling = [models, *(a for a in family_assets
+                         if a.key.to_user_string().endswith(("_responses", "_outcomes")))]
     summary = llm_call_summary_asset([a.key for a in calling])
     all_assets = [models, *family_assets, summary]
     return dg.Definitions(
@@ -41,6 +43,10 @@ def build_definitions(path: str | Path | None = None) -> dg.Definitions:
             dg.define_asset_job(
                 "muso", selection=dg.AssetSelection.groups("muso"),
                 description="MuSoBench: instances, responses and metrics (a backfill over its partitions).",
+            ),
+            dg.define_asset_job(
+                "waken", selection=dg.AssetSelection.groups("waken"),
+                description="WakenLLM: items, pipeline outcomes and metrics (a backfill over its datasets).",
             ),
         ],
         resources={

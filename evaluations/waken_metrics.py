@@ -18,7 +18,7 @@ reply was decided; D_VP^2: the decided stage-2 items, drawn from FC^1):
 - Deg = |UC^2| / |D_VP^2|: stage-1 False Converting items answered Unknown in
   stage 2 (5.7; undecided replies are not degradation);
 - Acc(Direct) and baseline accuracies over D, undecided replies counted
-  wrong; Acc(WakenLLM) = Acc(Direct) + |(TC^1 ∪ TC^2) \ C| / |D| with C the
+  wrong; Acc(WakenLLM) = Acc(Direct) + |(TC^1 ∪ TC^2) minus C| / |D| with C the
   items the direct pass already got right (5.5). The paper adds |TC^1 ∪ TC^2|
   itself, which counts twice the Unknown items that were answered Unknown
   with a failing explanation (right in the direct pass, converted again) and

@@ -12,7 +12,7 @@ import duckdb
 SCHEMAS = ("llm", "sources", "muso", "waken", "s1", "ib")
 
 # Bump when a table is added or a view changes: connections then re-run the DDL.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 TABLES: dict[str, str] = {
     # One row per distinct call (the key). A failed call is stored as a failure and
@@ -132,6 +132,49 @@ TABLES: dict[str, str] = {
         correction       DOUBLE,
         discovery        DOUBLE
     """,
+    # WakenLLM (paper 000). One partition = one dataset.
+    "waken.items": """
+        dataset         VARCHAR NOT NULL,     -- configured name, e.g. 'fld', 'folio'
+        item_id         VARCHAR NOT NULL,
+        kind            VARCHAR NOT NULL,     -- 'fld' or 'folio'
+        form            VARCHAR NOT NULL,     -- 'fact' or 'story' (decides the stimulation style)
+        sample_type     VARCHAR NOT NULL,     -- 'solvable' or 'unsolvable'
+        label           VARCHAR NOT NULL,     -- True / False / Unknown
+        original_label  VARCHAR,              -- upstream spelling (PROVED, Uncertain, ...)
+        verified_label  VARCHAR,              -- FOLIO: label proved from the FOL by z3; NULL if not checked
+        context         VARCHAR NOT NULL,
+        question        VARCHAR NOT NULL,     -- the hypothesis / conclusion
+        origin          VARCHAR NOT NULL,     -- 'generator:fld', hub id or file
+        extra           JSON NOT NULL,        -- depth, distractors, FOL, source ids
+        dataset_seed    BIGINT NOT NULL,
+        items_version   VARCHAR NOT NULL
+    """,
+    "waken.outcomes": """
+        dataset      VARCHAR NOT NULL,
+        model        VARCHAR NOT NULL,
+        item_id      VARCHAR NOT NULL,
+        sample_type  VARCHAR NOT NULL,        -- 's' solvable, 'u' unsolvable
+        gold         VARCHAR NOT NULL,
+        step         VARCHAR NOT NULL,        -- direct, diagnosis, stage1, stage2, rtg_label_stage1/2, rtg_rp_stage1/2, ablation, baseline, cause
+        setting      VARCHAR NOT NULL,        -- vanilla, M=<misguiding rate>, reasoning, T=<temperature>, baseline name, judge
+        prediction   VARCHAR,                 -- True / False / Unknown; NULL when undecided or failed
+        method       VARCHAR NOT NULL,        -- final_answer, strict, conclusion, scan, judge, unparsed, empty, call_failed
+        outcome      VARCHAR NOT NULL,        -- TC/FC/UC, correct/wrong, explanation_fails/holds, a cause, undecided, call_failed
+        reply        VARCHAR,
+        call_key     VARCHAR NOT NULL,        -- llm.calls key
+        error        VARCHAR
+    """,
+    "waken.metrics": """
+        model        VARCHAR NOT NULL,
+        dataset      VARCHAR NOT NULL,
+        metric       VARCHAR NOT NULL,        -- TC, TCR, FCR, UCR, OCR, Conf, RPC, CGR, Deg, acc_direct, acc_wakenllm, ...
+        sample_type  VARCHAR NOT NULL,        -- 's', 'u', 'all'
+        stage        VARCHAR NOT NULL,        -- '1', '2', 'all', '-'
+        setting      VARCHAR NOT NULL,        -- vanilla, M=..., rtg_label, rtg_rp, ablation, baseline or cause name
+        value        DOUBLE,
+        numerator    DOUBLE,
+        denominator  DOUBLE
+    """,
 }
 
 VIEWS: dict[str, str] = {
@@ -148,6 +191,40 @@ VIEWS: dict[str, str] = {
         ORDER BY ALL
     """,
 }
+
+
+VIEWS.update({
+    # Paper table 3: vanilla converting rates and Remind-then-Guide conformity.
+    "waken.table3": """
+        SELECT model, dataset,
+               max(value) FILTER (metric = 'TCR' AND sample_type = 'all' AND stage = '1' AND setting = 'vanilla') AS tcr1,
+               max(value) FILTER (metric = 'TCR' AND sample_type = 'all' AND stage = '2' AND setting = 'vanilla') AS tcr2,
+               max(value) FILTER (metric = 'OCR') AS ocr,
+               max(value) FILTER (metric = 'Conf' AND sample_type = 's') AS conf_s,
+               max(value) FILTER (metric = 'Conf' AND sample_type = 'u') AS conf_u,
+               max(value) FILTER (metric = 'CGR') AS cgr,
+               max(value) FILTER (metric = 'RPC') AS rpc
+        FROM waken.metrics GROUP BY model, dataset ORDER BY model, dataset
+    """,
+    # Paper table 6: accuracy of the direct pass, the prompt baselines and WakenLLM.
+    "waken.table6": """
+        SELECT model, dataset,
+               CASE WHEN metric = 'acc_baseline' THEN setting
+                    WHEN metric = 'acc_direct' THEN 'direct' ELSE 'wakenllm' END AS method,
+               value AS accuracy
+        FROM waken.metrics
+        WHERE metric IN ('acc_direct', 'acc_baseline', 'acc_wakenllm')
+        ORDER BY model, dataset, method
+    """,
+    # Paper table 8: shares of items showing vague perception (V: solvable, U: unsolvable).
+    "waken.table8": """
+        SELECT model, dataset,
+               max(value) FILTER (sample_type = 's') AS v_share,
+               max(value) FILTER (sample_type = 'u') AS u_share
+        FROM waken.metrics WHERE metric = 'vague_perception_share'
+        GROUP BY model, dataset ORDER BY model, dataset
+    """,
+})
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,0 +1,147 @@
+"""WakenLLM assets (paper 000): items per dataset, the pipeline's outcomes per model, metrics.
+
+Partitions: one per configured dataset (`waken.datasets` keys).
+"""
+
+import json
+from collections import Counter
+
+import dagster as dg
+
+from assets.metadata import figure_markdown, markdown_table
+from assets.resources import LLMResource, SettingsResource, WarehouseResource
+from configuration import Config
+from evaluations.waken import Item, Pipeline
+from evaluations.waken_metrics import identity_violations, metric_rows
+from generators.waken import build_items
+
+GROUP = "waken"
+
+
+def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
+    partitions_def = dg.StaticPartitionsDefinition(list(cfg.waken.datasets))
+
+    @dg.asset(name="waken_items", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
+              check_specs=[dg.AssetCheckSpec("solvable_unknown_one_to_one", asset="waken_items"),
+                           dg.AssetCheckSpec("no_duplicate_items", asset="waken_items")])
+    def waken_items(context: dg.AssetExecutionContext, settings: SettingsResource,
+                    warehouse: WarehouseResource) -> dg.MaterializeResult:
+        """Items of one dataset into `waken.items`: half solvable (True/False), half Unknown
+        (paper section 3.1), seeded by (seed, dataset); from the offline FLD-style generator
+        (labels confirmed by the prover) or from a configured source."""
+        cfg = settings.load()
+        name = context.partition_key
+        spec = cfg.waken.datasets[name]
+        rows = build_items(name, spec, spec.count.at(cfg.scale), cfg.seed)
+        for r in rows:
+            r["extra"] = json.dumps(r["extra"], default=str)
+            r["verified_label"] = None
+        wh = warehouse.get()
+        wh.replace_partition("waken.items", rows, {"dataset": name})
+        stored = wh.rows("SELECT sample_type, label, item_id FROM waken.items WHERE dataset = ?", [name])
+        types = Counter(r["sample_type"] for r in stored)
+        ids = Counter(r["item_id"] for r in stored)
+        return dg.MaterializeResult(
+            metadata={"dagster/row_count": len(stored),
+                      "labels": dg.MetadataValue.json(dict(Counter(r["label"] for r in stored)))},
+            check_results=[
+                dg.AssetCheckResult(check_name="solvable_unknown_one_to_one",
+                                    passed=abs(types["solvable"] - types["unsolvable"]) <= 1,
+                                    metadata={"solvable": types["solvable"], "unsolvable": types["unsolvable"]}),
+                dg.AssetCheckResult(check_name="no_duplicate_items", passed=max(ids.values(), default=1) == 1),
+            ],
+        )
+
+    @dg.asset(name="waken_outcomes", group_name=GROUP, partitions_def=partitions_def, deps=[waken_items],
+              kinds={"duckdb"}, check_specs=[dg.AssetCheckSpec("converting_identities", asset="waken_outcomes")])
+    def waken_outcomes(context: dg.AssetExecutionContext, settings: SettingsResource,
+                       warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
+        """Every evaluated model through the WakenLLM pipeline on this dataset: direct pass,
+        vague-perception extraction, two stimulation stages, Remind-then-Guide at each misguiding
+        rate and with earlier reasoning, the ablation, the prompt baselines and the cause
+        classification, into `waken.outcomes` (one row per model x item x step x setting)."""
+        cfg = settings.load()
+        name = context.partition_key
+        wh = warehouse.get()
+        items = [Item(r["item_id"], r["form"], r["label"], r["context"], r["question"]) for r in wh.rows(
+            "SELECT item_id, form, label, context, question FROM waken.items WHERE dataset = ? ORDER BY item_id", [name])]
+        ledger = llm.ledger(context, wh)
+        w = cfg.waken
+        rows = []
+        for model in cfg.evaluate:
+            pipe = Pipeline(ledger, model, cfg.judge, items, w.temperature, w.ablation_temperature,
+                            w.max_tokens.at(cfg.scale), cfg.seed)
+            rows += pipe.run(w.misguiding_rates, w.baselines)
+        for r in rows:
+            r["dataset"] = name
+        wh.replace_partition("waken.outcomes", rows, {"dataset": name})
+        problems = identity_violations(rows)
+        direct = [r for r in rows if r["step"] == "direct"]
+        return dg.MaterializeResult(
+            metadata={"dagster/row_count": len(rows),
+                      "direct_methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in direct))),
+                      "steps": dg.MetadataValue.json(dict(Counter(r["step"] for r in rows)))},
+            check_results=[dg.AssetCheckResult(check_name="converting_identities", passed=not problems,
+                                               metadata={"violations": dg.MetadataValue.json(problems)})],
+        )
+
+    @dg.asset(name="waken_metrics", group_name=GROUP, deps=[waken_outcomes], kinds={"duckdb"},
+              check_specs=[dg.AssetCheckSpec("every_model_and_dataset", asset="waken_metrics")])
+    def waken_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
+        """TC/FC/UC and their rates per sample type and stage, OCR, Conf, RPC, CGR, Deg,
+        Acc(Direct), Acc(WakenLLM), baseline accuracies, vague-perception and cause shares
+        (paper section 3, 5, appendix F) per model x dataset, into `waken.metrics`; views
+        `waken.table3`, `waken.table6`, `waken.table8`; a converting-rate chart in the metadata."""
+        cfg = settings.load()
+        wh = warehouse.get()
+        outcomes = wh.rows("SELECT * FROM waken.outcomes ORDER BY dataset, model, step, setting, item_id")
+        sizes = {(r["dataset"], r["t"]): r["n"] for r in wh.rows(
+            "SELECT dataset, CASE WHEN sample_type = 'solvable' THEN 's' ELSE 'u' END AS t, count(*) AS n "
+            "FROM waken.items GROUP BY ALL")}
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for r in outcomes:
+            groups.setdefault((r["model"], r["dataset"]), []).append(r)
+        rows = []
+        for (model, dataset), rs in sorted(groups.items()):
+            rows += metric_rows(model, dataset, rs, {"s": sizes.get((dataset, "s"), 0), "u": sizes.get((dataset, "u"), 0)},
+                                cfg.waken.misguiding_rates, cfg.waken.baselines)
+        wh.replace_partition("waken.metrics", rows)
+        datasets = {d for d, _ in sizes}
+        missing = sorted(f"{m}/{d}" for m in cfg.evaluate for d in datasets if (m, d) not in groups)
+        return dg.MaterializeResult(
+            metadata={"dagster/row_count": len(rows),
+                      "table3": dg.MetadataValue.md(markdown_table(wh.rows("SELECT * FROM waken.table3"))),
+                      "converting_rates": _converting_chart(rows)},
+            check_results=[dg.AssetCheckResult(check_name="every_model_and_dataset", passed=not missing,
+                                               metadata={"missing": dg.MetadataValue.json(missing)})],
+        )
+
+    return [waken_items, waken_outcomes, waken_metrics]
+
+
+def _converting_chart(rows: list[dict]) -> dg.MetadataValue:
+    """Stacked TCR / FCR / UCR bars per model, dataset and stage (paper figure 4 style)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bars: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r["metric"] in ("TCR", "FCR", "UCR") and r["sample_type"] == "all" and r["setting"] == "vanilla":
+            bars.setdefault(f"{r['model']}\n{r['dataset']} s{r['stage']}", {})[r["metric"]] = r["value"] or 0.0
+    fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(bars)), 3.5))
+    names = sorted(bars)
+    bottom = [0.0] * len(names)
+    for metric, colour in (("TCR", "tab:green"), ("FCR", "tab:red"), ("UCR", "tab:gray")):
+        vals = [bars[n].get(metric, 0.0) for n in names]
+        ax.bar(names, vals, bottom=bottom, color=colour, label=metric)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("share of stage input")
+    ax.set_title("WakenLLM converting rates")
+    ax.legend(fontsize=7)
+    ax.tick_params(axis="x", labelsize=7)
+    value = figure_markdown(fig)
+    plt.close(fig)
+    return value

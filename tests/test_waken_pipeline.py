@@ -1,0 +1,129 @@
+"""The WakenLLM pipeline through the ledger with a scripted model whose behaviour is known."""
+
+import re
+
+import pytest
+
+from evaluations.waken import Item, Pipeline, STIMULATION
+from evaluations.waken_metrics import identity_violations, metric_rows
+from llm_calls import Ledger, ModelRegistry
+from llm_calls.stub_server import StubServer
+from tests.conftest import stub_config
+from warehouse import Warehouse
+
+ITEMS = [Item("s1", "fact", "True", "sent1: Ada is red", "Ada is red"),
+         Item("s2", "story", "False", "Bo is not tall.", "Bo is tall"),
+         Item("u1", "fact", "Unknown", "sent1: Cy is calm", "Cy is old")]
+
+
+def scripted(body):
+    """Answers Unknown at first, False under stimulation, True when told stage 1 was wrong,
+    conforms to any suggested label, and judges nothing."""
+    text = body["messages"][-1]["content"]
+    if "Output only True or False" in text:
+        return "False"
+    if "What mainly caused" in text:
+        return "B"
+    if "does the reply give as its answer" in text:
+        return "None"
+    suggested = re.search(r"A suggested label for it is: (\w+)", text)
+    if suggested:
+        return f"Final answer: {suggested.group(1)}"
+    if "that answer was wrong" in text:
+        return "Final answer: True"
+    if "Your answer Unknown may be wrong" in text:
+        return "Final answer: False"
+    if text.startswith("Examples:"):
+        return "I cannot tell."  # few-shot: nothing decides, the judge says None
+    return "Final answer: Unknown"
+
+
+@pytest.fixture
+def run(tmp_path):
+    with StubServer(responder=scripted) as stub:
+        cfg = stub_config(stub, tmp_path)
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+            rows = Pipeline(ledger, "stub", "stub", ITEMS, 0.5, 1.0, 64, seed=1).run(
+                [1.0, 0.0], ["cot", "few_shot", "self_reflection"])
+        yield rows, [r["body"] for r in stub.requests]
+
+
+def outcomes(rows, step, setting="vanilla"):
+    return {r["item_id"]: (r["prediction"], r["outcome"]) for r in rows if r["step"] == step and r["setting"] == setting}
+
+
+def test_vague_perception_and_two_stages(run):
+    rows, _ = run
+    assert outcomes(rows, "direct") == {"s1": ("Unknown", "wrong"), "s2": ("Unknown", "wrong"),
+                                        "u1": ("Unknown", "correct")}
+    assert outcomes(rows, "diagnosis") == {"u1": ("False", "explanation_fails")}
+    assert outcomes(rows, "stage1") == {"s1": ("False", "FC"), "s2": ("False", "TC"), "u1": ("False", "FC")}
+    assert outcomes(rows, "stage2") == {"s1": ("True", "TC"), "u1": ("True", "FC")}  # D_VP^2 = FC^1
+    assert identity_violations(rows) == []
+
+
+def test_stimulation_style_follows_the_dataset_form(run):
+    _, bodies = run
+    stage1 = [b["messages"][-1]["content"] for b in bodies
+              if "Your answer Unknown may be wrong" in b["messages"][-1]["content"]
+              and "suggested" not in b["messages"][-1]["content"] and "earlier reasoning" not in b["messages"][-1]["content"]]
+    by_item = {("Ada" if "Ada is red" in t else "Bo" if "Bo is tall" in t else "Cy"): t for t in stage1}
+    assert by_item["Ada"].startswith(STIMULATION["detailed"]) and by_item["Cy"].startswith(STIMULATION["detailed"])
+    assert by_item["Bo"].startswith(STIMULATION["concise"])
+
+
+def test_remind_then_guide_rates_change_the_outcome_of_a_conforming_model(run):
+    rows, _ = run
+    worst = outcomes(rows, "rtg_label_stage1", "M=1.000")
+    best = outcomes(rows, "rtg_label_stage1", "M=0.000")
+    assert all(o == "TC" for _, o in best.values())  # every assigned label right: a conformist is right
+    assert not any(o == "TC" for _, o in worst.values())  # every assigned label wrong
+    m = {(r["metric"], r["sample_type"], r["stage"], r["setting"]): r["value"]
+         for r in metric_rows("stub", "d", rows, {"s": 2, "u": 1}, [1.0, 0.0], ["cot"])}
+    assert m[("TCR", "s", "1", "M=0.000")] == pytest.approx(2 / 3)
+    assert m[("TCR", "s", "1", "M=1.000")] == 0.0
+    assert m[("Conf", "s", "all", "rtg_label")] is not None
+
+
+def test_reasoning_is_shown_in_the_rp_settings(run):
+    rows, bodies = run
+    rp = [b["messages"][-1]["content"] for b in bodies if "earlier reasoning, which may contain flaws" in b["messages"][-1]["content"]]
+    assert len(rp) == 3 + 2  # stage 1 on D_VP, stage 2 on FC^1
+    assert set(outcomes(rows, "rtg_rp_stage1", "reasoning")) == {"s1", "s2", "u1"}
+    assert set(outcomes(rows, "rtg_rp_stage2", "reasoning")) == {"s1", "u1"}
+
+
+def test_ablation_reruns_unknown_converting_items_at_its_temperature(tmp_path):
+    def stubborn(body):
+        text = body["messages"][-1]["content"]
+        return "B" if "mainly caused" in text else "False" if "Output only" in text else "Final answer: Unknown"
+
+    with StubServer(responder=stubborn) as stub:
+        cfg = stub_config(stub, tmp_path)
+        with ModelRegistry(cfg) as reg:
+            rows = Pipeline(Ledger(Warehouse(cfg.warehouse_path()), reg), "stub", "stub", ITEMS[:1], 0.5, 1.0, 64, 1).run([], [])
+        temps = [r["body"]["temperature"] for r in stub.requests]
+    assert outcomes(rows, "stage1") == {"s1": ("Unknown", "UC")}
+    assert outcomes(rows, "ablation", "T=1.0") == {"s1": ("Unknown", "UC")}
+    assert 1.0 in temps and 0.5 in temps
+    assert outcomes(rows, "cause", "judge") == {"s1": (None, "reasoning_gap")}
+
+
+def test_undecided_replies_go_to_the_judge_and_stay_undecided_when_it_cannot_tell(run):
+    rows, bodies = run
+    few = [r for r in rows if r["step"] == "baseline" and r["setting"] == "few_shot"]
+    assert all(r["outcome"] == "undecided" and r["prediction"] is None and r["method"] == "unparsed" for r in few)
+    judged = [b for b in bodies if "does the reply give as its answer" in b["messages"][-1]["content"]]
+    # three identical undecided replies make one judge request (the ledger de-duplicates), at temperature 0
+    assert len(judged) == 1 and judged[0]["temperature"] == 0.0
+
+
+def test_failed_calls_are_failures_not_unknown(tmp_path):
+    broken = [Item("x", "fact", "True", "sent1: [[stub: status=500 times=99]]", "q")]
+    with StubServer() as stub:
+        cfg = stub_config(stub, tmp_path)
+        with ModelRegistry(cfg) as reg:
+            rows = Pipeline(Ledger(Warehouse(cfg.warehouse_path()), reg), "stub", "stub", broken, 0.5, 1.0, 64, 1).run([], [])
+    assert outcomes(rows, "direct") == {"x": (None, "call_failed")}
+    assert not [r for r in rows if r["step"] == "stage1"]
