@@ -32,21 +32,23 @@ def build_definitions(path: str | Path | None = None) -> dg.Definitions:
         assets=all_assets,
         asset_checks=[evaluated_models_reachable, *muso_checks],
         jobs=[
+            # A Dagster job cannot mix partitions definitions, so the graph is split: the
+            # unpartitioned assets here, each family's partitioned assets in its own job (launch it
+            # as a backfill over all partitions). `python -m assets.materialize_all` runs them all.
             dg.define_asset_job(
                 "everything",
-                selection=dg.AssetSelection.all(),
-                description=(
-                    "Every asset. Launch it as a backfill over all partitions to build every level; the "
-                    "unpartitioned assets are idempotent. From a shell: `python -m assets.materialize_all`."
-                ),
+                selection=dg.AssetSelection.all() - dg.AssetSelection.assets(
+                    *(a for a in all_assets if a.partitions_def is not None)),
+                description=("The unpartitioned assets (models, metrics, ledger summary). The families' "
+                             "partitioned assets: jobs `muso` and `waken`. All of it: `python -m assets.materialize_all`."),
             ),
             dg.define_asset_job(
-                "muso", selection=dg.AssetSelection.groups("muso"),
-                description="MuSoBench: instances, responses and metrics (a backfill over its partitions).",
+                "muso", selection=dg.AssetSelection.groups("muso") - dg.AssetSelection.assets("muso_metrics"),
+                description="MuSoBench instances and responses, one run per task level (then `muso_metrics`).",
             ),
             dg.define_asset_job(
-                "waken", selection=dg.AssetSelection.groups("waken"),
-                description="WakenLLM: items, pipeline outcomes and metrics (a backfill over its datasets).",
+                "waken", selection=dg.AssetSelection.groups("waken") - dg.AssetSelection.assets("waken_metrics"),
+                description="WakenLLM items and outcomes, one run per dataset (then `waken_metrics`).",
             ),
         ],
         resources={

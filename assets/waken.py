@@ -23,7 +23,9 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
 
     @dg.asset(name="waken_items", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
               check_specs=[dg.AssetCheckSpec("solvable_unknown_one_to_one", asset="waken_items"),
-                           dg.AssetCheckSpec("no_duplicate_items", asset="waken_items")])
+                           dg.AssetCheckSpec("no_duplicate_items", asset="waken_items"),
+                           dg.AssetCheckSpec("gold_label_matches_proof", asset="waken_items",
+                                             description="FOLIO: gold labels that z3 contradicts from the FOL")])
     def waken_items(context: dg.AssetExecutionContext, settings: SettingsResource,
                     warehouse: WarehouseResource) -> dg.MaterializeResult:
         """Items of one dataset into `waken.items`: half solvable (True/False), half Unknown
@@ -35,10 +37,13 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         rows = build_items(name, spec, spec.count.at(cfg.scale), cfg.seed)
         for r in rows:
             r["extra"] = json.dumps(r["extra"], default=str)
-            r["verified_label"] = None
         wh = warehouse.get()
         wh.replace_partition("waken.items", rows, {"dataset": name})
-        stored = wh.rows("SELECT sample_type, label, item_id FROM waken.items WHERE dataset = ?", [name])
+        stored = wh.rows("SELECT sample_type, label, item_id, verified_label FROM waken.items WHERE dataset = ?", [name])
+        disagree = [{"item_id": r["item_id"], "gold": r["label"], "proved": r["verified_label"]} for r in stored
+                    if r["verified_label"] in ("True", "False", "Unknown") and r["verified_label"] != r["label"]]
+        unverified = Counter(str(r["verified_label"]).split(":")[0] for r in stored
+                             if r["verified_label"] not in (None, "True", "False", "Unknown"))
         types = Counter(r["sample_type"] for r in stored)
         ids = Counter(r["item_id"] for r in stored)
         return dg.MaterializeResult(
@@ -49,6 +54,11 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                                     passed=abs(types["solvable"] - types["unsolvable"]) <= 1,
                                     metadata={"solvable": types["solvable"], "unsolvable": types["unsolvable"]}),
                 dg.AssetCheckResult(check_name="no_duplicate_items", passed=max(ids.values(), default=1) == 1),
+                dg.AssetCheckResult(check_name="gold_label_matches_proof", passed=not disagree,
+                                    severity=dg.AssetCheckSeverity.WARN,
+                                    metadata={"disagreements": dg.MetadataValue.json(disagree),
+                                              "checked": sum(r["verified_label"] is not None for r in stored),
+                                              "not_decided": dg.MetadataValue.json(dict(unverified))}),
             ],
         )
 

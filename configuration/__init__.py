@@ -208,7 +208,7 @@ class WakenConfig(_Strict):
     """WakenLLM (paper 000): datasets, the protocol's settings and budgets."""
 
     datasets: dict[str, WakenDataset] = Field(default_factory=lambda: {
-        "fld": WakenDataset(kind="fld", generator=FLDGenerator(), count=PerScale(demo=6, paper=600)),
+        "fld": WakenDataset(kind="fld", generator=FLDGenerator(), count=PerScale(demo=10, paper=600)),
     })
     temperature: float = Field(0.5, ge=0, le=2)
     ablation_temperature: float = Field(1.0, ge=0, le=2)

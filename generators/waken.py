@@ -16,6 +16,7 @@ from typing import Any
 from configuration import WakenDataset
 from generators.fld import generate_problem
 from generators.sources import SourceRecord, SourceSpec, load_source
+from solvers.fol import FOLParseError, decide
 
 ITEMS_VERSION = "waken-1"
 
@@ -35,6 +36,18 @@ def _split(count: int) -> tuple[int, int, int]:
     return (solvable + 1) // 2, solvable // 2, unknown
 
 
+def verified_label(extra: dict[str, Any]) -> str | None:
+    """FOLIO: the label z3 proves from `premises-FOL` / `conclusion-FOL` (True, False, Unknown), or
+    why none was proved (Inconsistent, Timeout, unparsed: ...); None when the FOL is absent."""
+    premises, conclusion = extra.get("premises_fol"), extra.get("conclusion_fol")
+    if not premises or not conclusion:
+        return None
+    try:
+        return decide(list(premises), str(conclusion))
+    except FOLParseError as exc:
+        return f"unparsed: {exc}"[:300]
+
+
 def _row(name: str, spec: WakenDataset, item_id: str, label: str, context: str, question: str,
          origin: str, original_label: str | None, extra: dict[str, Any], seed: int) -> dict[str, Any]:
     return {
@@ -42,6 +55,7 @@ def _row(name: str, spec: WakenDataset, item_id: str, label: str, context: str, 
         "sample_type": "unsolvable" if label == "Unknown" else "solvable",
         "label": label, "original_label": original_label, "context": context, "question": question,
         "origin": origin, "extra": extra, "dataset_seed": seed, "items_version": ITEMS_VERSION,
+        "verified_label": None,
     }
 
 
@@ -83,8 +97,10 @@ def sample_records(name: str, spec: WakenDataset, records: Sequence[SourceRecord
     take_false = solvable - take_true
     chosen = (rng.sample(pools["True"], take_true) + rng.sample(pools["False"], take_false)
               + rng.sample(pools["Unknown"], n_unknown))
-    return [
-        _row(name, spec, f"{name}-{r.source_id}", r.label or "", r.context, r.question, r.origin, r.original_label,
-             {**r.extra, "source_id": r.source_id, "row_number": r.row_number}, dseed)
-        for r in chosen
-    ]
+    rows = []
+    for r in chosen:
+        row = _row(name, spec, f"{name}-{r.source_id}", r.label or "", r.context, r.question, r.origin,
+                   r.original_label, {**r.extra, "source_id": r.source_id, "row_number": r.row_number}, dseed)
+        row["verified_label"] = verified_label(r.extra) if spec.kind == "folio" else None
+        rows.append(row)
+    return rows

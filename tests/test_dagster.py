@@ -28,8 +28,11 @@ def test_definitions_load_from_the_repository_config():
 
     repo = defs.get_repository_def()
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
-    assert {"models", "llm_call_summary"} <= keys
-    assert defs.resolve_job_def("everything") is not None
+    assert {"models", "llm_call_summary", "muso_instances", "muso_metrics", "waken_items", "waken_metrics"} <= keys
+    # one partitioned job per family, and the unpartitioned rest
+    assert defs.resolve_job_def("everything").partitions_def is None
+    assert defs.resolve_job_def("muso").partitions_def.get_partition_keys()[0] == "timetabling_1-50"
+    assert defs.resolve_job_def("waken").partitions_def.get_partition_keys() == ["fld"]
 
 
 def _materialize(defs: dg.Definitions, instance: dg.DagsterInstance | None = None) -> dg.ExecuteInProcessResult:

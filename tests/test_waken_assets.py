@@ -1,0 +1,95 @@
+"""WakenLLM assets end to end: FOLIO from a file (with a planted label error) and generated FLD, stub model."""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets.definitions import build_definitions
+from assets.materialize_all import raw_assets
+from llm_calls.stub_server import StubServer
+from tests.conftest import stub_config
+from warehouse import Warehouse
+
+FIX = Path(__file__).parent / "fixtures" / "sources"
+
+
+def always_unknown(body):
+    text = body["messages"][-1]["content"]
+    if "Output only True or False" in text:
+        return "False"
+    if "mainly caused" in text:
+        return "A"
+    return "Final answer: Unknown"
+
+
+@pytest.fixture
+def setup(tmp_path):
+    folio = tmp_path / "folio.jsonl"
+    rows = [json.loads(x) for x in (FIX / "folio_hub.jsonl").read_text().splitlines()]
+    rows[2]["label"] = "True"  # planted: the FOL entails False
+    folio.write_text("\n".join(json.dumps(r) for r in rows))
+    with StubServer(responder=always_unknown) as stub:
+        cfg = stub_config(stub, tmp_path, waken={
+            "datasets": {
+                "fld": {"kind": "fld", "generator": {"depth": [1, 2]}, "count": {"demo": 4, "paper": 4}},
+                "folio": {"kind": "folio", "source": {"path": str(folio)}, "count": {"demo": 3, "paper": 3}},
+            },
+            "misguiding_rates": [1.0, 0.0], "baselines": ["cot"],
+        })
+        yield cfg, build_definitions(cfg.source)
+
+
+def materialize(defs, keys, partition=None):
+    return dg.materialize([*raw_assets(defs), *defs.asset_checks], resources=defs.resources, partition_key=partition,
+                          selection=dg.AssetSelection.assets(*keys) | dg.AssetSelection.checks_for_assets(*keys),
+                          raise_on_error=False)
+
+
+def checks(result):
+    return {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+
+
+def test_items_outcomes_and_metrics_for_every_dataset(setup):
+    cfg, defs = setup
+    results = {pk: materialize(defs, ["waken_items", "waken_outcomes"], pk) for pk in ("fld", "folio")}
+    assert all(r.success for r in results.values())
+    assert checks(results["fld"]) == {"solvable_unknown_one_to_one": True, "no_duplicate_items": True,
+                                      "gold_label_matches_proof": True, "converting_identities": True}
+    metrics = materialize(defs, ["waken_metrics"])
+    assert metrics.success and checks(metrics) == {"every_model_and_dataset": True}
+
+    wh = Warehouse(cfg.warehouse_path())
+    assert wh.rows("SELECT dataset, sample_type, count(*) AS n FROM waken.items GROUP BY ALL ORDER BY ALL") == [
+        {"dataset": "fld", "sample_type": "solvable", "n": 2}, {"dataset": "fld", "sample_type": "unsolvable", "n": 2},
+        {"dataset": "folio", "sample_type": "solvable", "n": 2}, {"dataset": "folio", "sample_type": "unsolvable", "n": 1}]
+    # a model that always says Unknown: every solvable item is vague perception, none converts
+    t3 = {r["dataset"]: r for r in wh.rows("SELECT * FROM waken.table3")}
+    assert set(t3) == {"fld", "folio"} and t3["fld"]["tcr1"] is not None
+    t8 = {r["dataset"]: r for r in wh.rows("SELECT * FROM waken.table8")}
+    assert t8["fld"]["v_share"] == 1.0 and t8["fld"]["u_share"] == 1.0
+    t6 = wh.rows("SELECT method, accuracy FROM waken.table6 WHERE dataset = 'fld' ORDER BY method")
+    assert [r["method"] for r in t6] == ["cot", "direct", "wakenllm"]
+    assert wh.scalar("SELECT count(*) FROM waken.outcomes WHERE outcome = 'call_failed'") == 0
+
+
+def test_folio_labels_are_verified_and_disagreements_reported(setup):
+    cfg, defs = setup
+    result = materialize(defs, ["waken_items"], "folio")
+    assert result.success
+    assert checks(result)["gold_label_matches_proof"] is False  # WARN severity: reported, not fatal
+    items = Warehouse(cfg.warehouse_path()).rows("SELECT item_id, label, verified_label FROM waken.items ORDER BY item_id")
+    assert all(r["verified_label"] in ("True", "False", "Unknown") for r in items)
+    by_id = {r["item_id"]: r for r in items}
+    assert by_id["folio-12"]["label"] == "True" and by_id["folio-12"]["verified_label"] == "False"
+    assert by_id["folio-10"]["verified_label"] == "True" and by_id["folio-11"]["verified_label"] == "Unknown"
+
+
+def test_same_seed_same_items(setup, tmp_path):
+    cfg, defs = setup
+    assert materialize(defs, ["waken_items"], "fld").success
+    first = Warehouse(cfg.warehouse_path()).rows("SELECT * FROM waken.items ORDER BY item_id")
+    assert materialize(defs, ["waken_items"], "fld").success
+    again = Warehouse(cfg.warehouse_path()).rows("SELECT * FROM waken.items ORDER BY item_id")
+    assert first == again and len(first) == 4
