@@ -13,7 +13,8 @@ from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import Config
 from evaluations.waken import Item, Pipeline
 from evaluations.waken_metrics import identity_violations, metric_rows
-from generators.waken import build_items
+from generators.waken import build_items, load_records
+from validators.judges import unknown_verifier
 
 GROUP = "waken"
 
@@ -27,18 +28,24 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                            dg.AssetCheckSpec("gold_label_matches_proof", asset="waken_items",
                                              description="FOLIO: gold labels that z3 contradicts from the FOL")])
     def waken_items(context: dg.AssetExecutionContext, settings: SettingsResource,
-                    warehouse: WarehouseResource) -> dg.MaterializeResult:
-        """Items of one dataset into `waken.items`: half solvable (True/False), half Unknown
-        (paper section 3.1), seeded by (seed, dataset); from the offline FLD-style generator
-        (labels confirmed by the prover) or from a configured source."""
+                    warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
+        """Items of one dataset into `waken.items`: half solvable, half Unknown (paper section
+        3.1), seeded by (seed, dataset); from the offline FLD-style generator (labels confirmed by
+        the prover) or from a configured source, stored whole in `sources.records`. ScienceQA
+        Unknown items lose two supporting sentences and are kept only when the judge model finds
+        no unique answer left (failures replaced from the pool; appendix C)."""
         cfg = settings.load()
         name = context.partition_key
         spec = cfg.waken.datasets[name]
-        rows = build_items(name, spec, spec.count.at(cfg.scale), cfg.seed)
+        records = load_records(spec)
+        wh = warehouse.get()
+        verify = unknown_verifier(llm.ledger(context, wh), cfg.judge) if spec.kind == "scienceqa" else None
+        rows = build_items(name, spec, spec.count.at(cfg.scale), cfg.seed, records, verify)
         for r in rows:
             r["extra"] = json.dumps(r["extra"], default=str)
-        wh = warehouse.get()
-        wh.replace_partition("waken.items", rows, {"dataset": name})
+        source_rows = [{**rec.row(), "dataset": name, "source": rec.dataset} for rec in records]
+        # the loaded source and the sample drawn from it land together or not at all
+        wh.replace_partitions({"sources.records": source_rows, "waken.items": rows}, {"dataset": name})
         stored = wh.rows("SELECT sample_type, label, item_id, verified_label FROM waken.items WHERE dataset = ?", [name])
         disagree = [{"item_id": r["item_id"], "gold": r["label"], "proved": r["verified_label"]} for r in stored
                     if r["verified_label"] in ("True", "False", "Unknown") and r["verified_label"] != r["label"]]
@@ -47,7 +54,7 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         types = Counter(r["sample_type"] for r in stored)
         ids = Counter(r["item_id"] for r in stored)
         return dg.MaterializeResult(
-            metadata={"dagster/row_count": len(stored),
+            metadata={"dagster/row_count": len(stored), "source_records": len(source_rows),
                       "labels": dg.MetadataValue.json(dict(Counter(r["label"] for r in stored)))},
             check_results=[
                 dg.AssetCheckResult(check_name="solvable_unknown_one_to_one",
@@ -73,8 +80,10 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         cfg = settings.load()
         name = context.partition_key
         wh = warehouse.get()
-        items = [Item(r["item_id"], r["form"], r["label"], r["context"], r["question"]) for r in wh.rows(
-            "SELECT item_id, form, label, context, question FROM waken.items WHERE dataset = ? ORDER BY item_id", [name])]
+        items = [Item(r["item_id"], r["form"], r["label"], r["context"], r["question"],
+                      tuple(json.loads(r["extra"]).get("choices") or ()) or None) for r in wh.rows(
+            "SELECT item_id, form, label, context, question, extra FROM waken.items WHERE dataset = ? ORDER BY item_id",
+            [name])]
         ledger = llm.ledger(context, wh)
         w = cfg.waken
         rows = []

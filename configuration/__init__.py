@@ -187,9 +187,10 @@ class FLDGenerator(_Strict):
 
 
 class WakenDataset(_Strict):
-    """One WakenLLM dataset: FLD-style (generated offline or from a source) or FOLIO."""
+    """One WakenLLM dataset: FLD-style (generated offline or from a source), FOLIO, or ScienceQA topics."""
 
-    kind: Literal["fld", "folio"]
+    kind: Literal["fld", "folio", "scienceqa"]
+    topics: list[str] | None = Field(None, description="scienceqa: e.g. [physics, biology] for Science")
     form: Literal["fact", "story"] = "fact"  # fact-based datasets get the detailed stimulation (section 4.1)
     generator: FLDGenerator | None = None
     source: WakenSource | None = None
@@ -201,6 +202,8 @@ class WakenDataset(_Strict):
             raise ValueError("expected exactly one of `generator` (fld only) or `source`")
         if self.generator is not None and self.kind != "fld":
             raise ValueError("only kind `fld` has an offline generator; give a `source`")
+        if (self.kind == "scienceqa") != (self.topics is not None):
+            raise ValueError("`topics` is required for kind `scienceqa` and only allowed there")
         return self
 
 

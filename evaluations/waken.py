@@ -42,15 +42,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_calls import CallRequest, CallResult, Ledger
-from validators.labels import LABELS, Extraction, extract_label
+from validators.labels import LABELS, Extraction, extract_choice, extract_label
 
 ANSWER_FORMAT = ('Explain your reasoning briefly, then finish with one line: "Final answer: True", '
                  '"Final answer: False" or "Final answer: Unknown".')
 TASK = ("Read the facts and decide whether the hypothesis is True, False, or Unknown (Unknown: the facts "
         "neither prove nor disprove it).\n\nFacts:\n{context}\n\nHypothesis: {question}\n\n")
+CHOICE_TASK = ("Read the context and answer the question with one of the options. If the context does not give "
+               "enough information to choose exactly one option, answer Unknown.\n\nContext:\n{context}\n\n"
+               "Question: {question}\nOptions:\n{options}\n\n")
+CHOICE_FORMAT = ('Explain your reasoning briefly, then finish with one line: "Final answer: (letter)" or '
+                 '"Final answer: Unknown".')
+JUDGE_CHOICE = ("Here is a reply to a multiple-choice question.\n\nOptions:\n{options}\n\nReply:\n{reply}\n\n"
+                "Which option does the reply give as its answer? Output only the option letter, or Unknown if it "
+                "says the answer cannot be determined, or None if it gives no answer.")
+CHOICE_EXAMPLE = ("Example:\nContext: Ice melts when it is warmed.\nQuestion: What happens to ice in the sun?\n"
+                  "Options:\n(A) it melts\n(B) it grows\nFinal answer: (A)\n\n")
 DIAGNOSIS = ("{task}You answered Unknown and explained:\n{reasoning}\n\nDoes this explanation correctly show which "
              "information is missing, so that the facts can neither prove nor disprove the hypothesis? "
              "Output only True or False.")
+DIAGNOSIS_CHOICE = ("{task}You answered Unknown and explained:\n{reasoning}\n\nDoes this explanation correctly show "
+                    "which information is missing, so that no single option can be chosen from the context? "
+                    "Output only True or False.")
 STIMULATION = {
     "concise": "Your answer Unknown may be wrong: the facts may be enough to decide. Think again.\n\n",
     "detailed": ("Your answer Unknown may be wrong: the facts may be enough to decide. Work through it again:\n"
@@ -95,17 +108,37 @@ CAUSES = {"A": "fact_understanding", "B": "reasoning_gap", "C": "excessive_cauti
 class Item:
     item_id: str
     form: str  # 'fact' or 'story'
-    label: str  # True / False / Unknown
+    label: str  # True / False / Unknown, or for multiple choice the correct option's text / Unknown
     context: str
     question: str
+    choices: tuple[str, ...] | None = None  # multiple choice (ScienceQA); None for True/False/Unknown
 
     @property
     def sample_type(self) -> str:
         return "u" if self.label == "Unknown" else "s"
 
+    @property
+    def label_space(self) -> tuple[str, ...]:
+        return (*self.choices, "Unknown") if self.choices else LABELS
+
+
+def options_text(choices: Sequence[str]) -> str:
+    return "\n".join(f"({chr(65 + k)}) {c}" for k, c in enumerate(choices))
+
 
 def task_text(item: Item) -> str:
+    if item.choices:
+        return CHOICE_TASK.format(context=item.context or "(none)", question=item.question,
+                                  options=options_text(item.choices))
     return TASK.format(context=item.context, question=item.question)
+
+
+def answer_format(item: Item) -> str:
+    return CHOICE_FORMAT if item.choices else ANSWER_FORMAT
+
+
+def extract(item: Item, reply: str | None) -> Extraction:
+    return extract_choice(reply, list(item.choices)) if item.choices else extract_label(reply)
 
 
 def converting_class(gold: str, prediction: str | None) -> str:
@@ -127,8 +160,9 @@ def assigned_labels(items: Sequence[Item], rate: float, seed: int) -> dict[str, 
     out = {}
     for k, it in enumerate(order):
         if k < n_wrong:
-            others = [x for x in LABELS if x != it.label]
-            out[it.item_id] = others[int(hashlib.sha256(f"{seed}:{it.item_id}:w".encode()).hexdigest(), 16) % 2]
+            others = [x for x in it.label_space if x != it.label]
+            pick = int(hashlib.sha256(f"{seed}:{it.item_id}:w".encode()).hexdigest(), 16) % len(others)
+            out[it.item_id] = others[pick]
         else:
             out[it.item_id] = it.label
     return out
@@ -163,17 +197,23 @@ class Pipeline:
     # -- asking -----------------------------------------------------------------------
 
     def ask(self, convs: list[list[dict[str, str]]], purpose: str, params: dict[str, Any] | None = None,
-            labels_only: bool = False) -> list[Answer]:
+            labels_only: bool = False, items: Sequence[Item] | None = None) -> list[Answer]:
+        """One batch; each reply's answer extracted (as True/False for `labels_only` questions, else by
+        the item's answer format), the judge asked only for replies no keyword decided."""
         results = self.ledger.complete(self.model, [CallRequest(c, params or self.params) for c in convs],
                                        purpose=f"waken.{purpose}")
-        answers = [Answer(r, extract_label(r.text) if r.ok else Extraction(None, "call_failed")) for r in results]
-        undecided = [a for a in answers if a.extraction.method == "unparsed"]
+        kinds: list[Item | None] = list(items) if items is not None and not labels_only else [None] * len(convs)
+        answers = [Answer(r, (extract(it, r.text) if it else extract_label(r.text)) if r.ok
+                          else Extraction(None, "call_failed")) for r, it in zip(results, kinds)]
+        undecided = [(a, it) for a, it in zip(answers, kinds) if a.extraction.method == "unparsed"]
         if undecided:  # the judge reads only what no keyword decided
+            prompts = [JUDGE_CHOICE.format(options=options_text(it.choices), reply=a.text) if it and it.choices
+                       else JUDGE.format(reply=a.text) for a, it in undecided]
             verdicts = self.ledger.complete(self.judge, [
-                CallRequest([{"role": "user", "content": JUDGE.format(reply=a.text)}], {"temperature": 0.0, "max_tokens": 8})
-                for a in undecided], purpose="waken.judge")
-            for a, v in zip(undecided, verdicts):
-                e = extract_label(v.text) if v.ok else Extraction(None, "unparsed")
+                CallRequest([{"role": "user", "content": p}], {"temperature": 0.0, "max_tokens": 8}) for p in prompts],
+                purpose="waken.judge")
+            for (a, it), v in zip(undecided, verdicts):
+                e = (extract(it, v.text) if it else extract_label(v.text)) if v.ok else Extraction(None, "unparsed")
                 if e.label is not None:
                     a.extraction = Extraction(e.label, "judge", (v.text or "")[:200])
         if labels_only:
@@ -198,7 +238,8 @@ class Pipeline:
     # -- the steps ----------------------------------------------------------------------
 
     def direct(self) -> dict[str, Answer]:
-        answers = self.ask([self.user(task_text(it) + ANSWER_FORMAT) for it in self.items], "direct")
+        answers = self.ask([self.user(task_text(it) + answer_format(it)) for it in self.items], "direct",
+                           items=self.items)
         for it, a in zip(self.items, answers):
             self.record("direct", "vanilla", it, a, "correct" if a.label == it.label else
                         ("call_failed" if a.extraction.method == "call_failed" else
@@ -210,8 +251,8 @@ class Pipeline:
         fails the self-diagnosis (algorithm 1, line 4)."""
         vp = [it for it in self.items if it.sample_type == "s" and direct[it.item_id].label == "Unknown"]
         unsure = [it for it in self.items if it.sample_type == "u" and direct[it.item_id].label == "Unknown"]
-        verdicts = self.ask([self.user(DIAGNOSIS.format(task=task_text(it), reasoning=direct[it.item_id].text))
-                             for it in unsure], "diagnosis", labels_only=True)
+        verdicts = self.ask([self.user((DIAGNOSIS_CHOICE if it.choices else DIAGNOSIS).format(
+            task=task_text(it), reasoning=direct[it.item_id].text)) for it in unsure], "diagnosis", labels_only=True)
         for it, v in zip(unsure, verdicts):
             fails = v.label == "False"
             self.record("diagnosis", "vanilla", it, v, "explanation_fails" if fails else
@@ -222,8 +263,8 @@ class Pipeline:
 
     def stage(self, step: str, setting: str, items: Sequence[Item], prefix: dict[str, str],
               params: dict[str, Any] | None = None) -> dict[str, Answer]:
-        answers = self.ask([self.user(prefix[it.item_id] + task_text(it) + ANSWER_FORMAT) for it in items],
-                           f"{step}.{setting}", params)
+        answers = self.ask([self.user(prefix[it.item_id] + task_text(it) + answer_format(it)) for it in items],
+                           f"{step}.{setting}", params, items=items)
         for it, a in zip(items, answers):
             outcome = "call_failed" if a.extraction.method == "call_failed" else converting_class(it.label, a.label)
             self.record(step, setting, it, a, outcome)
@@ -263,12 +304,17 @@ class Pipeline:
 
     def baseline(self, name: str) -> None:
         suffix = COT_SUFFIX if name == "cot" else ""
-        convs = [self.user(BASELINE_PREFIX[name] + task_text(it) + ANSWER_FORMAT + suffix) for it in self.items]
-        answers = self.ask(convs, f"baseline.{name}")
+
+        def prefix(it: Item) -> str:
+            return CHOICE_EXAMPLE if name == "few_shot" and it.choices else BASELINE_PREFIX[name]
+
+        convs = [self.user(prefix(it) + task_text(it) + answer_format(it) + suffix) for it in self.items]
+        answers = self.ask(convs, f"baseline.{name}", items=self.items)
         if name == "self_reflection":
-            second = [c + [{"role": "assistant", "content": a.text}, {"role": "user", "content": REFLECT}]
-                      for c, a in zip(convs, answers)]
-            reflected = self.ask(second, "baseline.self_reflection.reflect")
+            second = [c + [{"role": "assistant", "content": a.text},
+                           {"role": "user", "content": REFLECT.replace(ANSWER_FORMAT, answer_format(it))}]
+                      for c, a, it in zip(convs, answers, self.items)]
+            reflected = self.ask(second, "baseline.self_reflection.reflect", items=self.items)
             answers = [r if a.result.ok else a for a, r in zip(answers, reflected)]
         for it, a in zip(self.items, answers):
             self.record("baseline", name, it, a, "correct" if a.label == it.label else

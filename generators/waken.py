@@ -1,7 +1,9 @@
 """WakenLLM items (paper 000, section 3.1): seeded 1:1 samples of solvable and Unknown items.
 
 A dataset's items come from the offline FLD-style generator or from a loaded
-source (FLD from the hub or files; FOLIO). Half the items are solvable (True /
+source (FLD from the hub or files; FOLIO; ScienceQA topics, whose Unknown
+items are made by deleting two supporting sentences and verified by a judge,
+paper appendix C). Half the items are solvable (True /
 False, balanced as far as the pool allows) and half Unknown; the sample is a
 function of (seed, dataset name), and the True/False balance is recorded.
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from configuration import WakenDataset
@@ -59,8 +62,93 @@ def _row(name: str, spec: WakenDataset, item_id: str, label: str, context: str, 
     }
 
 
-def build_items(name: str, spec: WakenDataset, count: int, seed: int) -> list[dict[str, Any]]:
-    """`count` items for dataset `name` (see the module docstring)."""
+def load_records(spec: WakenDataset) -> list[SourceRecord]:
+    """The dataset's source records ([] for the offline generator)."""
+    if spec.source is None:
+        return []
+    src = spec.source
+    topics = tuple(spec.topics) if spec.topics else SourceSpec("scienceqa", path="-").topics
+    return load_source(SourceSpec(spec.kind, hub=src.hub, config=src.config, split=src.split, path=src.path,
+                                  topics=topics))
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[a-z]+")
+_STOP = {"the", "a", "an", "of", "to", "and", "is", "are", "in", "on", "which", "what", "this", "that", "it", "its"}
+
+
+def supporting_sentences(context: str, question: str, answer: str) -> list[int]:
+    """Indexes of the context's sentences, most supporting first: ranked by how many content
+    words they share with the question and the correct option (ties: earlier first)."""
+    target = {w for w in _WORD.findall(f"{question} {answer}".lower()) if w not in _STOP}
+    sentences = [s for s in _SENTENCE.split(context.strip()) if s]
+    score = [len(target & set(_WORD.findall(s.lower()))) for s in sentences]
+    return sorted(range(len(sentences)), key=lambda i: (-score[i], i))
+
+
+def without_support(context: str, question: str, answer: str) -> tuple[str, list[str]] | None:
+    """The context with its two most supporting sentences deleted (paper appendix C), and those
+    sentences; None when the context has fewer than two sentences."""
+    sentences = [s for s in _SENTENCE.split(context.strip()) if s]
+    if len(sentences) < 2:
+        return None
+    drop = set(supporting_sentences(context, question, answer)[:2])
+    return " ".join(s for i, s in enumerate(sentences) if i not in drop), [sentences[i] for i in sorted(drop)]
+
+
+# verify(candidates) -> for each candidate item: (no unique answer remains?, evidence)
+Verifier = Callable[[list[dict[str, Any]]], list[tuple[bool, str]]]
+
+
+def sample_choice_items(name: str, spec: WakenDataset, records: Sequence[SourceRecord], count: int,
+                        rng: random.Random, dseed: int, verify: Verifier | None) -> list[dict[str, Any]]:
+    """ScienceQA items: half solvable (the correct option is the label), half Unknown: two
+    supporting sentences deleted, kept only if `verify` confirms no unique answer remains
+    (failures are replaced from the pool)."""
+    pool = sorted(records, key=lambda r: r.source_id)
+    rng.shuffle(pool)
+    n_unknown = count // 2
+    n_solvable = count - n_unknown
+    if len(pool) < count:
+        raise ItemsError(f"{name}: {count} items wanted, the source has {len(pool)} in topics {spec.topics}")
+    solvable, rest = pool[:n_solvable], pool[n_solvable:]
+    rows = []
+    for r in solvable:
+        answer = (r.choices or [])[r.answer_index or 0]
+        row = _row(name, spec, f"{name}-{r.source_id}", answer, r.context, r.question, r.origin, answer,
+                   {"choices": r.choices, "answer_index": r.answer_index, "topic": r.topic, "source_id": r.source_id}, dseed)
+        rows.append(row)
+    unknown: list[dict[str, Any]] = []
+    rejected = 0
+    candidates = [r for r in rest if r.choices and without_support(r.context, r.question, r.choices[r.answer_index or 0])]
+    while len(unknown) < n_unknown and candidates:
+        batch, candidates = candidates[: n_unknown - len(unknown)], candidates[n_unknown - len(unknown):]
+        drafts = []
+        for r in batch:
+            answer = (r.choices or [])[r.answer_index or 0]
+            modified, deleted = without_support(r.context, r.question, answer)  # type: ignore[misc]
+            drafts.append(_row(name, spec, f"{name}-{r.source_id}-unknown", "Unknown", modified, r.question, r.origin,
+                               answer, {"choices": r.choices, "answer_index": r.answer_index, "topic": r.topic,
+                                        "source_id": r.source_id, "original_context": r.context,
+                                        "deleted_sentences": deleted}, dseed))
+        verdicts = verify(drafts) if verify else [(True, "not verified")] * len(drafts)
+        for draft, (ok, evidence) in zip(drafts, verdicts):
+            draft["extra"]["verification"] = evidence
+            if ok:
+                unknown.append(draft)
+            else:
+                rejected += 1
+    if len(unknown) < n_unknown:
+        raise ItemsError(f"{name}: only {len(unknown)} of {n_unknown} Unknown items passed verification "
+                         f"({rejected} rejected); the pool is exhausted")
+    for row in unknown:
+        row["extra"]["rejected_before"] = rejected
+    return rows + unknown
+
+
+def build_items(name: str, spec: WakenDataset, count: int, seed: int,
+                records: Sequence[SourceRecord] | None = None, verify: Verifier | None = None) -> list[dict[str, Any]]:
+    """`count` items for dataset `name` (see the module docstring); `records` saves reloading the source."""
     dseed = dataset_seed(seed, name)
     rng = random.Random(dseed)
     n_true, n_false, n_unknown = _split(count)
@@ -73,9 +161,10 @@ def build_items(name: str, spec: WakenDataset, count: int, seed: int) -> list[di
             rows.append(_row(name, spec, f"{name}-gen-{k:04d}", p.label, p.context(), p.hypothesis_text(),
                              "generator:fld", p.verdict, {"depth": p.depth, "distractors": p.distractors}, dseed))
         return rows
-    assert spec.source is not None
-    src = spec.source
-    records = load_source(SourceSpec(spec.kind, hub=src.hub, config=src.config, split=src.split, path=src.path))
+    if records is None:
+        records = load_records(spec)
+    if spec.kind == "scienceqa":
+        return sample_choice_items(name, spec, records, count, rng, dseed, verify)
     return sample_records(name, spec, records, (n_true, n_false, n_unknown), rng, dseed)
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from validators.labels import extract_label, normalise_gold_label
+from validators.labels import extract_choice, extract_label, normalise_gold_label
 
 CASES = [
     # (reply, label, method)
@@ -79,3 +79,28 @@ def test_gold_label_normalisation(raw, label):
 def test_unrecognised_gold_label_is_an_error():
     with pytest.raises(ValueError, match="unknown label 'Maybe'"):
         normalise_gold_label("Maybe")
+
+
+CHOICES = ["friction", "magnetism", "gravity"]
+
+
+@pytest.mark.parametrize("reply,choice,method", [
+    ("Final answer: (A)", "friction", "final_answer"),
+    ("Final answer: A) friction", "friction", "final_answer"),
+    ("Final answer: magnetism", "magnetism", "final_answer"),
+    ("Final answer: Unknown", "Unknown", "final_answer"),
+    ("The answer is \\boxed{C}", "gravity", "final_answer"),
+    ("B", "magnetism", "strict"),
+    ("(c)", "gravity", "strict"),
+    ("friction.", "friction", "strict"),
+    ("Unknown", "Unknown", "strict"),
+    ("The box rubs on the floor, so the force is friction.", "friction", "conclusion"),
+    ("Without the missing sentences, so the answer cannot be determined.", "Unknown", "final_answer"),
+    ("Options (A) friction (B) magnetism (C) gravity were given. Hmm.", None, "unparsed"),
+    ("It is either friction or gravity, hard to say", None, "unparsed"),
+    ("Final answer: (F)", None, "unparsed"),
+    ("", None, "empty"),
+])
+def test_choice_reply_shapes(reply, choice, method):
+    out = extract_choice(reply, CHOICES)
+    assert (out.label, out.method) == (choice, method)

@@ -116,3 +116,19 @@ def test_misguiding_rates_change_which_labels_are_wrong():
     assert wrong[0.5] < wrong[2 / 3] < wrong[1.0]  # nested: a lower rate misguides a subset
     assert assigned_labels(items, 0.5, seed=3) == assigned_labels(items, 0.5, seed=3)
     assert assigned_labels(items, 0.5, seed=4) != assigned_labels(items, 0.5, seed=3)
+
+
+def test_ablation_and_cause_shares():
+    extra = [
+        *staged("ablation", "T=1.0", {"s2": "True", "s3": "Unknown"}),  # one of two UC1 items converts
+        row("cause", "judge", "s2", None, "fact_understanding"), row("cause", "judge", "s3", None, "reasoning_gap"),
+        row("cause", "judge", "u1", None, "reasoning_gap"), row("cause", "judge", "u2", None, "undecided"),
+    ]
+    rows = metric_rows("m", "fld", OUTCOMES + extra, {"s": 4, "u": 4}, [1.0], ["cot"])
+    m = {(r["metric"], r["setting"]): (r["value"], r["numerator"], r["denominator"]) for r in rows}
+    assert m[("ablation_converted", "ablation")] == (0.5, 1, 2)
+    assert m[("ablation_unchanged", "ablation")] == (0.5, 1, 2)
+    # shares over the classified causes; the undecided one is left out
+    assert m[("cause_share", "fact_understanding")] == (pytest.approx(1 / 3), 1, 3)
+    assert m[("cause_share", "reasoning_gap")] == (pytest.approx(2 / 3), 2, 3)
+    assert m[("cause_share", "excessive_caution")] == (0.0, 0, 3)

@@ -153,3 +153,55 @@ def normalise_gold_label(raw: str) -> str:
     if key not in table:
         raise ValueError(f"unknown label {raw!r}; expected one of PROVED, DISPROVED, UNKNOWN, True, False, Uncertain")
     return table[key]
+
+
+# -- multiple choice with an Unknown option (ScienceQA items in WakenLLM) ------------------------
+
+_LETTER = re.compile(r"^\W*\(?([A-Ha-h])\)?(?:[.):\s]|$)")
+
+
+def _choice_in(text: str, choices: list[str]) -> str | None:
+    """The one option (or Unknown) that `text` names, by letter or by option text."""
+    t = _MARKDOWN.sub("", text).strip()
+    m = _LETTER.match(t)
+    if m and (len(t) <= 3 or t[m.end() - 1:m.end()] in ").:" or t[:1] == "("):
+        k = ord(m.group(1).upper()) - ord("A")
+        if k < len(choices):
+            return choices[k]
+    named = {c for c in choices if re.search(rf"(?<!\w){re.escape(c.lower())}(?!\w)", t.lower())}
+    unknown = bool(_LABEL_RE["Unknown"].search(t) or _WEAK_RE.search(t))
+    if len(named) == 1 and not unknown:
+        return named.pop()
+    if unknown and not named:
+        return "Unknown"
+    return None
+
+
+def extract_choice(reply: str | None, choices: list[str]) -> Extraction:
+    """The option a reply commits to (its text), or 'Unknown', with the deciding step:
+    `final_answer`, `strict` (the reply is a letter, an option or Unknown), `conclusion`;
+    otherwise `unparsed` (for the judge). Options are lettered (A), (B), ... in prompts."""
+    if reply is None or not reply.strip():
+        return Extraction(None, "empty")
+    text = _MARKDOWN.sub("", reply)
+    candidates = [m.group(1) for m in _BOXED.finditer(text)]
+    for line in text.splitlines():
+        m = _FINAL_LINE.search(line)
+        if m:
+            candidates.append(m.group(1))
+    for candidate in reversed(candidates):
+        choice = _choice_in(candidate, choices)
+        if choice:
+            return Extraction(choice, "final_answer", candidate.strip()[:200])
+    bare = text.strip().rstrip(".!。")
+    if len(bare) <= max(len(c) for c in choices) + 6:
+        choice = _choice_in(bare, choices)
+        if choice:
+            return Extraction(choice, "strict", bare)
+    sentences = [s for s in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if s.strip()]
+    for sentence in reversed(sentences):
+        if _CONCLUDING.search(sentence):
+            choice = _choice_in(sentence, choices)
+            if choice:
+                return Extraction(choice, "conclusion", sentence.strip()[:200])
+    return Extraction(None, "unparsed")

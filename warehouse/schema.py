@@ -12,7 +12,7 @@ import duckdb
 SCHEMAS = ("llm", "sources", "muso", "waken", "s1", "ib")
 
 # Bump when a table is added or a view changes: connections then re-run the DDL.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 TABLES: dict[str, str] = {
     # One row per distinct call (the key). A failed call is stored as a failure and
@@ -52,6 +52,24 @@ TABLES: dict[str, str] = {
         probe_latency_s DOUBLE,
         probe_cached    BOOLEAN,
         checked_at      TIMESTAMP NOT NULL
+    """,
+    # Loaded source datasets, normalised (generators/sources.py). One partition = one configured dataset.
+    "sources.records": """
+        dataset         VARCHAR NOT NULL,     -- the configured dataset name that loaded it
+        source          VARCHAR NOT NULL,     -- 'fld', 'folio', 'scienceqa'
+        subset          VARCHAR NOT NULL,     -- FLD config, 'folio', ScienceQA form (science / arts)
+        split           VARCHAR NOT NULL,
+        source_id       VARCHAR NOT NULL,
+        origin          VARCHAR NOT NULL,     -- hub id[/config] or file path
+        row_number      INTEGER NOT NULL,
+        context         VARCHAR NOT NULL,
+        question        VARCHAR NOT NULL,
+        label           VARCHAR,              -- True / False / Unknown (NULL for multiple choice)
+        original_label  VARCHAR,
+        choices         JSON,
+        answer_index    INTEGER,
+        topic           VARCHAR,
+        extra           JSON NOT NULL
     """,
     # MuSoBench (paper 001). One partition = one task's complexity level, e.g. 'timetabling_51-100'.
     "muso.instances": """
