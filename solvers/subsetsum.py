@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from solvers.cpsat import enumerate_all
+
 Solution = tuple[int, ...]
 
 
@@ -76,21 +78,6 @@ def cpsat_solutions(problem: SubsetSumProblem, limit: int | None = None) -> list
     model.add(sum(v * x for v, x in zip(problem.values, xs)) == problem.target)
     model.add_bool_or(xs)
 
-    class Collector(cp_model.CpSolverSolutionCallback):
-        def __init__(self) -> None:
-            super().__init__()
-            self.solutions: list[Solution] = []
-
-        def on_solution_callback(self) -> None:
-            self.solutions.append(tuple(sorted(v for v, x in zip(problem.values, xs) if self.boolean_value(x))))
-            if limit is not None and len(self.solutions) > limit:
-                self.stop_search()
-
-    solver = cp_model.CpSolver()
-    solver.parameters.enumerate_all_solutions = True
-    solver.parameters.num_workers = 1
-    collector = Collector()
-    status = solver.solve(model, collector)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE):
-        raise RuntimeError(f"CP-SAT did not finish the enumeration: {solver.status_name(status)}")
-    return collector.solutions
+    return enumerate_all(
+        model, lambda cb: tuple(sorted(v for v, x in zip(problem.values, xs) if cb.boolean_value(x))), limit
+    )

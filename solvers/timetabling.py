@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from solvers.cpsat import enumerate_all
+
 Solution = tuple[tuple[int, int], ...]
 
 
@@ -135,25 +137,11 @@ def cpsat_solutions(problem: TimetablingProblem, limit: int | None = None) -> li
         if len(group) > 1:
             model.add_at_most_one(group)
 
-    class Collector(cp_model.CpSolverSolutionCallback):
-        def __init__(self) -> None:
-            super().__init__()
-            self.solutions: list[Solution] = []
+    def read(cb: Any) -> Solution:
+        sol = [(0, 0)] * len(problem.courses)
+        for (c, t, r), var in x.items():
+            if cb.boolean_value(var):
+                sol[c] = (t, r)
+        return tuple(sol)
 
-        def on_solution_callback(self) -> None:
-            sol = [(0, 0)] * len(problem.courses)
-            for (c, t, r), var in x.items():
-                if self.boolean_value(var):
-                    sol[c] = (t, r)
-            self.solutions.append(tuple(sol))
-            if limit is not None and len(self.solutions) > limit:
-                self.stop_search()
-
-    solver = cp_model.CpSolver()
-    solver.parameters.enumerate_all_solutions = True
-    solver.parameters.num_workers = 1
-    collector = Collector()
-    status = solver.solve(model, collector)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE):
-        raise RuntimeError(f"CP-SAT did not finish the enumeration: {solver.status_name(status)}")
-    return collector.solutions
+    return enumerate_all(model, read, limit)

@@ -54,5 +54,17 @@ def stub_ledger(stub, tmp_path):
         yield Ledger(wh, registry)
 
 
+def materialize(defs: Any, keys: list[str], partition: str | None = None) -> Any:
+    """Materialise `keys` (and their checks) of a Definitions for one partition, in process."""
+    import dagster as dg
+
+    from assets.materialize_all import raw_assets
+
+    return dg.materialize(
+        [*raw_assets(defs), *defs.asset_checks], resources=defs.resources, partition_key=partition,
+        selection=dg.AssetSelection.assets(*keys) | dg.AssetSelection.checks_for_assets(*keys), raise_on_error=False,
+    )
+
+
 def user(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]

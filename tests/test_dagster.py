@@ -11,11 +11,9 @@ import urllib.request
 from pathlib import Path
 
 import dagster as dg
-import pytest
 
 from assets.definitions import build_definitions
 from assets.materialize_all import raw_assets
-from assets.models import evaluated_models_reachable, models
 from assets.resources import WarehouseResource
 from tests.conftest import stub_config
 from warehouse import Warehouse

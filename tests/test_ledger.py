@@ -3,7 +3,6 @@
 import random
 import time
 
-import pytest
 
 from llm_calls import CallRequest, Ledger, ModelRegistry, call_key
 from llm_calls.ledger import backoff_delay, retry_after_seconds

@@ -2,16 +2,14 @@
 
 import re
 
-import dagster as dg
 import pytest
 
 from assets.definitions import build_definitions
-from assets.materialize_all import raw_assets
 from generators.muso import subsetsum_answer, timetabling_answer
 from llm_calls.stub_server import StubServer
 from solvers import subsetsum as ss
 from solvers import timetabling as tt
-from tests.conftest import stub_config
+from tests.conftest import materialize, stub_config
 from warehouse import Warehouse
 
 MUSO = {"timetabling": {"bins": [[1, 50], [51, 100]]}, "subsetsum": {"bins": [[1, 50], [51, None]]},
@@ -42,11 +40,6 @@ def perfect_stub():
         yield server
 
 
-def materialize(defs, keys, partition=None):
-    return dg.materialize(
-        [*raw_assets(defs), *defs.asset_checks], resources=defs.resources, partition_key=partition,
-        selection=dg.AssetSelection.assets(*keys) | dg.AssetSelection.checks_for_assets(*keys), raise_on_error=False,
-    )
 
 
 def test_partitions_follow_the_configured_bins(perfect_stub, tmp_path):

@@ -1,9 +1,7 @@
 """The MuSoBench three-turn protocol through the ledger, with controlled model replies."""
 
 import json
-import re
 
-import pytest
 
 from evaluations.muso import CONFIDENCE_PROMPT, EXPLORATION_CUE, RECHECK_PROMPT, SHORT_COT_SUFFIX, Item, run
 from llm_calls import Ledger, ModelRegistry

@@ -3,13 +3,11 @@
 import json
 from pathlib import Path
 
-import dagster as dg
 import pytest
 
 from assets.definitions import build_definitions
-from assets.materialize_all import raw_assets
 from llm_calls.stub_server import StubServer
-from tests.conftest import stub_config
+from tests.conftest import materialize, stub_config
 from warehouse import Warehouse
 
 FIX = Path(__file__).parent / "fixtures" / "sources"
@@ -41,10 +39,6 @@ def setup(tmp_path):
         yield cfg, build_definitions(cfg.source)
 
 
-def materialize(defs, keys, partition=None):
-    return dg.materialize([*raw_assets(defs), *defs.asset_checks], resources=defs.resources, partition_key=partition,
-                          selection=dg.AssetSelection.assets(*keys) | dg.AssetSelection.checks_for_assets(*keys),
-                          raise_on_error=False)
 
 
 def checks(result):

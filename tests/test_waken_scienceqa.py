@@ -4,14 +4,12 @@ replaced when the judge still sees a unique answer; multiple-choice answers thro
 import json
 import re
 
-import dagster as dg
 import pytest
 
 from assets.definitions import build_definitions
-from assets.materialize_all import raw_assets
 from generators.waken import without_support
 from llm_calls.stub_server import StubServer
-from tests.conftest import stub_config
+from tests.conftest import materialize, stub_config
 from warehouse import Warehouse
 
 ROWS = [
@@ -67,9 +65,7 @@ def run(tmp_path):
             "misguiding_rates": [1.0], "baselines": ["few_shot"],
         })
         defs = build_definitions(cfg.source)
-        results = [dg.materialize([*raw_assets(defs), *defs.asset_checks], resources=defs.resources, partition_key=pk,
-                                  selection=dg.AssetSelection.assets(*keys) | dg.AssetSelection.checks_for_assets(*keys),
-                                  raise_on_error=False)
+        results = [materialize(defs, keys, pk)
                    for keys, pk in ((["waken_items", "waken_outcomes"], "science"), (["waken_metrics"], None))]
         yield cfg, results, [r["body"] for r in stub.requests]
 

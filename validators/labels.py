@@ -106,6 +106,22 @@ def _strip_echoes(text: str) -> str:
     return _ECHO_LIST.sub(" ", text)
 
 
+def _final_answer_candidates(text: str) -> list[str]:
+    """Texts after "final answer"-style cues and inside \\boxed{}, in the order they appear."""
+    candidates = [m.group(1) for m in _BOXED.finditer(text)]
+    for line in text.splitlines():
+        m = _FINAL_LINE.search(line)
+        if m:
+            candidates.append(m.group(1))
+    return candidates
+
+
+def _concluding_sentences(text: str) -> list[str]:
+    """Sentences with a concluding cue ("therefore", "so", ...), last first."""
+    sentences = [s for s in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if s.strip()]
+    return [s for s in reversed(sentences) if _CONCLUDING.search(s)]
+
+
 def extract_label(reply: str | None) -> Extraction:
     """The label a reply commits to, and which step decided it (see the module docstring)."""
     if reply is None or not reply.strip():
@@ -113,12 +129,7 @@ def extract_label(reply: str | None) -> Extraction:
     text = _MARKDOWN.sub("", reply)
 
     # 1. final-answer lines and \boxed{}, last one wins
-    candidates = [m.group(1) for m in _BOXED.finditer(text)]
-    for line in text.splitlines():
-        m = _FINAL_LINE.search(line)
-        if m:
-            candidates.append(m.group(1))
-    for candidate in reversed(candidates):
+    for candidate in reversed(_final_answer_candidates(text)):
         label = _single(_strip_echoes(candidate), weak=True)
         if label:
             return Extraction(label, "final_answer", candidate.strip()[:200])
@@ -130,12 +141,10 @@ def extract_label(reply: str | None) -> Extraction:
             return Extraction(label, "strict", bare)
 
     # 3. the last concluding sentence naming exactly one label
-    sentences = [s for s in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if s.strip()]
-    for sentence in reversed(sentences):
-        if _CONCLUDING.search(sentence):
-            label = _single(_strip_echoes(sentence), weak=True)
-            if label:
-                return Extraction(label, "conclusion", sentence.strip()[:200])
+    for sentence in _concluding_sentences(text):
+        label = _single(_strip_echoes(sentence), weak=True)
+        if label:
+            return Extraction(label, "conclusion", sentence.strip()[:200])
 
     # 4. exactly one label anywhere, once echoed label lists are removed
     label = _single(_strip_echoes(text), weak=False)
@@ -184,12 +193,7 @@ def extract_choice(reply: str | None, choices: list[str]) -> Extraction:
     if reply is None or not reply.strip():
         return Extraction(None, "empty")
     text = _MARKDOWN.sub("", reply)
-    candidates = [m.group(1) for m in _BOXED.finditer(text)]
-    for line in text.splitlines():
-        m = _FINAL_LINE.search(line)
-        if m:
-            candidates.append(m.group(1))
-    for candidate in reversed(candidates):
+    for candidate in reversed(_final_answer_candidates(text)):
         choice = _choice_in(candidate, choices)
         if choice:
             return Extraction(choice, "final_answer", candidate.strip()[:200])
@@ -198,10 +202,8 @@ def extract_choice(reply: str | None, choices: list[str]) -> Extraction:
         choice = _choice_in(bare, choices)
         if choice:
             return Extraction(choice, "strict", bare)
-    sentences = [s for s in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if s.strip()]
-    for sentence in reversed(sentences):
-        if _CONCLUDING.search(sentence):
-            choice = _choice_in(sentence, choices)
-            if choice:
-                return Extraction(choice, "conclusion", sentence.strip()[:200])
+    for sentence in _concluding_sentences(text):
+        choice = _choice_in(sentence, choices)
+        if choice:
+            return Extraction(choice, "conclusion", sentence.strip()[:200])
     return Extraction(None, "unparsed")
