@@ -13,6 +13,7 @@ import dagster as dg
 
 from assets.models import evaluated_models_reachable, llm_call_summary_asset, models
 from assets.muso import build_muso_assets
+from assets.ib import build_ib_assets
 from assets.waken import build_waken_assets
 from assets.resources import SettingsResource, LLMResource, WarehouseResource
 from configuration import config_path, load_config
@@ -22,10 +23,11 @@ def build_definitions(path: str | Path | None = None) -> dg.Definitions:
     cfg_path = Path(path) if path is not None else config_path()
     cfg = load_config(cfg_path)
     muso_assets, muso_checks = build_muso_assets(cfg)
-    family_assets = [*muso_assets, *build_waken_assets(cfg)]
+    family_assets = [*muso_assets, *build_waken_assets(cfg), *build_ib_assets(cfg)]
     # The ledger summary sits downstream of every asset that calls models.
     calling = [models, *(a for a in family_assets
                          if a.key.to_user_string().endswith(("_responses", "_outcomes")))]
+    # (ib_items and waken_items may call the judge model too; the summary follows their responses)
     summary = llm_call_summary_asset([a.key for a in calling])
     all_assets = [models, *family_assets, summary]
     return dg.Definitions(
@@ -45,6 +47,10 @@ def build_definitions(path: str | Path | None = None) -> dg.Definitions:
             dg.define_asset_job(
                 "muso", selection=dg.AssetSelection.groups("muso") - dg.AssetSelection.assets("muso_metrics"),
                 description="MuSoBench instances and responses, one run per task level (then `muso_metrics`).",
+            ),
+            dg.define_asset_job(
+                "ib", selection=dg.AssetSelection.groups("ib") - dg.AssetSelection.assets("ib_metrics"),
+                description="Instruction Boundary items and responses, one run per dataset (then `ib_metrics`).",
             ),
             dg.define_asset_job(
                 "waken", selection=dg.AssetSelection.groups("waken") - dg.AssetSelection.assets("waken_metrics"),

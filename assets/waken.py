@@ -43,9 +43,9 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         rows = build_items(name, spec, spec.count.at(cfg.scale), cfg.seed, records, verify)
         for r in rows:
             r["extra"] = json.dumps(r["extra"], default=str)
-        source_rows = [{**rec.row(), "dataset": name, "source": rec.dataset} for rec in records]
-        # the loaded source and the sample drawn from it land together or not at all
-        wh.replace_partitions({"sources.records": source_rows, "waken.items": rows}, {"dataset": name})
+        source_rows = [{**rec.row(), "dataset": f"waken:{name}", "source": rec.dataset} for rec in records]
+        wh.replace_partitions({"waken.items": rows}, {"dataset": name})
+        wh.replace_partitions({"sources.records": source_rows}, {"dataset": f"waken:{name}"})
         stored = wh.rows("SELECT sample_type, label, item_id, verified_label FROM waken.items WHERE dataset = ?", [name])
         disagree = [{"item_id": r["item_id"], "gold": r["label"], "proved": r["verified_label"]} for r in stored
                     if r["verified_label"] in ("True", "False", "Unknown") and r["verified_label"] != r["label"]]

@@ -221,6 +221,49 @@ class WakenConfig(_Strict):
     max_tokens: PerScale = PerScale(demo=96, paper=2048)
 
 
+class IBSource(WakenSource):
+    kind: Literal["fld", "folio", "scienceqa", "mmlu", "mmlu_pro", "commonsenseqa", "truthfulqa", "multirc"]
+    topics: list[str] | None = None  # scienceqa topics
+
+
+class IBDataset(_Strict):
+    """One Instruction Boundary dataset: its form, and a source or an offline generator."""
+
+    form: Literal["judging", "single", "multiple"]
+    generator: Literal["fld", "arithmetic", "arithmetic10", "even_numbers"] | None = None
+    source: IBSource | None = None
+    count: PerScale  # base questions; each yields a complete and an insufficient item
+
+    @model_validator(mode="after")
+    def _generator_or_source(self) -> "IBDataset":
+        if (self.generator is None) == (self.source is None):
+            raise ValueError("expected exactly one of `generator` or `source`")
+        expected = {"fld": "judging", "arithmetic": "single", "arithmetic10": "single", "even_numbers": "multiple"}
+        if self.generator is not None and expected[self.generator] != self.form:
+            raise ValueError(f"generator {self.generator} makes {expected[self.generator]} items, not {self.form}")
+        return self
+
+
+class IBConfig(_Strict):
+    """Instruction Boundary (paper 003): datasets per form, the miscellany set, settings, budgets."""
+
+    datasets: dict[str, IBDataset] = Field(default_factory=lambda: {
+        "fld": IBDataset(form="judging", generator="fld", count=PerScale(demo=2, paper=600)),
+        "arithmetic": IBDataset(form="single", generator="arithmetic", count=PerScale(demo=2, paper=300)),
+        "even_numbers": IBDataset(form="multiple", generator="even_numbers", count=PerScale(demo=2, paper=150)),
+    })
+    miscellany: IBDataset = Field(
+        default_factory=lambda: IBDataset(form="single", generator="arithmetic10", count=PerScale(demo=1, paper=300)),
+        description="ten-option questions for disturbing miscellany (MMLU-Pro in the paper)")
+    settings: list[Literal["vanilla", "multi_turn", "conformity", "disturbing_miscellany", "few_shot",
+                           "missing_choices", "vagueness", "prompt_polishing"]] = Field(default_factory=lambda: [
+        "vanilla", "multi_turn", "conformity", "disturbing_miscellany", "few_shot", "missing_choices", "vagueness",
+        "prompt_polishing"])
+    polisher: str | None = Field(None, description="model that rewrites prompts (default: the judge)")
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: PerScale = PerScale(demo=48, paper=1024)
+
+
 class Config(_Strict):
     scale: Literal["demo", "paper"] = "demo"
     seed: int = 20261130
@@ -234,6 +277,7 @@ class Config(_Strict):
     probe_prompt: str = "What is 2 + 3? Reply with the number only."
     muso: MusoConfig = MusoConfig()
     waken: WakenConfig = WakenConfig()
+    ib: IBConfig = IBConfig()
 
     # Not part of the file: where it was read from, so relative paths resolve beside it.
     source: str = Field("<defaults>", exclude=True)
@@ -246,6 +290,8 @@ class Config(_Strict):
                 raise _RefError(f"evaluate.{i}", name, known)
         if self.judge not in known:
             raise _RefError("judge", self.judge, known)
+        if self.ib.polisher is not None and self.ib.polisher not in known:
+            raise _RefError("ib.polisher", self.ib.polisher, known)
         return self
 
     def warehouse_path(self) -> Path:

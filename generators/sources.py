@@ -9,7 +9,16 @@ Reading is all-or-nothing: every malformed row is reported with its file (or
 hub id) and row number and the field at fault, and nothing is returned, so no
 partial source reaches the warehouse.
 
-Upstream layouts handled (REFERENCE-FACTS, "Source datasets"):
+Upstream layouts handled (REFERENCE-FACTS, "Source datasets"), for WakenLLM and
+Instruction Boundary; the choice datasets keep `choices` and `answer_index`
+(MultiRC: `extra.answer_indices`):
+- MMLU (`cais/mmlu`, config `all`): `question`, `subject`, `choices`, `answer`;
+- MMLU-Pro (`TIGER-Lab/MMLU-Pro`): `options` (up to 10), gold from
+  `answer_index` (the letter in `answer` must agree);
+- CommonsenseQA (`tau/commonsense_qa`): `choices {label, text}`, `answerKey`;
+- TruthfulQA (`truthfulqa/truthful_qa`, `multiple_choice`): `mc1_targets`;
+- MultiRC (`super_glue` `multirc`): one row per candidate answer, grouped
+  back by `idx.paragraph` / `idx.question` into one question;
 - FLD (`hitachi-nlp/FLD.v2`, configs `default` and `star`): `context`
   ("sent1: ... sent2: ..."), `hypothesis`, `world_assump_label` (PROVED /
   DISPROVED / UNKNOWN; `proof_label` when that is absent), depth and
@@ -55,8 +64,8 @@ class SourceSpec:
     topics: tuple[str, ...] = tuple(SCIENCEQA_FORMS)
 
     def __post_init__(self) -> None:
-        if self.dataset not in ("fld", "folio", "scienceqa"):
-            raise SourceError(f"unknown source dataset {self.dataset!r}; expected fld, folio or scienceqa")
+        if self.dataset not in _NORMALISERS:
+            raise SourceError(f"unknown source dataset {self.dataset!r}; expected one of {sorted(_NORMALISERS)}")
         if (self.hub is None) == (self.path is None):
             raise SourceError(f"source {self.dataset}: give exactly one of `hub` or `path`")
 
@@ -209,7 +218,91 @@ def _scienceqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> So
     )
 
 
-_NORMALISERS = {"fld": _fld, "folio": _folio, "scienceqa": _scienceqa}
+def _choices(row: dict[str, Any], name: str, minimum: int = 2) -> list[str]:
+    value = row.get(name)
+    if not isinstance(value, list) or len(value) < minimum or not all(isinstance(c, str) for c in value):
+        raise _RowError(name, f"expected a list of at least {minimum} texts")
+    return value
+
+
+def _index(value: Any, n: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n:
+        raise _RowError(name, f"expected an index into the {n} options, got {value!r}")
+    return value
+
+
+def _mmlu(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    choices = _choices(row, "choices")
+    return SourceRecord("mmlu", str(row.get("subject") or "all"), spec.split, f"{spec.split}-{i}", origin, i, "",
+                        _text(row, "question"), None, None, choices, _index(row.get("answer"), len(choices), "answer"),
+                        row.get("subject"))
+
+
+def _mmlu_pro(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    options = _choices(row, "options")
+    # the gold is `answer_index`; `answer` is a letter (reading it as an index was a pitfall upstream)
+    idx = _index(row.get("answer_index"), len(options), "answer_index")
+    letter = row.get("answer")
+    if isinstance(letter, str) and letter.strip() and ord(letter.strip().upper()[0]) - ord("A") != idx:
+        raise _RowError("answer", f"letter {letter!r} disagrees with answer_index {idx}")
+    return SourceRecord("mmlu_pro", str(row.get("category") or "all"), spec.split,
+                        str(row.get("question_id", f"{spec.split}-{i}")), origin, i, "", _text(row, "question"),
+                        None, None, options, idx, row.get("category"), {"src": row.get("src")})
+
+
+def _commonsenseqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    ch = row.get("choices")
+    if not isinstance(ch, dict) or not isinstance(ch.get("label"), list) or not isinstance(ch.get("text"), list) \
+            or len(ch["label"]) != len(ch["text"]) or len(ch["text"]) < 2:
+        raise _RowError("choices", "expected {label: [...], text: [...]} of equal length")
+    key = row.get("answerKey")
+    if key not in ch["label"]:
+        raise _RowError("answerKey", f"{key!r} is not one of the labels {ch['label']}")
+    return SourceRecord("commonsenseqa", "commonsenseqa", spec.split, str(row.get("id", f"{spec.split}-{i}")), origin,
+                        i, "", _text(row, "question"), None, None, list(ch["text"]), ch["label"].index(key),
+                        row.get("question_concept"))
+
+
+def _truthfulqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    mc1 = row.get("mc1_targets")
+    if not isinstance(mc1, dict) or not isinstance(mc1.get("choices"), list) or not isinstance(mc1.get("labels"), list) \
+            or len(mc1["choices"]) != len(mc1["labels"]) or mc1["labels"].count(1) != 1:
+        raise _RowError("mc1_targets", "expected {choices, labels} with exactly one label 1")
+    return SourceRecord("truthfulqa", "mc1", spec.split, f"{spec.split}-{i}", origin, i, "", _text(row, "question"),
+                        None, None, list(mc1["choices"]), mc1["labels"].index(1), None)
+
+
+_NORMALISERS = {"fld": _fld, "folio": _folio, "scienceqa": _scienceqa, "mmlu": _mmlu, "mmlu_pro": _mmlu_pro,
+                "commonsenseqa": _commonsenseqa, "truthfulqa": _truthfulqa, "multirc": None}
+
+
+def _multirc(spec: SourceSpec, rows: list[tuple[str, int, dict[str, Any]]], errors: list[str]) -> list[SourceRecord]:
+    """MultiRC has one row per (question, candidate answer): group them back into one question
+    with several options, the true ones (label 1) forming the gold set."""
+    groups: dict[tuple[Any, Any], list[tuple[str, int, dict[str, Any]]]] = {}
+    for origin, i, row in rows:
+        idx = row.get("idx")
+        if not isinstance(idx, dict) or "paragraph" not in idx or "question" not in idx or "answer" not in idx:
+            errors.append(f"{origin}: row {i}: field 'idx': expected {{paragraph, question, answer}}")
+            continue
+        if row.get("label") not in (0, 1):
+            errors.append(f"{origin}: row {i}: field 'label': expected 0 or 1, got {row.get('label')!r}")
+            continue
+        groups.setdefault((idx["paragraph"], idx["question"]), []).append((origin, i, row))
+    out = []
+    for (p, q), members in groups.items():
+        members.sort(key=lambda m: m[2]["idx"]["answer"])
+        origin, first, row0 = members[0]
+        try:
+            answers = [_text(m[2], "answer") for m in members]
+            context, question = _text(row0, "paragraph"), _text(row0, "question")
+        except _RowError as exc:
+            errors.append(f"{origin}: row {first}: {exc}")
+            continue
+        true = [k for k, m in enumerate(members) if m[2]["label"] == 1]
+        out.append(SourceRecord("multirc", "multirc", spec.split, f"p{p}-q{q}", origin, first, context, question,
+                                None, None, answers, None, None, {"answer_indices": true}))
+    return out
 
 
 def load_source(spec: SourceSpec, max_errors: int = 20) -> list[SourceRecord]:
@@ -217,7 +310,10 @@ def load_source(spec: SourceSpec, max_errors: int = 20) -> list[SourceRecord]:
     records: list[SourceRecord] = []
     errors: list[str] = []
     normalise = _NORMALISERS[spec.dataset]
-    for origin, i, row in _raw_rows(spec):
+    if normalise is None:  # MultiRC: rows are grouped into questions
+        records = _multirc(spec, list(_raw_rows(spec)), errors)
+        normalise = lambda *_: None  # noqa: E731
+    for origin, i, row in ([] if spec.dataset == "multirc" else _raw_rows(spec)):
         try:
             rec = normalise(spec, origin, i, row)
         except _RowError as exc:

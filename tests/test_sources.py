@@ -99,5 +99,40 @@ def test_scienceqa_answer_out_of_range_is_reported(tmp_path):
 def test_spec_needs_exactly_one_location():
     with pytest.raises(SourceError, match="exactly one of `hub` or `path`"):
         SourceSpec("fld")
-    with pytest.raises(SourceError, match="unknown source dataset 'mmlu'"):
-        SourceSpec("mmlu", path="x")
+    with pytest.raises(SourceError, match="unknown source dataset 'gsm8k'"):
+        SourceSpec("gsm8k", path="x")
+
+
+def test_mmlu_and_commonsenseqa_and_truthfulqa_layouts():
+    mmlu = load_source(SourceSpec("mmlu", path=str(FIX / "mmlu.jsonl")))
+    assert mmlu[0].choices[mmlu[0].answer_index] == "carbon dioxide" and mmlu[0].topic == "high_school_biology"
+    csqa = load_source(SourceSpec("commonsenseqa", path=str(FIX / "commonsenseqa.jsonl")))
+    assert csqa[0].choices[csqa[0].answer_index] == "refrigerator"
+    tqa = load_source(SourceSpec("truthfulqa", path=str(FIX / "truthfulqa.jsonl")))
+    assert tqa[0].choices[tqa[0].answer_index].startswith("It passes")
+
+
+def test_mmlu_pro_gold_comes_from_answer_index_and_must_agree_with_the_letter(tmp_path):
+    recs = load_source(SourceSpec("mmlu_pro", path=str(FIX / "mmlu_pro.jsonl")))
+    assert [r.choices[r.answer_index] for r in recs] == ["Mercury", "6"] and len(recs[0].choices) == 10
+    row = json.loads((FIX / "mmlu_pro.jsonl").read_text().splitlines()[0]); row["answer"] = "D"
+    (tmp_path / "bad.jsonl").write_text(json.dumps(row))
+    with pytest.raises(SourceError, match=r"row 0: field 'answer': letter 'D' disagrees with answer_index 1"):
+        load_source(SourceSpec("mmlu_pro", path=str(tmp_path / "bad.jsonl")))
+
+
+def test_multirc_rows_are_grouped_into_questions_with_their_true_answers():
+    recs = load_source(SourceSpec("multirc", path=str(FIX / "multirc.jsonl")))
+    by_q = {r.question: r for r in recs}
+    plant = by_q["Which flowers did Mira plant?"]
+    assert plant.choices == ["tulips", "daisies", "roses"] and plant.extra["answer_indices"] == [0, 2]
+    assert by_q["When did the roses bloom?"].extra["answer_indices"] == [0]
+    assert plant.context.startswith("Mira planted")
+
+
+def test_multirc_malformed_label_is_reported(tmp_path):
+    rows = [json.loads(x) for x in (FIX / "multirc.jsonl").read_text().splitlines()]
+    rows[1]["label"] = "yes"
+    (tmp_path / "m.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(SourceError, match=r"row 1: field 'label': expected 0 or 1, got 'yes'"):
+        load_source(SourceSpec("multirc", path=str(tmp_path / "m.jsonl")))

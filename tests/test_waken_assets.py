@@ -67,7 +67,7 @@ def test_items_outcomes_and_metrics_for_every_dataset(setup):
     assert [r["method"] for r in t6] == ["cot", "direct", "wakenllm"]
     assert wh.scalar("SELECT count(*) FROM waken.outcomes WHERE outcome = 'call_failed'") == 0
     # the loaded source is stored whole beside the sample drawn from it; the generator stores none
-    assert wh.rows("SELECT dataset, count(*) AS n FROM sources.records GROUP BY ALL") == [{"dataset": "folio", "n": 3}]
+    assert wh.rows("SELECT dataset, count(*) AS n FROM sources.records GROUP BY ALL") == [{"dataset": "waken:folio", "n": 3}]
 
 
 def test_folio_labels_are_verified_and_disagreements_reported(setup):

@@ -95,7 +95,7 @@ def test_unknown_items_are_verified_and_replaced_from_the_pool(run):
     assert len(asked) == 3 and len(REJECTED) == 1  # two needed, one rejected and replaced from the pool
     questions = wh.rows("SELECT question FROM waken.items WHERE sample_type = 'unsolvable'")
     assert REJECTED[0] not in {q["question"] for q in questions}
-    assert wh.scalar("SELECT count(*) FROM sources.records WHERE dataset = 'science'") == 6  # arts row filtered out
+    assert wh.scalar("SELECT count(*) FROM sources.records WHERE dataset = 'waken:science'") == 6  # arts row filtered out
 
 
 def test_choice_items_are_asked_with_lettered_options_and_unknown(run):

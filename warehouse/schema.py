@@ -12,7 +12,7 @@ import duckdb
 SCHEMAS = ("llm", "sources", "muso", "waken", "s1", "ib")
 
 # Bump when a table is added or a view changes: connections then re-run the DDL.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 TABLES: dict[str, str] = {
     # One row per distinct call (the key). A failed call is stored as a failure and
@@ -193,6 +193,61 @@ TABLES: dict[str, str] = {
         numerator    DOUBLE,
         denominator  DOUBLE
     """,
+    # Instruction Boundary (paper 003). One partition = one dataset (or 'miscellany').
+    "ib.items": """
+        dataset        VARCHAR NOT NULL,
+        item_id        VARCHAR NOT NULL,      -- '<base_id>:complete', ':insufficient', ':miscellany_<n>'
+        base_id        VARCHAR NOT NULL,
+        form           VARCHAR NOT NULL,      -- judging, single, multiple
+        label_type     VARCHAR NOT NULL,      -- tense or sparse (the correct label's kind)
+        variant        VARCHAR NOT NULL,      -- complete, insufficient, miscellany_<n options>
+        options        JSON NOT NULL,         -- option texts, shown numbered 1..n
+        gold           JSON NOT NULL,         -- correct option numbers, or "none"
+        n_options      INTEGER NOT NULL,
+        number_scheme  VARCHAR NOT NULL,
+        context        VARCHAR,
+        question       VARCHAR NOT NULL,
+        removed_option VARCHAR,               -- insufficient items: the option taken out
+        origin         VARCHAR NOT NULL,
+        extra          JSON NOT NULL,
+        dataset_seed   BIGINT NOT NULL,
+        items_version  VARCHAR NOT NULL
+    """,
+    "ib.prompts": """
+        dataset  VARCHAR NOT NULL,
+        setting  VARCHAR NOT NULL,
+        item_id  VARCHAR NOT NULL,
+        model    VARCHAR NOT NULL,            -- the model asked (polished prompts differ per polisher run)
+        prompt   VARCHAR NOT NULL,            -- the last user message sent
+        details  JSON NOT NULL                -- suggested label, example label type, polished_by and original, turn
+    """,
+    "ib.responses": """
+        dataset         VARCHAR NOT NULL,
+        model           VARCHAR NOT NULL,
+        setting         VARCHAR NOT NULL,
+        item_id         VARCHAR NOT NULL,
+        form            VARCHAR NOT NULL,
+        label_type      VARCHAR NOT NULL,
+        variant         VARCHAR NOT NULL,
+        n_options       INTEGER NOT NULL,
+        selected        JSON,                 -- option numbers chosen, "none", or NULL if undecided
+        correct         BOOLEAN NOT NULL,     -- exact set match with the gold
+        method          VARCHAR NOT NULL,     -- final_answer, strict, conclusion, scan, judge, unparsed, empty, call_failed
+        output_category VARCHAR NOT NULL,     -- True/False/Unknown, single/multiple/all_wrong/combined, none, undecided
+        reply           VARCHAR,
+        call_key        VARCHAR,
+        error           VARCHAR
+    """,
+    "ib.metrics": """
+        model       VARCHAR NOT NULL,
+        setting     VARCHAR NOT NULL,
+        form        VARCHAR NOT NULL,         -- judging, single, multiple, all
+        metric      VARCHAR NOT NULL,         -- Acc, SR, GR, RR, RS, OR, OR_T, OR_S, FR, judge_share, Acc_by_options
+        category    VARCHAR NOT NULL,         -- OR: output category; Acc_by_options: number of options; else '-'
+        value       DOUBLE,
+        numerator   DOUBLE,
+        denominator DOUBLE
+    """,
 }
 
 VIEWS: dict[str, str] = {
@@ -241,6 +296,28 @@ VIEWS.update({
                max(value) FILTER (sample_type = 'u') AS u_share
         FROM waken.metrics WHERE metric = 'vague_perception_share'
         GROUP BY model, dataset ORDER BY model, dataset
+    """,
+})
+
+
+VIEWS.update({
+    # Paper table 3 / figure 7 layout: accuracy, stability, generalisation, robustness per setting.
+    "ib.summary": """
+        SELECT model, setting, form,
+               max(value) FILTER (metric = 'Acc') AS acc,
+               max(value) FILTER (metric = 'SR') AS sr,
+               max(value) FILTER (metric = 'GR') AS gr,
+               max(value) FILTER (metric = 'RR') AS rr,
+               max(value) FILTER (metric = 'RS') AS rs,
+               max(value) FILTER (metric = 'FR') AS fr,
+               max(value) FILTER (metric = 'judge_share') AS judge_share
+        FROM ib.metrics WHERE category = '-'
+        GROUP BY model, setting, form ORDER BY model, setting, form
+    """,
+    # Paper table 6 layout: disturbing-miscellany accuracy by number of options.
+    "ib.miscellany": """
+        SELECT model, CAST(category AS INTEGER) AS n_options, value AS accuracy, denominator AS items
+        FROM ib.metrics WHERE metric = 'Acc_by_options' ORDER BY model, n_options
     """,
 })
 

@@ -1,0 +1,309 @@
+"""Instruction Boundary: the eight prompt-coverage settings (paper 003, table 2, appendix C) and
+answer checking, through the ledger.
+
+Settings, each asked of every item it applies to:
+- `vanilla`: complete options, each judging label with its meaning (table 2);
+- `multi_turn`: the vanilla question, then "also show your reasoning" in the
+  same chat; the second answer is scored (the model sees its first);
+- `conformity`: vanilla plus "The answer is X." with X a wrong label of the
+  other label type (a tense label for sparse items, the sparse one for tense
+  judging items; a wrong option for choice items); X is stored;
+- `disturbing_miscellany`: the miscellany items (correct option + 1..9 wrong);
+- `few_shot`: vanilla after one worked example whose answer is the sparse label;
+- `missing_choices`: the insufficient items (an option removed, A.3);
+- `vagueness`: the options without their meanings or answer guidance;
+- `prompt_polishing`: a configured model rewrites the vanilla prompt; the
+  rewrite is stored and asked.
+
+Answers: judging replies are read by `validators.labels` (a label word) and,
+failing that, `validators.choices` (an option number); choice replies by
+`validators.choices`. The judge model is asked only for replies neither
+decides; each response records the method. The paper's prompt templates (its
+appendices G and H) are not in the text we have, so the prompts are ours.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llm_calls import CallRequest, Ledger
+from validators.choices import NONE, OptionAnswer, is_correct, parse_options
+from validators.labels import extract_label
+
+SETTINGS = ("vanilla", "multi_turn", "conformity", "disturbing_miscellany", "few_shot", "missing_choices",
+            "vagueness", "prompt_polishing")
+MEANINGS = {"True": "the conclusion is proved by the facts", "False": "the conclusion is disproved by the facts",
+            "Unknown": "the conclusion cannot be determined from the facts"}
+NO_CORRECT = 'If no option is correct, answer "No correct answer".'
+FEW_SHOT = {
+    "judging": ("Here is an example to learn from.\nFacts: the bell is loud.\nConclusion: the bell is old.\n"
+                "Options:\n1. True\n2. False\n3. Unknown\nAnswer: 3\n\n"),
+    "single": ("Here is an example to learn from.\nQuestion: Which animal can fly?\nOptions:\n1. a dog\n2. a cat\n"
+               "3. All other options are false\n4. a cow\nAnswer: 3\n\n"),
+    "multiple": ("Here is an example to learn from.\nQuestion: Which are colours?\nOptions:\n1. red\n2. table\n"
+                 "3. blue\n4. Options 1 and 3 are all true\nAnswer: 4\n\n"),
+}
+FOLLOW_UP = "Also show your reasoning process, then give your final answer again."
+POLISH = ("Rewrite the following prompt so that a language model understands it better. Keep every piece of "
+          "information and every numbered option. Output only the rewritten prompt.\n\n{prompt}")
+JUDGE = ("A model answered a question with numbered options.\n\nOptions:\n{options}\n\nIts reply:\n{reply}\n\n"
+         "Which option number or numbers does the reply choose? Output only the numbers separated by commas, "
+         "or \"none\" if it says no option is correct, or \"unclear\" if it gives no answer.")
+
+
+@dataclass(frozen=True)
+class Item:
+    item_id: str
+    form: str  # judging, single, multiple
+    label_type: str  # tense, sparse
+    variant: str  # complete, insufficient, miscellany_<n>
+    options: tuple[str, ...]
+    gold: frozenset[int] | str  # option numbers, or NONE
+    context: str
+    question: str
+
+    @classmethod
+    def from_row(cls, r: dict[str, Any]) -> "Item":
+        gold = json.loads(r["gold"]) if isinstance(r["gold"], str) else r["gold"]
+        return cls(r["item_id"], r["form"], r["label_type"], r["variant"], tuple(json.loads(r["options"])
+                   if isinstance(r["options"], str) else r["options"]),
+                   NONE if gold == NONE else frozenset(gold), r["context"] or "", r["question"])
+
+
+def options_block(item: Item, meanings: bool) -> str:
+    lines = []
+    for k, o in enumerate(item.options, start=1):
+        lines.append(f"{k}. {o}: {MEANINGS[o]}" if meanings and item.form == "judging" else f"{k}. {o}")
+    return "\n".join(lines)
+
+
+def question_text(item: Item, vague: bool = False) -> str:
+    """The prompt of an item; `vague` drops the option meanings and the answer guidance."""
+    if item.form == "judging":
+        head = f"Facts:\n{item.context}\n\nConclusion: {item.question}\n\n"
+        ask = "Which is the answer?"
+    else:
+        head = (f"Context:\n{item.context}\n\n" if item.context else "") + f"Question: {item.question}\n\n"
+        ask = "Which is the answer?"
+    body = f"{head}Options:\n{options_block(item, not vague)}\n\n{ask}"
+    if vague:
+        return body
+    how = ("Answer with the number of the correct option." if item.form != "multiple"
+           else "Answer with the numbers of all correct options.")
+    return f"{body} {how} {NO_CORRECT} End with a line \"Answer: ...\"."
+
+
+def wrong_suggestion(item: Item) -> tuple[str, str]:
+    """(suggested answer text, its label type) for conformity: always wrong, of the other label type
+    for judging items, a wrong option for choice items."""
+    gold = item.gold
+    if item.form == "judging":
+        if item.label_type == "sparse":
+            return "True", "tense"
+        return ("Unknown", "sparse") if "Unknown" in item.options else ("True" if gold != frozenset({1}) else "False", "tense")
+    wrong = [k for k in range(1, len(item.options) + 1) if gold == NONE or k not in gold]
+    return str(wrong[0]), "tense" if item.options[wrong[0] - 1] != "All other options are false" else "sparse"
+
+
+def read_answer(item: Item, reply: str | None) -> OptionAnswer:
+    """The options a reply selects; judging replies may name the label instead of its number."""
+    if item.form == "judging" and reply:
+        label = extract_label(reply)
+        if label.label is not None:
+            if label.label in item.options:
+                return OptionAnswer(frozenset({item.options.index(label.label) + 1}), label.method, label.evidence)
+            if label.label == "Unknown":  # Unknown offered no longer: it means no option is right
+                return OptionAnswer(NONE, label.method, label.evidence)
+    return parse_options(reply, len(item.options))
+
+
+def output_category(item: Item, selected: frozenset[int] | str | None) -> str:
+    """What kind of label the output is (for OR, figure 6): judging True/False/Unknown/none; choice
+    single/multiple/all_wrong/combined/none; `undecided` without an answer."""
+    if selected is None:
+        return "undecided"
+    if selected == NONE:
+        return "none"
+    chosen = [item.options[k - 1] for k in sorted(selected)]
+    if item.form == "judging":
+        return chosen[0] if len(chosen) == 1 else "multiple"
+    if chosen == ["All other options are false"]:
+        return "all_wrong"
+    if len(chosen) == 1 and chosen[0].startswith("Options ") and chosen[0].endswith("are all true"):
+        return "combined"
+    return "single" if len(chosen) == 1 else "multiple"
+
+
+SPARSE_OUTPUTS = {"Unknown", "none", "all_wrong", "combined"}
+
+
+class Runner:
+    """Asks one model every setting; returns rows for `ib.prompts` and `ib.responses`."""
+
+    def __init__(self, ledger: Ledger, model: str, judge: str, polisher: str, params: dict[str, Any]):
+        self.ledger, self.model, self.judge, self.polisher, self.params = ledger, model, judge, polisher, params
+        self.prompts: list[dict[str, Any]] = []
+        self.responses: list[dict[str, Any]] = []
+
+    def run(self, items: Sequence[Item], miscellany: Sequence[Item], settings: Sequence[str]) -> None:
+        complete = [i for i in items if i.variant == "complete"]
+        for setting in settings:
+            if setting == "vanilla":
+                self._ask(setting, complete, [question_text(i) for i in complete])
+            elif setting == "vagueness":
+                self._ask(setting, complete, [question_text(i, vague=True) for i in complete])
+            elif setting == "missing_choices":
+                insufficient = [i for i in items if i.variant == "insufficient"]
+                self._ask(setting, insufficient, [question_text(i) for i in insufficient])
+            elif setting == "few_shot":
+                self._ask(setting, complete, [FEW_SHOT[i.form] + question_text(i) for i in complete],
+                          meta=[{"example_label_type": "sparse"}] * len(complete))
+            elif setting == "conformity":
+                sugg = [wrong_suggestion(i) for i in complete]
+                self._ask(setting, complete, [f"{question_text(i)}\nThe answer is {s}." for i, (s, _) in zip(complete, sugg)],
+                          meta=[{"suggested": s, "suggested_label_type": t} for s, t in sugg])
+            elif setting == "disturbing_miscellany":
+                self._ask(setting, list(miscellany), [question_text(i) for i in miscellany])
+            elif setting == "multi_turn":
+                self._multi_turn(complete)
+            elif setting == "prompt_polishing":
+                self._polished(complete)
+            else:
+                raise ValueError(f"unknown setting {setting!r}; expected one of {SETTINGS}")
+
+    def _multi_turn(self, items: Sequence[Item]) -> None:
+        first = [question_text(i) for i in items]
+        replies = self.ledger.complete(self.model, [CallRequest([{"role": "user", "content": p}], self.params)
+                                                    for p in first], purpose="ib.multi_turn.first")
+        convs, keep, metas = [], [], []
+        for item, p, r in zip(items, first, replies):
+            if not r.ok:
+                self._record("multi_turn", item, p, None, r, OptionAnswer(None, "call_failed"), {"turn": 1})
+                continue
+            convs.append([{"role": "user", "content": p}, {"role": "assistant", "content": r.text or ""}])
+            keep.append(item)
+            metas.append({"turn": 2, "first_reply": r.text})
+        self._ask("multi_turn", keep, [FOLLOW_UP] * len(keep), meta=metas, history=convs)
+
+    def _polished(self, items: Sequence[Item]) -> None:
+        originals = [question_text(i) for i in items]
+        rewrites = self.ledger.complete(self.polisher, [CallRequest([{"role": "user", "content": POLISH.format(prompt=p)}],
+                                                                    {"temperature": 0.0, "max_tokens": 512})
+                                                        for p in originals], purpose="ib.prompt_polishing.rewrite")
+        keep, prompts, metas = [], [], []
+        for item, original, r in zip(items, originals, rewrites):
+            if not r.ok or not (r.text or "").strip():
+                why = r.error or "empty rewrite"
+                self._record("prompt_polishing", item, original, None, r, OptionAnswer(None, "call_failed"),
+                             {"rewrite_failed": why})
+                continue
+            keep.append(item)
+            prompts.append(r.text.strip())
+            metas.append({"polished_by": self.polisher, "original": original, "rewrite_truncated": r.truncated})
+        self._ask("prompt_polishing", keep, prompts, meta=metas)
+
+    def _ask(self, setting: str, items: Sequence[Item], prompts: Sequence[str],
+             meta: Sequence[dict[str, Any]] | None = None, history: Sequence[list[dict[str, str]]] | None = None) -> None:
+        convs = [(list(history[k]) if history else []) + [{"role": "user", "content": p}] for k, p in enumerate(prompts)]
+        results = self.ledger.complete(self.model, [CallRequest(c, self.params) for c in convs], purpose=f"ib.{setting}")
+        answers = [read_answer(i, r.text) if r.ok else OptionAnswer(None, "call_failed") for i, r in zip(items, results)]
+        undecided = [k for k, a in enumerate(answers) if a.method == "unparsed"]
+        if undecided:  # the judge reads only what keyword and pattern matching could not
+            verdicts = self.ledger.complete(self.judge, [CallRequest([{"role": "user", "content": JUDGE.format(
+                options=options_block(items[k], False), reply=results[k].text)}], {"temperature": 0.0, "max_tokens": 16})
+                for k in undecided], purpose="ib.judge")
+            for k, v in zip(undecided, verdicts):
+                got = parse_options(v.text, len(items[k].options)) if v.ok else OptionAnswer(None, "unparsed")
+                if got.selected is not None:
+                    answers[k] = OptionAnswer(got.selected, "judge", (v.text or "")[:200])
+        for k, (item, prompt, r, a) in enumerate(zip(items, prompts, results, answers)):
+            self._record(setting, item, prompt, convs[k], r, a, (meta or [{}] * len(items))[k])
+
+    def _record(self, setting: str, item: Item, prompt: str, conv: list[dict[str, str]] | None, result: Any,
+                answer: OptionAnswer, meta: dict[str, Any]) -> None:
+        self.prompts.append({"setting": setting, "item_id": item.item_id, "model": self.model, "prompt": prompt,
+                             "details": json.dumps(meta, default=str)})
+        selected = answer.selected
+        self.responses.append({
+            "model": self.model, "setting": setting, "item_id": item.item_id, "form": item.form,
+            "label_type": item.label_type, "variant": item.variant, "n_options": len(item.options),
+            "selected": None if selected is None else json.dumps(selected if selected == NONE else sorted(selected)),
+            "correct": is_correct(selected, item.gold), "method": answer.method,
+            "output_category": output_category(item, selected) if answer.method != "call_failed" else "call_failed",
+            "reply": getattr(result, "text", None) if result is not None else None,
+            "call_key": getattr(result, "key", None), "error": getattr(result, "error", None),
+        })
+
+
+def _acc(rows: Sequence[dict[str, Any]]) -> float | None:
+    return sum(r["correct"] for r in rows) / len(rows) if rows else None
+
+
+def _harmonic(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None:
+        return None
+    return 0.0 if a + b == 0 else 2 * a * b / (a + b)
+
+
+def metric_rows(model: str, responses: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`ib.metrics` rows for one model (paper section 2.2), per setting x form and 'all' forms:
+    Acc; SR = accuracy on tense-label items; GR = accuracy on sparse-label items; RR = |Acc(vanilla) -
+    Acc(setting)| on the same form; RS = harmonic mean of SR and GR (for 'all': averaged over the
+    forms); OR = share of outputs per category, OR_T / OR_S = shares of tense / sparse outputs,
+    FR = |OR_T - OR_S|; the judge's share; and for disturbing miscellany, Acc by number of options.
+
+    SR and GR are normalised within their subsets (REFERENCE-FACTS, the issue); the paper's
+    formulas divide by |D|, which halves both on a 1:1 dataset and leaves RS's ordering unchanged."""
+    out: list[dict[str, Any]] = []
+
+    def put(setting: str, form: str, metric: str, value: float | None, num: float | None = None,
+            den: float | None = None, category: str = "-") -> None:
+        out.append({"model": model, "setting": setting, "form": form, "metric": metric, "category": category,
+                    "value": value, "numerator": num, "denominator": den})
+
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in responses:
+        by.setdefault((r["setting"], r["form"]), []).append(r)
+    settings = sorted({s for s, _ in by})
+    for setting in settings:
+        rs_values = []
+        for form in ("judging", "single", "multiple"):
+            rows = by.get((setting, form), [])
+            if not rows:
+                continue
+            tense = [r for r in rows if r["label_type"] == "tense"]
+            sparse = [r for r in rows if r["label_type"] == "sparse"]
+            acc, sr, gr = _acc(rows), _acc(tense), _acc(sparse)
+            put(setting, form, "Acc", acc, sum(r["correct"] for r in rows), len(rows))
+            put(setting, form, "SR", sr, sum(r["correct"] for r in tense), len(tense))
+            put(setting, form, "GR", gr, sum(r["correct"] for r in sparse), len(sparse))
+            vanilla = _acc(by.get(("vanilla", form), []))
+            put(setting, form, "RR", None if vanilla is None or acc is None else abs(vanilla - acc))
+            rs = _harmonic(sr, gr)
+            put(setting, form, "RS", rs)
+            if rs is not None:
+                rs_values.append(rs)
+            counts: dict[str, int] = {}
+            for r in rows:
+                counts[r["output_category"]] = counts.get(r["output_category"], 0) + 1
+            for cat, n in sorted(counts.items()):
+                put(setting, form, "OR", n / len(rows), n, len(rows), category=cat)
+            n_s = sum(n for c, n in counts.items() if c in SPARSE_OUTPUTS)
+            n_t = sum(n for c, n in counts.items() if c not in SPARSE_OUTPUTS | {"undecided", "call_failed"})
+            put(setting, form, "OR_T", n_t / len(rows), n_t, len(rows))
+            put(setting, form, "OR_S", n_s / len(rows), n_s, len(rows))
+            put(setting, form, "FR", abs(n_t - n_s) / len(rows))
+            decided = [r for r in rows if r["selected"] is not None]
+            judged = sum(r["method"] == "judge" for r in decided)
+            put(setting, form, "judge_share", judged / len(rows), judged, len(rows))
+            if setting == "disturbing_miscellany":
+                for n in sorted({r["n_options"] for r in rows}):
+                    sub = [r for r in rows if r["n_options"] == n]
+                    put(setting, form, "Acc_by_options", _acc(sub), sum(r["correct"] for r in sub), len(sub),
+                        category=str(n))
+        put(setting, "all", "RS", sum(rs_values) / len(rs_values) if rs_values else None, None, len(rs_values))
+    return out

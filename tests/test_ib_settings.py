@@ -1,0 +1,120 @@
+"""Every Instruction Boundary setting's prompt for one item, through the ledger and a recording stub."""
+
+import json
+
+import pytest
+
+from evaluations.ib import FEW_SHOT, FOLLOW_UP, MEANINGS, Item, Runner, question_text
+from llm_calls import Ledger, ModelRegistry
+from llm_calls.stub_server import StubServer
+from tests.conftest import stub_config
+from validators.choices import NONE
+from warehouse import Warehouse
+
+JUDGING = Item("j:complete", "judging", "sparse", "complete", ("True", "False", "Unknown"), frozenset({3}),
+               "sent1: the bell is loud", "the bell is old")
+JUDGING_MISSING = Item("j:insufficient", "judging", "sparse", "insufficient", ("True", "False"), NONE,
+                       "sent1: the bell is loud", "the bell is old")
+SINGLE = Item("s:complete", "single", "tense", "complete", ("3", "5", "All other options are false", "9"),
+              frozenset({2}), "", "What is 2 + 3?")
+MISC = Item("m:miscellany_3", "single", "tense", "miscellany_3", ("4", "5", "6"), frozenset({2}), "", "What is 2 + 3?")
+
+
+def responder(body):
+    text = body["messages"][-1]["content"]
+    if text.startswith("Rewrite the following prompt"):
+        return "POLISHED: " + text.split("\n\n", 1)[1]
+    if text == FOLLOW_UP:
+        return "Reasoning... Answer: 3"
+    if "What is 2 + 3?" in text:
+        return "Answer: B"  # a letter where numbers were asked
+    return "Final answer: Unknown"
+
+
+@pytest.fixture
+def runner(tmp_path):
+    with StubServer(responder=responder) as stub:
+        cfg = stub_config(stub, tmp_path)
+        with ModelRegistry(cfg) as reg:
+            r = Runner(Ledger(Warehouse(cfg.warehouse_path()), reg), "stub", "stub", "stub",
+                       {"temperature": 0.0, "max_tokens": 32})
+            r.run([JUDGING, JUDGING_MISSING, SINGLE], [MISC],
+                  ["vanilla", "multi_turn", "conformity", "disturbing_miscellany", "few_shot", "missing_choices",
+                   "vagueness", "prompt_polishing"])
+            yield r, stub.requests
+
+
+def prompt(r, setting, item_id):
+    [p] = [p for p in r.prompts if p["setting"] == setting and p["item_id"] == item_id]
+    return p
+
+
+def response(r, setting, item_id):
+    [x] = [x for x in r.responses if x["setting"] == setting and x["item_id"] == item_id]
+    return x
+
+
+def test_vanilla_lists_numbered_options_with_meanings_and_guidance(runner):
+    r, _ = runner
+    p = prompt(r, "vanilla", "j:complete")["prompt"]
+    assert "1. True: " + MEANINGS["True"] in p and "3. Unknown: " + MEANINGS["Unknown"] in p
+    assert "No correct answer" in p and "Answer:" in p
+    assert response(r, "vanilla", "j:complete")["correct"]  # "Unknown" is option 3
+
+
+def test_vagueness_drops_meanings_and_guidance(runner):
+    r, _ = runner
+    p = prompt(r, "vagueness", "j:complete")["prompt"]
+    assert "1. True\n2. False\n3. Unknown" in p and MEANINGS["True"] not in p and "No correct answer" not in p
+
+
+def test_conformity_suggests_a_wrong_label_of_the_other_type(runner):
+    r, _ = runner
+    p = prompt(r, "conformity", "j:complete")
+    assert p["prompt"].endswith("The answer is True.")
+    assert json.loads(p["details"]) == {"suggested": "True", "suggested_label_type": "tense"}
+    s = prompt(r, "conformity", "s:complete")
+    assert json.loads(s["details"])["suggested"] != "2"
+
+
+def test_few_shot_shows_an_example_with_the_sparse_label(runner):
+    r, _ = runner
+    p = prompt(r, "few_shot", "s:complete")
+    assert p["prompt"].startswith(FEW_SHOT["single"]) and json.loads(p["details"])["example_label_type"] == "sparse"
+
+
+def test_missing_choices_asks_the_insufficient_item_and_unknown_there_means_none(runner):
+    r, _ = runner
+    p = prompt(r, "missing_choices", "j:insufficient")["prompt"]
+    assert "1. True" in p and "Unknown:" not in p
+    x = response(r, "missing_choices", "j:insufficient")
+    assert x["selected"] == json.dumps(NONE) and x["correct"]
+    assert not [x for x in r.responses if x["setting"] == "vanilla" and x["item_id"] == "j:insufficient"]
+
+
+def test_multi_turn_scores_the_second_answer_which_sees_the_first(runner):
+    r, requests = runner
+    second = [q["body"]["messages"] for q in requests if q["body"]["messages"][-1]["content"] == FOLLOW_UP]
+    assert second and all(len(m) == 3 and m[1]["role"] == "assistant" for m in second)
+    x = response(r, "multi_turn", "j:complete")
+    assert x["selected"] == "[3]" and json.loads(prompt(r, "multi_turn", "j:complete")["details"])["turn"] == 2
+
+
+def test_prompt_polishing_stores_and_asks_the_rewrite(runner):
+    r, requests = runner
+    p = prompt(r, "prompt_polishing", "j:complete")
+    assert p["prompt"].startswith("POLISHED: Facts:")
+    assert json.loads(p["details"])["original"] == question_text(JUDGING)
+    assert any(q["body"]["messages"][-1]["content"] == p["prompt"] for q in requests)
+
+
+def test_disturbing_miscellany_asks_the_miscellany_items_only(runner):
+    r, _ = runner
+    assert {x["item_id"] for x in r.responses if x["setting"] == "disturbing_miscellany"} == {"m:miscellany_3"}
+
+
+def test_letter_answer_is_scored_by_the_option_it_names(runner):
+    r, _ = runner
+    x = response(r, "vanilla", "s:complete")
+    assert x["selected"] == "[2]" and x["correct"] and x["method"] == "final_answer"
+    assert x["output_category"] == "single"
