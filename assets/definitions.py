@@ -14,6 +14,7 @@ import dagster as dg
 from assets.models import evaluated_models_reachable, llm_call_summary_asset, models
 from assets.muso import build_muso_assets
 from assets.ib import build_ib_assets
+from assets.s1 import s1_items, s1_metrics, s1_responses
 from assets.waken import build_waken_assets
 from assets.resources import SettingsResource, LLMResource, WarehouseResource
 from configuration import config_path, load_config
@@ -23,7 +24,7 @@ def build_definitions(path: str | Path | None = None) -> dg.Definitions:
     cfg_path = Path(path) if path is not None else config_path()
     cfg = load_config(cfg_path)
     muso_assets, muso_checks = build_muso_assets(cfg)
-    family_assets = [*muso_assets, *build_waken_assets(cfg), *build_ib_assets(cfg)]
+    family_assets = [*muso_assets, *build_waken_assets(cfg), *build_ib_assets(cfg), s1_items, s1_responses, s1_metrics]
     # The ledger summary sits downstream of every asset that calls models.
     calling = [models, *(a for a in family_assets
                          if a.key.to_user_string().endswith(("_responses", "_outcomes")))]

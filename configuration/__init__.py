@@ -264,6 +264,29 @@ class IBConfig(_Strict):
     max_tokens: PerScale = PerScale(demo=48, paper=1024)
 
 
+class S1Config(_Strict):
+    """S1-Bench (paper 002): construction roles and budgets, and the evaluation's sampling."""
+
+    subcategories: list[str] | None = Field(None, description="registry names at paper scale; null = all 28")
+    demo_subcategories: list[str] = Field(default_factory=lambda: ["scientific notation", "creative authorship"])
+    languages: list[Literal["en", "zh"]] = Field(default_factory=lambda: ["en", "zh"])
+    candidates_per_subcategory: PerScale = PerScale(demo=1, paper=50)
+    programmatic: bool = True
+    generators: list[str] = Field(default_factory=list, description="LLM generators (the paper uses two)")
+    discriminators: list[str] = Field(default_factory=list, description="LLM quality discriminators")
+    validators: list[str] | None = Field(None, description="small validator LLMs; null = the judge model")
+    reducer: str | None = Field(None, description="model for difficulty reduction (default: the judge)")
+    temperatures: list[float] = Field(default_factory=lambda: [0.0, 0.2, 0.4])
+    samples_per_temperature: int = Field(10, ge=1)
+    max_rounds: PerScale = PerScale(demo=1, paper=3)
+    dedup_threshold: float = Field(0.9, gt=0, le=1)
+    validator_max_tokens: int = Field(48, ge=1)
+    k: int = Field(5, ge=1)
+    eval_temperature: float = 0.6
+    eval_top_p: float = 0.95
+    eval_max_tokens: PerScale = PerScale(demo=128, paper=16384)
+
+
 class Config(_Strict):
     scale: Literal["demo", "paper"] = "demo"
     seed: int = 20261130
@@ -278,6 +301,7 @@ class Config(_Strict):
     muso: MusoConfig = MusoConfig()
     waken: WakenConfig = WakenConfig()
     ib: IBConfig = IBConfig()
+    s1: S1Config = S1Config()
 
     # Not part of the file: where it was read from, so relative paths resolve beside it.
     source: str = Field("<defaults>", exclude=True)
@@ -292,6 +316,12 @@ class Config(_Strict):
             raise _RefError("judge", self.judge, known)
         if self.ib.polisher is not None and self.ib.polisher not in known:
             raise _RefError("ib.polisher", self.ib.polisher, known)
+        for role in ("generators", "discriminators", "validators"):
+            for i, name in enumerate(getattr(self.s1, role) or []):
+                if name not in known:
+                    raise _RefError(f"s1.{role}.{i}", name, known)
+        if self.s1.reducer is not None and self.s1.reducer not in known:
+            raise _RefError("s1.reducer", self.s1.reducer, known)
         return self
 
     def warehouse_path(self) -> Path:

@@ -12,7 +12,7 @@ import duckdb
 SCHEMAS = ("llm", "sources", "muso", "waken", "s1", "ib")
 
 # Bump when a table is added or a view changes: connections then re-run the DDL.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 TABLES: dict[str, str] = {
     # One row per distinct call (the key). A failed call is stored as a failure and
@@ -247,6 +247,91 @@ TABLES: dict[str, str] = {
         value       DOUBLE,
         numerator   DOUBLE,
         denominator DOUBLE
+    """,
+    # S1-Bench (paper 002). The construction tables are rebuilt as a whole by `s1_items`.
+    "s1.candidates": """
+        candidate_id VARCHAR NOT NULL,        -- reduced versions append -r<round>, human edits -h
+        parent_id    VARCHAR,                 -- the version it was reduced or edited from
+        round        INTEGER NOT NULL,        -- 0 = generated; n = after n difficulty reductions
+        subcategory  VARCHAR NOT NULL,
+        category     VARCHAR NOT NULL,
+        language     VARCHAR NOT NULL,        -- en or zh
+        question     VARCHAR NOT NULL,
+        answer       VARCHAR NOT NULL,
+        check_spec   JSON,                    -- exact answers or a pattern (programmatic); null = judged
+        origin       VARCHAR NOT NULL         -- programmatic:<generator>, llm:<model>, reduced:<model>, human
+    """,
+    "s1.rounds": """
+        candidate_id VARCHAR NOT NULL,
+        round        INTEGER NOT NULL,
+        stage        VARCHAR NOT NULL,        -- generation, discrimination, annotation, dedup, validation, reduction, decision
+        actor        VARCHAR NOT NULL,        -- model, human annotator, all-MiniLM-L6-v2, rule
+        decision     VARCHAR NOT NULL,
+        detail       VARCHAR                  -- reasons, similarity and match, validation counts, child id
+    """,
+    "s1.validations": """
+        candidate_id VARCHAR NOT NULL,
+        round        INTEGER NOT NULL,
+        validator    VARCHAR NOT NULL,
+        temperature  DOUBLE NOT NULL,
+        sample_index INTEGER NOT NULL,
+        reply        VARCHAR,
+        correct      BOOLEAN,                 -- NULL: failed call or unreadable judge verdict
+        method       VARCHAR NOT NULL,        -- exact, judge, judge_unreadable, not_judged (already failed), call_failed
+        detail       VARCHAR,
+        call_key     VARCHAR NOT NULL
+    """,
+    "s1.items": """
+        item_id        VARCHAR NOT NULL,      -- the accepted candidate version
+        root_candidate VARCHAR NOT NULL,      -- the generated candidate it descends from
+        rounds_taken   INTEGER NOT NULL,
+        subcategory    VARCHAR NOT NULL,
+        category       VARCHAR NOT NULL,
+        language       VARCHAR NOT NULL,
+        question       VARCHAR NOT NULL,
+        answer         VARCHAR NOT NULL,
+        check_spec     JSON,
+        origin         VARCHAR NOT NULL
+    """,
+    # Human annotator decisions; written by people, read by the loop, never overwritten by it.
+    "s1.annotations": """
+        candidate_id VARCHAR NOT NULL,
+        decision     VARCHAR NOT NULL,        -- retain, modify, discard
+        question     VARCHAR,                 -- for modify: the corrected question and answer
+        answer       VARCHAR,
+        annotator    VARCHAR,
+        note         VARCHAR
+    """,
+    "s1.responses": """
+        model             VARCHAR NOT NULL,
+        item_id           VARCHAR NOT NULL,
+        subcategory       VARCHAR NOT NULL,
+        category          VARCHAR NOT NULL,
+        language          VARCHAR NOT NULL,
+        mode              VARCHAR NOT NULL,   -- sample (top-p) or greedy
+        sample_index      INTEGER NOT NULL,
+        format_type       INTEGER,            -- table 9: 100/101, 200-207, 300/301
+        has_thinking      BOOLEAN NOT NULL,
+        has_answer        BOOLEAN NOT NULL,
+        judged_part       VARCHAR,            -- answer, or thinking when there is no final answer
+        correct           BOOLEAN,
+        method            VARCHAR NOT NULL,   -- exact, judge, judge_unreadable, empty, call_failed
+        detail            VARCHAR,
+        completion_tokens INTEGER,
+        finish_reason     VARCHAR,
+        difficulty_class  INTEGER,            -- table 23: 1 easy, 2 difficult, 3 neutral, 4 no comment
+        redundancy        JSON,               -- max similarity of segments 2..k to earlier ones (C.4)
+        reply             VARCHAR,
+        call_key          VARCHAR NOT NULL
+    """,
+    "s1.metrics": """
+        model    VARCHAR NOT NULL,
+        level    VARCHAR NOT NULL,            -- all, category, subcategory
+        scope    VARCHAR NOT NULL,
+        metric   VARCHAR NOT NULL,            -- pass@1, acc@k, greedy_acc, strict_format, loose_format, mean_tokens, ...
+        category VARCHAR NOT NULL,            -- difficulty class, format id or segment position; else '-'
+        value    DOUBLE,
+        n        INTEGER NOT NULL
     """,
 }
 

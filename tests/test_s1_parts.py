@@ -1,0 +1,176 @@
+"""S1-Bench parts: registry, programmatic generators (checked independently), parsers, formats, metrics."""
+
+import json
+import random
+import re
+
+import pytest
+
+from evaluations.s1 import metric_rows
+from generators.s1 import PROGRAMMATIC, check_reply, load_registry, parse_pairs
+from validators.s1 import difficulty_awareness, format_type, near_duplicates, parse_judgement, parse_verdict
+
+
+def test_registry_has_28_subcategories_in_4_categories_in_both_languages():
+    reg = load_registry()
+    assert len(reg.subcategories) == 28
+    counts = {}
+    for s in reg.subcategories.values():
+        counts[s.category] = counts.get(s.category, 0) + 1
+        assert s.definition["en"] and s.definition["zh"]
+        assert re.search(r"[\u4e00-\u9fff]", s.definition["zh"]) and re.search(r"[\u4e00-\u9fff]", s.example["question_zh"])
+        assert s.example["question_en"] and s.example["answer_en"] and s.example["answer_zh"]
+    assert counts == {"reasoning": 7, "knowledge": 7, "instruction following": 6, "analysis": 8}
+    assert reg.criteria("numerical reasoning", "zh") and reg.general_criteria["en"]
+
+
+def test_registry_missing_translation_names_file_and_entry(tmp_path):
+    text = (load_registry.__globals__["REGISTRY_PATH"]).read_text(encoding="utf-8")
+    bad = tmp_path / "reg.yaml"
+    bad.write_text(text.replace("zh: 基本算术或一步方程，答案是一个数。", "zh: ''"), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"reg.yaml: reasoning / numerical reasoning: definition.zh is missing"):
+        load_registry(bad)
+
+
+def independent_answer(c):
+    """Recompute each programmatic answer from the question text, by other means than the generator."""
+    q = c.question
+    nums = [int(x) for x in re.findall(r"\d+", q)]
+    if c.subcategory == "numerical reasoning":
+        return str(sum(nums))
+    if c.subcategory == "temporal reasoning":
+        return str(nums[0] * 60)
+    if c.subcategory == "measurement units":
+        return str(nums[0] * 100)
+    if c.subcategory == "counting constraints":
+        letter, word = re.findall(r'"([^"]+)"', q)
+        return str(sum(1 for ch in word if ch == letter))
+    if c.subcategory == "transformation constraints":
+        return "".join(chr(ord(ch) - 32) for ch in re.findall(r'"([^"]+)"', q)[0])
+    if c.subcategory == "code reasoning":
+        return str(len(re.search(r'word = "([^"]+)"', q).group(1)))
+    return None
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("name", sorted(PROGRAMMATIC))
+def test_programmatic_answers_pass_an_independent_check(name, lang):
+    rng = random.Random(11)
+    for _ in range(15):
+        c = PROGRAMMATIC[name](rng, lang)
+        assert c.subcategory == name and c.language == lang and c.check
+        expected = independent_answer(c)
+        if expected is not None:
+            assert c.answer == expected and check_reply(f"The answer is {expected}.", c.check)
+        elif c.check["type"] == "pattern":
+            n = {"two": 2, "three": 3, "four": 4, "five": 5, "两": 2, "三": 3, "四": 4, "五": 5}
+            if name == "length constraints":
+                digits = next(v for k, v in n.items() if k in c.question)
+                assert check_reply("9" * digits, c.check) and not check_reply("9" * (digits + 1), c.check)
+            elif name == "character constraints":
+                d = re.search(r"(\d)", c.question).group(1)
+                assert check_reply(f"{d}42", c.check) and not check_reply(f"0{d}", c.check)
+            elif name == "scientific notation":
+                symbol = c.answer
+                assert check_reply(f"The symbol is {symbol}.", c.check) and not check_reply("Xx", c.check)
+        else:
+            assert check_reply(c.answer, c.check)
+        if name == "repetition constraints":
+            ch = re.search(r'"(\w)"', c.question).group(1)
+            assert set(c.answer) == {ch} and check_reply(c.answer, c.check) and not check_reply(c.answer + ch, c.check)
+
+
+def test_exact_check_needs_a_whole_token():
+    check = {"type": "exact", "answers": ["5"]}
+    assert check_reply("It is 5.", check) and not check_reply("It is 15.", check) and not check_reply("", check)
+    assert check_reply("答案是莎士比亚", {"type": "exact", "answers": ["莎士比亚"]})
+
+
+def test_parse_pairs_is_robust():
+    text = ("Here you go:\n1. [question] What is 2+2?\n[answer]: 4\n2. [Question]二加二等于几？[Answer] 4\n"
+            "[question] a question without answer")
+    assert parse_pairs(text) == [("en", "What is 2+2?", "4"), ("zh", "二加二等于几？", "4")]
+    assert parse_pairs("no markers at all") == [] and parse_pairs(None) == []
+
+
+@pytest.mark.parametrize("reply,result", [
+    ('{"explain": "contains Paris", "result": 1}', 1),
+    ('Sure! ```json\n{"explain": "no", "result": 0}\n```', 0),
+    ('"explain": "matches", "result": 1', 1),
+    ('“explain”: “fine”, “result”: 1', 1),
+    ('{"explain": "x", "result": "1"}', 1),
+])
+def test_judge_json_parsing(reply, result):
+    assert parse_judgement(reply)[0] == result
+
+
+@pytest.mark.parametrize("reply", ["", "I think it is correct.", '{"explain": "x", "result": 2}', '{"explain": "x"'])
+def test_malformed_judge_replies_are_unreadable_not_correct(reply):
+    assert parse_judgement(reply)[0] is None
+
+
+def test_discriminator_verdicts():
+    assert parse_verdict("Looks fine.\nVerdict: retain")[0] == "retain"
+    assert parse_verdict("Ambiguous.\n**Verdict:** Discard")[0] == "discard"
+    assert parse_verdict("Verdict: retain ... on reflection Verdict: modify")[0] == "modify"
+    assert parse_verdict("no verdict here")[0] == "unparsed"
+
+
+@pytest.mark.parametrize("reply,finish,fmt", [
+    ("<think>2+3 is 5</think>The answer is 5.", "stop", 100),
+    ("</think>The answer is 5.", "stop", 101),
+    ("<think>2+3 is 5</think>", "stop", 200),
+    ("<think>a</think>b</think>The answer is 5.", "stop", 201),
+    ("<think>a</think>b</think>", "stop", 202),
+    ("</think></think>The answer is 5.", "stop", 203),
+    ("<|begin_of_thought|>a<|end_of_thought|>The answer is 5.", "stop", 204),
+    ("<|begin_of_thought|>a<|end_of_thought|>", "stop", 205),
+    ("<|end_of_thought|>The answer is 5.", "stop", 206),
+    ("The answer is 5.", "stop", 207),
+    ("</think>", "stop", 300),
+    ("and so on and so on and so on", "length", 301),
+])
+def test_every_format_type(reply, finish, fmt):
+    assert format_type(reply, finish)[0] == fmt
+
+
+def test_thinking_and_answer_split():
+    _, thinking, answer = format_type("<think>two plus three</think>\nFive.", "stop")
+    assert thinking == "two plus three" and answer == "Five."
+
+
+@pytest.mark.parametrize("text,cls", [
+    ("Hmm, this question seems very simple. Two plus three...", 1),
+    ("This looks a bit complex, let me think.", 2),
+    ("Interesting, this is not hard.", 3),
+    ("This question seems not complicated, though tricky later.", 3),
+    ("The user asks about birds and feathers.", 4),
+    ("这个问题看起来挺简单的", 1),
+])
+def test_difficulty_awareness(text, cls):
+    assert difficulty_awareness(text) == cls
+
+
+def test_near_duplicates_with_minilm():
+    dup = near_duplicates(["What is two plus three?", "Who wrote Hamlet?", "What is 2 plus 3?"], 0.85)
+    assert list(dup) == [2] and dup[2][0] == 0 and dup[2][1] > 0.85
+    assert near_duplicates(["Who wrote Hamlet?"], 0.85, earlier=["Who is the author of Hamlet?"]) != {}
+
+
+def resp(item, mode, s, correct, fmt=207, tokens=10):
+    return {"item_id": item, "mode": mode, "sample_index": s, "correct": correct, "format_type": fmt,
+            "completion_tokens": tokens, "difficulty_class": 4, "redundancy": None,
+            "category": "knowledge", "subcategory": "geographic facts"}
+
+
+def test_pass_at_1_and_acc_at_k_hand_computed():
+    rows = ([resp("a", "sample", s, True) for s in range(5)] + [resp("b", "sample", s, s < 3) for s in range(5)]
+            + [resp("a", "greedy", 0, True), resp("b", "greedy", 0, False)])
+    rows[5]["format_type"] = 301
+    m = {(r["level"], r["metric"], r["category"]): r["value"] for r in metric_rows("m", rows, 5)}
+    assert m[("all", "pass@1", "-")] == pytest.approx((1.0 + 3 / 5) / 2)
+    assert m[("all", "acc@5", "-")] == pytest.approx(1 / 2)
+    assert m[("all", "greedy_acc", "-")] == pytest.approx(1 / 2)
+    assert m[("all", "loose_format", "-")] == pytest.approx(9 / 10)
+    assert m[("all", "strict_format", "-")] == 0.0
+    assert m[("subcategory", "mean_tokens", "-")] == pytest.approx(10)
