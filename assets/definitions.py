@@ -25,10 +25,8 @@ def build_definitions(path: str | Path | None = None) -> dg.Definitions:
     cfg = load_config(cfg_path)
     muso_assets, muso_checks = build_muso_assets(cfg)
     family_assets = [*muso_assets, *build_waken_assets(cfg), *build_ib_assets(cfg), s1_items, s1_responses, s1_metrics]
-    # The ledger summary sits downstream of every asset that calls models.
-    calling = [models, *(a for a in family_assets
-                         if a.key.to_user_string().endswith(("_responses", "_outcomes")))]
-    # (ib_items and waken_items may call the judge model too; the summary follows their responses)
+    # The ledger summary comes last: items assets call judges and validators, responses the models.
+    calling = [models, *family_assets]
     summary = llm_call_summary_asset([a.key for a in calling])
     all_assets = [models, *family_assets, summary]
     return dg.Definitions(

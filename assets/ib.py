@@ -9,7 +9,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import figure_markdown, markdown_table
+from assets.metadata import figure_markdown, markdown_table, stacked_bar_chart
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import Config, IBDataset
 from evaluations.ib import Item, Runner, metric_rows
@@ -149,26 +149,11 @@ def _plt():
 
 def _output_chart(rows: list[dict]) -> dg.MetadataValue:
     """Output-label distribution (OR) under the vanilla setting, per model and form (figure 6)."""
-    plt = _plt()
     bars: dict[str, dict[str, float]] = {}
     for r in rows:
         if r["metric"] == "OR" and r["setting"] == "vanilla":
             bars.setdefault(f"{r['model']}\n{r['form']}", {})[r["category"]] = r["value"] or 0.0
-    cats = sorted({c for b in bars.values() for c in b})
-    fig, ax = plt.subplots(figsize=(max(4, 1.3 * len(bars)), 3.5))
-    names = sorted(bars)
-    bottom = [0.0] * len(names)
-    for cat in cats:
-        vals = [bars[n].get(cat, 0.0) for n in names]
-        ax.bar(names, vals, bottom=bottom, label=cat)
-        bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_ylim(0, 1)
-    ax.set_title("Instruction Boundary: output distribution (vanilla)")
-    ax.legend(fontsize=7)
-    ax.tick_params(axis="x", labelsize=7)
-    value = figure_markdown(fig)
-    plt.close(fig)
-    return value
+    return stacked_bar_chart(bars, "Instruction Boundary: output distribution (vanilla)")
 
 
 def _options_chart(rows: list[dict]) -> dg.MetadataValue:

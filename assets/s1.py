@@ -1,6 +1,5 @@
 """S1-Bench assets (paper 002): the constructed benchmark, its evaluation, and the metrics."""
 
-import json
 from collections import Counter
 
 import dagster as dg

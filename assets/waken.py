@@ -8,7 +8,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import figure_markdown, markdown_table
+from assets.metadata import markdown_table, stacked_bar_chart
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import Config
 from evaluations.waken import Item, Pipeline
@@ -140,27 +140,9 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
 
 def _converting_chart(rows: list[dict]) -> dg.MetadataValue:
     """Stacked TCR / FCR / UCR bars per model, dataset and stage (paper figure 4 style)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     bars: dict[str, dict[str, float]] = {}
     for r in rows:
         if r["metric"] in ("TCR", "FCR", "UCR") and r["sample_type"] == "all" and r["setting"] == "vanilla":
             bars.setdefault(f"{r['model']}\n{r['dataset']} s{r['stage']}", {})[r["metric"]] = r["value"] or 0.0
-    fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(bars)), 3.5))
-    names = sorted(bars)
-    bottom = [0.0] * len(names)
-    for metric, colour in (("TCR", "tab:green"), ("FCR", "tab:red"), ("UCR", "tab:gray")):
-        vals = [bars[n].get(metric, 0.0) for n in names]
-        ax.bar(names, vals, bottom=bottom, color=colour, label=metric)
-        bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("share of stage input")
-    ax.set_title("WakenLLM converting rates")
-    ax.legend(fontsize=7)
-    ax.tick_params(axis="x", labelsize=7)
-    value = figure_markdown(fig)
-    plt.close(fig)
-    return value
+    return stacked_bar_chart(bars, "WakenLLM converting rates", "share of stage input",
+                             {"TCR": "tab:green", "FCR": "tab:red", "UCR": "tab:gray"})

@@ -25,7 +25,6 @@ appendices G and H) are not in the text we have, so the prompts are ours.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any

@@ -2,7 +2,6 @@
 
 from pathlib import Path
 
-import pytest
 
 from assets.definitions import build_definitions
 from llm_calls.stub_server import StubServer

@@ -1,10 +1,8 @@
 """Instruction Boundary items built from fixture rows (paper appendix A.3)."""
 
-import json
 import random
 from pathlib import Path
 
-import pytest
 
 from generators import ib as gen
 from generators.sources import SourceSpec, load_source

@@ -4,7 +4,6 @@ import json
 import re
 from collections import Counter
 
-import pytest
 
 from evaluations.s1 import Construction, Judge
 from generators.s1 import Candidate, load_registry

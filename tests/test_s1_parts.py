@@ -1,6 +1,5 @@
 """S1-Bench parts: registry, programmatic generators (checked independently), parsers, formats, metrics."""
 
-import json
 import random
 import re
 
