@@ -40,8 +40,9 @@ def build_definitions(path: str | Path | None = None) -> dg.Definitions:
                 "everything",
                 selection=dg.AssetSelection.all() - dg.AssetSelection.assets(
                     *(a for a in all_assets if a.partitions_def is not None)),
-                description=("The unpartitioned assets (models, metrics, ledger summary). The families' "
-                             "partitioned assets: jobs `muso` and `waken`. All of it: `python -m assets.materialize_all`."),
+                description=("The unpartitioned assets: models, S1-Bench, every family's metrics, the ledger "
+                             "summary. The partitioned ones: jobs `muso`, `waken`, `ib`. All of it: "
+                             "`python -m assets.materialize_all`."),
             ),
             dg.define_asset_job(
                 "muso", selection=dg.AssetSelection.groups("muso") - dg.AssetSelection.assets("muso_metrics"),
