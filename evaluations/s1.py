@@ -106,6 +106,7 @@ class Construction:
         self.rounds: list[dict[str, Any]] = []
         self.validations: list[dict[str, Any]] = []
         self.items: list[dict[str, Any]] = []
+        self.parents: dict[str, str | None] = {}
 
     # -- candidates ---------------------------------------------------------------------------
 
@@ -138,6 +139,7 @@ class Construction:
         return records
 
     def _store(self, rec: Record) -> None:
+        self.parents[rec.cid] = rec.parent
         c = rec.candidate
         self.candidates.append({
             "candidate_id": rec.cid, "parent_id": rec.parent, "round": rec.round, "subcategory": c.subcategory,
@@ -235,6 +237,7 @@ class Construction:
 
     def _validate(self, records: list[Record]) -> dict[str, str]:
         status = {r.cid: "accepted" for r in records}
+        tally: dict[str, tuple[int, int]] = {}  # candidate -> (correct answers, answers)
         for model in self.validators:
             requests, index = [], []
             for r in records:
@@ -255,6 +258,8 @@ class Construction:
                 else:
                     result, explain = verdicts[k]
                     correct, method = (None if result is None else bool(result)), ("judge" if result is not None else "judge_unreadable")
+                right, answers = tally.get(rec.cid, (0, 0))
+                tally[rec.cid] = (right + bool(correct), answers + 1)
                 self.validations.append({"candidate_id": rec.cid, "round": rec.round, "validator": model,
                                          "temperature": t, "sample_index": s, "reply": res.text, "correct": correct,
                                          "method": method, "detail": explain, "call_key": res.key})
@@ -264,9 +269,8 @@ class Construction:
                 elif method != "not_judged" and not correct:
                     status[rec.cid] = "rejected"
         for r in records:
-            rows = [v for v in self.validations if v["candidate_id"] == r.cid and v["round"] == r.round]
-            right = sum(bool(v["correct"]) for v in rows)
-            self._decide(r, "validation", ",".join(self.validators), status[r.cid], {"correct": right, "answers": len(rows)})
+            right, answers = tally.get(r.cid, (0, 0))
+            self._decide(r, "validation", ",".join(self.validators), status[r.cid], {"correct": right, "answers": answers})
         return status
 
     def _judge_until_wrong(self, index: list[tuple[Record, float, int]], results: list[Any]) -> dict[int, tuple[int | None, str]]:
@@ -304,9 +308,9 @@ class Construction:
         return child
 
     def _accept(self, rec: Record) -> None:
-        root, parents = rec.cid, {c["candidate_id"]: c["parent_id"] for c in self.candidates}
-        while parents.get(root):
-            root = parents[root]
+        root = rec.cid
+        while self.parents.get(root):
+            root = self.parents[root]
         c = rec.candidate
         self.items.append({"item_id": rec.cid, "root_candidate": root, "rounds_taken": rec.round,
                            "subcategory": c.subcategory, "category": self.reg.subcategories[c.subcategory].category,
