@@ -6,7 +6,8 @@ import dagster as dg
 
 from assets.metadata import figure_markdown, markdown_table
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
-from evaluations.s1 import Construction, Judge, evaluate, metric_rows
+from evaluations.s1 import Construction, evaluate, metric_rows
+from validators.judge import Judge
 from generators.s1 import load_registry
 
 GROUP = "s1"

@@ -14,7 +14,7 @@ from configuration import Config
 from evaluations.waken import Item, Pipeline
 from evaluations.waken_metrics import identity_violations, metric_rows
 from generators.waken import build_items, load_records
-from validators.judges import unknown_verifier
+from validators.judge import Judge, unknown_verifier
 
 GROUP = "waken"
 
@@ -39,7 +39,7 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         spec = cfg.waken.datasets[name]
         records = load_records(spec)
         wh = warehouse.get()
-        verify = unknown_verifier(llm.ledger(context, wh), cfg.judge) if spec.kind == "scienceqa" else None
+        verify = unknown_verifier(Judge(llm.ledger(context, wh), cfg.judge)) if spec.kind == "scienceqa" else None
         rows = build_items(name, spec, spec.count.at(cfg.scale), cfg.seed, records, verify)
         for r in rows:
             r["extra"] = json.dumps(r["extra"], default=str)

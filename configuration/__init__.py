@@ -13,6 +13,7 @@ is called.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -99,6 +100,14 @@ class PerScale(_Strict):
 
     def at(self, scale: str) -> int:
         return self.demo if scale == "demo" else self.paper
+
+
+def derived_seed(seed: int, *parts: object) -> int:
+    """The one way a seed for a part of the work (a dataset, a level, a subcategory) is derived
+    from the configured seed: sha256 of "seed:part:part...", its first 60 bits (fits a BIGINT).
+    The same configuration and seed give the same derived seeds on every machine."""
+    text = ":".join(str(x) for x in (seed, *parts))
+    return int(hashlib.sha256(text.encode()).hexdigest()[:15], 16)
 
 
 def _default_bins(n: int, width: int, open_last: bool) -> list[tuple[int, int | None]]:

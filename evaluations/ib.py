@@ -15,11 +15,14 @@ Settings, each asked of every item it applies to:
 - `prompt_polishing`: a configured model rewrites the vanilla prompt; the
   rewrite is stored and asked.
 
-Answers: judging replies are read by `validators.labels` (a label word) and,
-failing that, `validators.choices` (an option number); choice replies by
-`validators.choices`. The judge model is asked only for replies neither
-decides; each response records the method. The paper's prompt templates (its
-appendices G and H) are not in the text we have, so the prompts are ours.
+Answers are read by `validators.read`: judging replies as a label word or its
+option number, choice replies as option numbers (or an option's own text). The
+judge (`validators.judge`) is asked only for replies that exact reading leaves
+undecided; each response records the method. A failed call or a failed
+judgement is its own outcome (`correct` NULL) and is left out of every metric's
+denominator, its count stored beside the metric as `n_failed`. The paper's
+prompt templates (its appendices G and H) are not in the text we have, so the
+prompts are ours.
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_calls import CallRequest, Ledger
-from validators.choices import NONE, OptionAnswer, is_correct, parse_options
-from validators.labels import extract_label
+from validators.judge import Judge, OptionsCase
+from validators.read import NONE, UNKNOWN, Reading, answer_part, is_correct, read_label, read_options
 
 SETTINGS = ("vanilla", "multi_turn", "conformity", "disturbing_miscellany", "few_shot", "missing_choices",
             "vagueness", "prompt_polishing")
@@ -49,9 +52,7 @@ FEW_SHOT = {
 FOLLOW_UP = "Also show your reasoning process, then give your final answer again."
 POLISH = ("Rewrite the following prompt so that a language model understands it better. Keep every piece of "
           "information and every numbered option. Output only the rewritten prompt.\n\n{prompt}")
-JUDGE = ("A model answered a question with numbered options.\n\nOptions:\n{options}\n\nIts reply:\n{reply}\n\n"
-         "Which option number or numbers does the reply choose? Output only the numbers separated by commas, "
-         "or \"none\" if it says no option is correct, or \"unclear\" if it gives no answer.")
+FAILED = ("call_failed", "judge_failed")  # outcomes that are not the model's answer
 
 
 @dataclass(frozen=True)
@@ -108,21 +109,24 @@ def wrong_suggestion(item: Item) -> tuple[str, str]:
     return str(wrong[0]), "tense" if item.options[wrong[0] - 1] != "All other options are false" else "sparse"
 
 
-def read_answer(item: Item, reply: str | None) -> OptionAnswer:
-    """The options a reply selects; judging replies may name the label instead of its number."""
-    if item.form == "judging" and reply:
-        label = extract_label(reply)
-        if label.label is not None:
-            if label.label in item.options:
-                return OptionAnswer(frozenset({item.options.index(label.label) + 1}), label.method, label.evidence)
-            if label.label == "Unknown":  # Unknown offered no longer: it means no option is right
-                return OptionAnswer(NONE, label.method, label.evidence)
-    return parse_options(reply, len(item.options))
+def read_answer(item: Item, reply: str | None) -> Reading:
+    """The options a reply selects (frozenset of option numbers, or NONE). Judging replies may
+    name the label instead of its number; Unknown where it is not offered means no option is right."""
+    if item.form == "judging":
+        got = read_label(reply, options=item.options)
+        if got.answer is None:
+            return got
+        if got.answer in item.options:
+            return Reading(frozenset({item.options.index(got.answer) + 1}), got.method, got.evidence)
+        return Reading(NONE, got.method, got.evidence)  # Unknown, not offered (missing choices)
+    return read_options(reply, item.options)
 
 
 def output_category(item: Item, selected: frozenset[int] | str | None) -> str:
     """What kind of label the output is (for OR, figure 6): judging True/False/Unknown/none; choice
     single/multiple/all_wrong/combined/none; `undecided` without an answer."""
+    if isinstance(selected, str) and selected in FAILED:
+        return selected
     if selected is None:
         return "undecided"
     if selected == NONE:
@@ -144,7 +148,8 @@ class Runner:
     """Asks one model every setting; returns rows for `ib.prompts` and `ib.responses`."""
 
     def __init__(self, ledger: Ledger, model: str, judge: str, polisher: str, params: dict[str, Any]):
-        self.ledger, self.model, self.judge, self.polisher, self.params = ledger, model, judge, polisher, params
+        self.ledger, self.model, self.polisher, self.params = ledger, model, polisher, params
+        self.judge = Judge(ledger, judge)
         self.prompts: list[dict[str, Any]] = []
         self.responses: list[dict[str, Any]] = []
 
@@ -181,11 +186,12 @@ class Runner:
         convs, keep, metas = [], [], []
         for item, p, r in zip(items, first, replies):
             if not r.ok:
-                self._record("multi_turn", item, p, None, r, OptionAnswer(None, "call_failed"), {"turn": 1})
+                self._record("multi_turn", item, p, None, r, Reading(None, "call_failed"), {"turn": 1})
                 continue
-            convs.append([{"role": "user", "content": p}, {"role": "assistant", "content": r.text or ""}])
+            # the second turn continues from the answer; a reasoning model's thinking is not fed back
+            convs.append([{"role": "user", "content": p}, {"role": "assistant", "content": answer_part(r.text)[1]}])
             keep.append(item)
-            metas.append({"turn": 2, "first_reply": r.text})
+            metas.append({"turn": 2, "first_reply": r.reply})
         self._ask("multi_turn", keep, [FOLLOW_UP] * len(keep), meta=metas, history=convs)
 
     def _polished(self, items: Sequence[Item]) -> None:
@@ -197,7 +203,7 @@ class Runner:
         for item, original, r in zip(items, originals, rewrites):
             if not r.ok or not (r.text or "").strip():
                 why = r.error or "empty rewrite"
-                self._record("prompt_polishing", item, original, None, r, OptionAnswer(None, "call_failed"),
+                self._record("prompt_polishing", item, original, None, r, Reading(None, "call_failed"),
                              {"rewrite_failed": why})
                 continue
             keep.append(item)
@@ -209,36 +215,40 @@ class Runner:
              meta: Sequence[dict[str, Any]] | None = None, history: Sequence[list[dict[str, str]]] | None = None) -> None:
         convs = [(list(history[k]) if history else []) + [{"role": "user", "content": p}] for k, p in enumerate(prompts)]
         results = self.ledger.complete(self.model, [CallRequest(c, self.params) for c in convs], purpose=f"ib.{setting}")
-        answers = [read_answer(i, r.text) if r.ok else OptionAnswer(None, "call_failed") for i, r in zip(items, results)]
-        undecided = [k for k, a in enumerate(answers) if a.method == "unparsed"]
-        if undecided:  # the judge reads only what keyword and pattern matching could not
-            verdicts = self.ledger.complete(self.judge, [CallRequest([{"role": "user", "content": JUDGE.format(
-                options=options_block(items[k], False), reply=results[k].text)}], {"temperature": 0.0, "max_tokens": 16})
-                for k in undecided], purpose="ib.judge")
-            for k, v in zip(undecided, verdicts):
-                got = parse_options(v.text, len(items[k].options)) if v.ok else OptionAnswer(None, "unparsed")
-                if got.selected is not None:
-                    answers[k] = OptionAnswer(got.selected, "judge", (v.text or "")[:200])
+        answers = [read_answer(i, r.reply) if r.ok else Reading(None, "call_failed", r.error)
+                   for i, r in zip(items, results)]
+        undecided = [k for k, a in enumerate(answers) if a.method == "needs_judge"]
+        # the judge reads only what exact reading could not
+        judged = self.judge.read_options([OptionsCase(results[k].text or "", items[k].options,
+                                                      multiple=items[k].form == "multiple") for k in undecided], "ib.judge")
+        for k, v in zip(undecided, judged):
+            if v.answer == UNKNOWN:  # "Unknown" where only numbers were asked: not offered, so no option
+                v = Reading(NONE, v.method, v.evidence)
+            answers[k] = v
         for k, (item, prompt, r, a) in enumerate(zip(items, prompts, results, answers)):
             self._record(setting, item, prompt, convs[k], r, a, (meta or [{}] * len(items))[k])
 
     def _record(self, setting: str, item: Item, prompt: str, conv: list[dict[str, str]] | None, result: Any,
-                answer: OptionAnswer, meta: dict[str, Any]) -> None:
+                answer: Reading, meta: dict[str, Any]) -> None:
         self.prompts.append({"setting": setting, "item_id": item.item_id, "model": self.model, "prompt": prompt,
                              "details": json.dumps(meta, default=str)})
-        selected = answer.selected
+        selected = answer.answer
+        failed = answer.method in FAILED
         self.responses.append({
             "model": self.model, "setting": setting, "item_id": item.item_id, "form": item.form,
             "label_type": item.label_type, "variant": item.variant, "n_options": len(item.options),
             "selected": None if selected is None else json.dumps(selected if selected == NONE else sorted(selected)),
-            "correct": is_correct(selected, item.gold), "method": answer.method,
-            "output_category": output_category(item, selected) if answer.method != "call_failed" else "call_failed",
-            "reply": getattr(result, "text", None) if result is not None else None,
-            "call_key": getattr(result, "key", None), "error": getattr(result, "error", None),
+            "correct": None if failed else is_correct(selected, item.gold), "method": answer.method,
+            "output_category": answer.method if failed else output_category(item, selected),
+            "reply": result.reply if result is not None and result.ok else None,
+            "call_key": getattr(result, "key", None),
+            "error": getattr(result, "error", None) or (answer.evidence if failed else None),
         })
 
 
 def _acc(rows: Sequence[dict[str, Any]]) -> float | None:
+    """Accuracy over answered rows (failed calls and judgements are not answers, so not in it)."""
+    rows = [r for r in rows if r["correct"] is not None]
     return sum(r["correct"] for r in rows) / len(rows) if rows else None
 
 
@@ -253,56 +263,69 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]]) -> list[dict[st
     Acc; SR = accuracy on tense-label items; GR = accuracy on sparse-label items; RR = |Acc(vanilla) -
     Acc(setting)| on the same form; RS = harmonic mean of SR and GR (for 'all': averaged over the
     forms); OR = share of outputs per category, OR_T / OR_S = shares of tense / sparse outputs,
-    FR = |OR_T - OR_S|; the judge's share; and for disturbing miscellany, Acc by number of options.
+    FR = |OR_T - OR_S|; the share of replies that needed the judge (table 7); and for disturbing
+    miscellany, Acc by number of options.
 
-    SR and GR are normalised within their subsets (REFERENCE-FACTS, the issue); the paper's
-    formulas divide by |D|, which halves both on a 1:1 dataset and leaves RS's ordering unchanged."""
+    Every metric is over answered replies: a failed call or judgement is not an answer, so it is
+    left out of the denominator and counted in `n_failed` (an endpoint that is down gives no
+    metric, not an accuracy of 0). SR and GR are normalised within their subsets (REFERENCE-FACTS,
+    the issue); the paper's formulas divide by |D|, which halves both on a 1:1 dataset and leaves
+    RS's ordering unchanged."""
     out: list[dict[str, Any]] = []
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in responses:
+        by.setdefault((r["setting"], r["form"]), []).append(r)
+    failed: dict[tuple[str, str], int] = {}
 
     def put(setting: str, form: str, metric: str, value: float | None, num: float | None = None,
             den: float | None = None, category: str = "-") -> None:
         out.append({"model": model, "setting": setting, "form": form, "metric": metric, "category": category,
-                    "value": value, "numerator": num, "denominator": den})
+                    "value": value, "numerator": num, "denominator": den, "n_failed": failed.get((setting, form), 0)})
 
-    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in responses:
-        by.setdefault((r["setting"], r["form"]), []).append(r)
-    settings = sorted({s for s, _ in by})
-    for setting in settings:
+    def n_correct(rows: Sequence[dict[str, Any]]) -> int:
+        return sum(bool(r["correct"]) for r in rows if r["correct"] is not None)
+
+    def n_answered(rows: Sequence[dict[str, Any]]) -> int:
+        return sum(r["correct"] is not None for r in rows)
+
+    for (setting, form), rows in by.items():
+        failed[(setting, form)] = sum(r["method"] in FAILED for r in rows)
+        failed[(setting, "all")] = failed.get((setting, "all"), 0) + failed[(setting, form)]
+    for setting in sorted({s for s, _ in by}):
         rs_values = []
         for form in ("judging", "single", "multiple"):
-            rows = by.get((setting, form), [])
-            if not rows:
+            every = by.get((setting, form), [])
+            if not every:
                 continue
+            rows = [r for r in every if r["method"] not in FAILED]
             tense = [r for r in rows if r["label_type"] == "tense"]
             sparse = [r for r in rows if r["label_type"] == "sparse"]
             acc, sr, gr = _acc(rows), _acc(tense), _acc(sparse)
-            put(setting, form, "Acc", acc, sum(r["correct"] for r in rows), len(rows))
-            put(setting, form, "SR", sr, sum(r["correct"] for r in tense), len(tense))
-            put(setting, form, "GR", gr, sum(r["correct"] for r in sparse), len(sparse))
+            put(setting, form, "Acc", acc, n_correct(rows), n_answered(rows))
+            put(setting, form, "SR", sr, n_correct(tense), n_answered(tense))
+            put(setting, form, "GR", gr, n_correct(sparse), n_answered(sparse))
             vanilla = _acc(by.get(("vanilla", form), []))
             put(setting, form, "RR", None if vanilla is None or acc is None else abs(vanilla - acc))
             rs = _harmonic(sr, gr)
             put(setting, form, "RS", rs)
             if rs is not None:
                 rs_values.append(rs)
+            n = len(rows)
             counts: dict[str, int] = {}
             for r in rows:
                 counts[r["output_category"]] = counts.get(r["output_category"], 0) + 1
-            for cat, n in sorted(counts.items()):
-                put(setting, form, "OR", n / len(rows), n, len(rows), category=cat)
-            n_s = sum(n for c, n in counts.items() if c in SPARSE_OUTPUTS)
-            n_t = sum(n for c, n in counts.items() if c not in SPARSE_OUTPUTS | {"undecided", "call_failed"})
-            put(setting, form, "OR_T", n_t / len(rows), n_t, len(rows))
-            put(setting, form, "OR_S", n_s / len(rows), n_s, len(rows))
-            put(setting, form, "FR", abs(n_t - n_s) / len(rows))
-            decided = [r for r in rows if r["selected"] is not None]
-            judged = sum(r["method"] == "judge" for r in decided)
-            put(setting, form, "judge_share", judged / len(rows), judged, len(rows))
+            for cat, c in sorted(counts.items()):
+                put(setting, form, "OR", c / n, c, n, category=cat)
+            n_s = sum(c for cat, c in counts.items() if cat in SPARSE_OUTPUTS)
+            n_t = sum(c for cat, c in counts.items() if cat not in SPARSE_OUTPUTS | {"undecided"})
+            put(setting, form, "OR_T", n_t / n if n else None, n_t, n)
+            put(setting, form, "OR_S", n_s / n if n else None, n_s, n)
+            put(setting, form, "FR", abs(n_t - n_s) / n if n else None)
+            needed = sum(r["method"].startswith("judge") for r in rows)
+            put(setting, form, "judge_share", needed / n if n else None, needed, n)
             if setting == "disturbing_miscellany":
-                for n in sorted({r["n_options"] for r in rows}):
-                    sub = [r for r in rows if r["n_options"] == n]
-                    put(setting, form, "Acc_by_options", _acc(sub), sum(r["correct"] for r in sub), len(sub),
-                        category=str(n))
+                for k in sorted({r["n_options"] for r in rows}):
+                    sub = [r for r in rows if r["n_options"] == k]
+                    put(setting, form, "Acc_by_options", _acc(sub), n_correct(sub), n_answered(sub), category=str(k))
         put(setting, "all", "RS", sum(rs_values) / len(rs_values) if rs_values else None, None, len(rs_values))
     return out

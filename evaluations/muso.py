@@ -29,7 +29,7 @@ from typing import Any
 
 from evaluations import scoring
 from llm_calls import CallRequest, CallResult, Ledger
-from validators.muso_answers import ParsedAnswer, parse_confidence, parse_recheck, parse_subsets, parse_timetables
+from validators.read import ParsedAnswer, answer_part, read_confidence, read_recheck, read_subsets, read_timetables
 
 TIMETABLING_INSTRUCTION = (
     "You are asked to perform a timetabling task. Please find ALL FEASIBLE SCHEDULES that satisfies all "
@@ -87,10 +87,11 @@ def solve_prompt(item: Item, paradigm: str) -> str:
     return prompt + SHORT_COT_SUFFIX if paradigm == "short_cot" else prompt
 
 
-def parse_answer(item: Item, text: str) -> ParsedAnswer:
+def parse_answer(item: Item, text: str | None) -> ParsedAnswer:
+    """The solutions of a reply's final answer (reasoning set aside; `validators.read`)."""
     if item.task == "timetabling":
-        return parse_timetables(text, item.problem)
-    return parse_subsets(text, item.problem)
+        return read_timetables(text, item.problem)
+    return read_subsets(text, item.problem)
 
 
 def canonical(solution_json: Any, task: str) -> Any:
@@ -114,8 +115,9 @@ class _Conversation:
     def add(self, user: str, result: CallResult) -> CallResult:
         self.keys.append(result.key)
         self.truncated |= result.truncated
-        if result.ok:
-            self.messages += [{"role": "user", "content": user}, {"role": "assistant", "content": result.text or ""}]
+        if result.ok:  # later turns see the answer, not the reasoning before it
+            self.messages += [{"role": "user", "content": user},
+                              {"role": "assistant", "content": answer_part(result.text)[1]}]
         return result
 
 
@@ -144,7 +146,7 @@ def run(
     tag = f"muso.{variant}"
 
     first = _turn(ledger, model, convs, None, solve, f"{tag}.solve", user_of=lambda c: solve_prompt(c.item, paradigm))
-    answers1 = [parse_answer(c.item, r.text) if r.ok else None for c, r in zip(convs, first)]
+    answers1 = [parse_answer(c.item, r.reply) if r.ok else None for c, r in zip(convs, first)]
     for c, r in zip(convs, first):
         if not r.ok:
             c.failed = f"solve: {r.error}"
@@ -152,7 +154,7 @@ def run(
 
     if variant == "exploration":
         cue = _turn(ledger, model, live, EXPLORATION_CUE, solve, f"{tag}.cue")
-        extra = {id(c): (parse_answer(c.item, r.text) if r.ok else None) for c, r in zip(live, cue)}
+        extra = {id(c): (parse_answer(c.item, r.reply) if r.ok else None) for c, r in zip(live, cue)}
         for i, c in enumerate(convs):
             more = extra.get(id(c))
             if answers1[i] is not None and more is not None:
@@ -203,7 +205,9 @@ def _row(model: str, paradigm: str, variant: str, c: _Conversation, a1: ParsedAn
     )
     if conf is not None:
         if conf.ok:
-            row["confidence"], row["confidence_method"] = parse_confidence(conf.text or "")
+            got = read_confidence(conf.reply)
+            row["confidence"], row["confidence_method"] = got.answer, got.method if got.evidence is None else \
+                f"{got.method}: {got.evidence}"
         else:
             row["confidence_method"] = "call_failed"
     if recheck is not None:
@@ -211,8 +215,8 @@ def _row(model: str, paradigm: str, variant: str, c: _Conversation, a1: ParsedAn
         if not recheck.ok:
             row["recheck"] = "call_failed"
         else:
-            decision = parse_recheck(recheck.text or "")
-            reparsed = parse_answer(item, recheck.text or "")
+            decision = read_recheck(recheck.reply)
+            reparsed = parse_answer(item, recheck.reply)
             if decision == "unchanged":
                 y2 = y1
             elif decision == "changed" or reparsed.answers:

@@ -11,7 +11,7 @@ Construction, per round (round 0 = the generated candidates):
    the temperatures (paper: 10 x {0, 0.2, 0.4}); programmatic candidates are checked exactly,
    the others by the judge (table 18, JSON with rewrite retries; an unreadable verdict counts
    as not correct). Accepted only if every answer of every validator is correct; a failed call
-   leaves the candidate `incomplete` (retried next run), never rejected;
+   or a failed judgement leaves the candidate `incomplete` (retried next run), never rejected;
 4. difficulty reduction: a rejected candidate goes back through the reduction prompt (a new
    candidate, its parent recorded) and through steps 1-3 again, for at most `max_rounds`
    reductions; then it is dropped.
@@ -28,16 +28,17 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generators.s1 import PROGRAMMATIC, Candidate, Registry, check_reply, generation_prompt, parse_pairs, reduction_prompt
+from configuration import derived_seed
+from generators.s1 import PROGRAMMATIC, Candidate, Registry, generation_prompt, parse_pairs, reduction_prompt
 from llm_calls import CallRequest, Ledger
-from validators.s1 import (
-    JUDGE_PROMPT, JUDGE_REWRITE, STRICT_FORMATS, UNREADABLE_FORMATS, difficulty_awareness, format_type,
-    near_duplicates, parse_judgement, parse_verdict, redundancy,
-)
+from validators.judge import Judge
+from validators.read import STRICT_FORMATS, UNREADABLE_FORMATS, Reading, check_answer, format_type, read_verdict
+from validators.s1 import difficulty_awareness, near_duplicates, redundancy
 
 DISCRIMINATION_PROMPT = (
     "Given a question, its answer, and its category, please analyze from the following perspectives as "
@@ -58,38 +59,6 @@ class Record:
     candidate: Candidate
     parent: str | None
     round: int
-
-
-class Judge:
-    """Table-18 judging through the ledger, with rewrite retries for unreadable verdicts."""
-
-    def __init__(self, ledger: Ledger, model: str, retries: int = 2):
-        self.ledger, self.model, self.retries = ledger, model, retries
-
-    def judge(self, cases: Sequence[tuple[str, str, str]], purpose: str) -> list[tuple[int | None, str]]:
-        """(result, explanation or why unreadable) per (question, model answer, ground truth)."""
-        convs = [[{"role": "user", "content": JUDGE_PROMPT.format(question=q, answer=a, ground_truth=g)}]
-                 for q, a, g in cases]
-        out: list[tuple[int | None, str]] = [(None, "")] * len(cases)
-        todo = list(range(len(cases)))
-        for attempt in range(self.retries + 1):
-            results = self.ledger.complete(self.model, [CallRequest(convs[i], {"temperature": 0.0, "max_tokens": 128})
-                                                        for i in todo], purpose=f"{purpose}.judge")
-            again = []
-            for i, r in zip(todo, results):
-                if not r.ok:
-                    out[i] = (None, f"judge call failed: {r.error}")
-                    continue
-                result, why = parse_judgement(r.text)
-                out[i] = (result, why or "")
-                if result is None and attempt < self.retries:
-                    convs[i] = convs[i] + [{"role": "assistant", "content": r.text or ""},
-                                           {"role": "user", "content": JUDGE_REWRITE}]
-                    again.append(i)
-            todo = again
-            if not todo:
-                break
-        return out
 
 
 class Construction:
@@ -113,7 +82,7 @@ class Construction:
     def initial(self, subcategories: Sequence[str], languages: Sequence[str], per: int, programmatic: bool) -> list[Record]:
         records: list[Record] = []
         for sub in subcategories:
-            rng = random.Random(f"{self.seed}:s1:{sub}")
+            rng = random.Random(derived_seed(self.seed, "s1", sub))
             slug = sub.replace(" ", "_")
             if programmatic and sub in PROGRAMMATIC:
                 for lang in languages:
@@ -195,7 +164,7 @@ class Construction:
                                                                {"temperature": 0.0, "max_tokens": 512}) for p in prompts],
                                            purpose="s1.discriminate")
             for r, res in zip(records, results):
-                decision, reasons = parse_verdict(res.text) if res.ok else ("call_failed", res.error or "")
+                decision, reasons = read_verdict(res.reply) if res.ok else ("call_failed", res.error or "")
                 verdicts[r.cid].append(decision)
                 self._decide(r, "discrimination", model, decision, reasons)
         for r in records:
@@ -252,18 +221,19 @@ class Construction:
                 if not res.ok:
                     correct, method, explain = None, "call_failed", res.error
                 elif rec.candidate.check is not None:
-                    correct, method, explain = check_reply(res.text, rec.candidate.check), "exact", None
+                    correct = check_answer(res.reply, rec.candidate.check, rec.candidate.question)
+                    method, explain = "exact", None
                 elif k not in verdicts:
                     correct, method, explain = None, "not_judged", "an earlier answer already failed"
                 else:
-                    result, explain = verdicts[k]
-                    correct, method = (None if result is None else bool(result)), ("judge" if result is not None else "judge_unreadable")
+                    v = verdicts[k]
+                    correct, method, explain = v.answer, v.method, v.evidence
                 right, answers = tally.get(rec.cid, (0, 0))
                 tally[rec.cid] = (right + bool(correct), answers + 1)
                 self.validations.append({"candidate_id": rec.cid, "round": rec.round, "validator": model,
-                                         "temperature": t, "sample_index": s, "reply": res.text, "correct": correct,
+                                         "temperature": t, "sample_index": s, "reply": res.reply, "correct": correct,
                                          "method": method, "detail": explain, "call_key": res.key})
-                if method == "call_failed":
+                if method in ("call_failed", "judge_failed"):  # no verdict yet: retried next run
                     if status[rec.cid] != "rejected":
                         status[rec.cid] = "incomplete"
                 elif method != "not_judged" and not correct:
@@ -273,22 +243,22 @@ class Construction:
             self._decide(r, "validation", ",".join(self.validators), status[r.cid], {"correct": right, "answers": answers})
         return status
 
-    def _judge_until_wrong(self, index: list[tuple[Record, float, int]], results: list[Any]) -> dict[int, tuple[int | None, str]]:
+    def _judge_until_wrong(self, index: list[tuple[Record, float, int]], results: list[Any]) -> dict[int, Reading]:
         """Judge verdicts for answers to candidates without an exact check, one temperature at a time:
-        once an answer of a candidate is judged wrong (or unreadable) the rest are not judged, since a
-        single failure rejects it. Answer index -> (result, explanation)."""
-        verdicts: dict[int, tuple[int | None, str]] = {}
+        once an answer of a candidate is judged wrong (or unreadable, or the judgement failed) the rest
+        are not judged, since it is then rejected or retried. Answer index -> the judge's reading."""
+        verdicts: dict[int, Reading] = {}
         failed: set[str] = set()
         for t in self.temperatures:
             batch = [k for k, ((rec, tt, _), res) in enumerate(zip(index, results))
                      if tt == t and res.ok and rec.candidate.check is None and rec.cid not in failed]
             if not batch:
                 continue
-            judged = self.judge.judge([(index[k][0].candidate.question, results[k].text or "", index[k][0].candidate.answer)
+            judged = self.judge.grade([(index[k][0].candidate.question, results[k].text or "", index[k][0].candidate.answer)
                                        for k in batch], "s1.validate")
             for k, v in zip(batch, judged):
                 verdicts[k] = v
-                if v[0] != 1:
+                if v.answer is not True:
                     failed.add(index[k][0].cid)
         return verdicts
 
@@ -302,8 +272,10 @@ class Construction:
             return None
         _, q, a = pairs[0]
         c = rec.candidate
-        child = Record(f"{rec.cid.split('-r')[0]}-r{rec.round + 1}", Candidate(c.subcategory, c.language, q, a, None,
-                                                                               f"reduced:{self.reducer}"), rec.cid, rec.round + 1)
+        # the version suffix is replaced, never split on: a model name may contain "-r" (deepseek-r1)
+        base = re.sub(r"-r\d+$", "", rec.cid)
+        child = Record(f"{base}-r{rec.round + 1}", Candidate(c.subcategory, c.language, q, a, None,
+                                                             f"reduced:{self.reducer}"), rec.cid, rec.round + 1)
         self._decide(rec, "reduction", self.reducer, "reduced", {"child": child.cid})
         return child
 
@@ -330,7 +302,7 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
     results = ledger.complete(model, requests, purpose="s1.evaluate")
     rows = []
     for (it, mode, s), r in zip(plan, results):
-        fmt, thinking, answer = format_type(r.text, r.finish_reason) if r.ok else (None, "", "")
+        fmt, thinking, answer = format_type(r.reply, r.finish_reason) if r.ok else (None, "", "")
         target = answer if answer else thinking
         first = (thinking or r.text or "").strip().split("\n\n")[0]
         rows.append({"model": model, "item_id": it["item_id"], "subcategory": it["subcategory"],
@@ -341,19 +313,17 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
                      "completion_tokens": r.completion_tokens, "finish_reason": r.finish_reason,
                      "difficulty_class": difficulty_awareness(first) if r.ok else None,
                      "redundancy": json.dumps(redundancy(thinking)) if thinking else None,
-                     "reply": r.text, "call_key": r.key, "_target": target, "_check": it["check_spec"],
+                     "reply": r.reply, "call_key": r.key, "_target": target, "_check": it["check_spec"],
                      "_question": it["question"], "_answer": it["answer"]})
     to_judge = [row for row in rows if row["method"] is None and json.loads(row["_check"]) is None and row["_target"]]
-    verdicts = judge.judge([(row["_question"], row["_target"], row["_answer"]) for row in to_judge], "s1.evaluate")
-    for row, (result, why) in zip(to_judge, verdicts):
-        row["correct"] = None if result is None else bool(result)
-        row["method"] = "judge" if result is not None else "judge_unreadable"
-        row["detail"] = why
+    verdicts = judge.grade([(row["_question"], row["_target"], row["_answer"]) for row in to_judge], "s1.evaluate")
+    for row, v in zip(to_judge, verdicts):
+        row["correct"], row["method"], row["detail"] = v.answer, v.method, v.evidence
     for row in rows:
         if row["method"] is None:
             check = json.loads(row["_check"])
             if check is not None:
-                row["correct"], row["method"] = check_reply(row["_target"], check), "exact"
+                row["correct"], row["method"] = check_answer(row["_target"], check, row["_question"]), "exact"
             else:
                 row["correct"], row["method"] = False, "empty"
         for key in ("_target", "_check", "_question", "_answer"):
@@ -361,29 +331,37 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
     return rows
 
 
+FAILED = ("call_failed", "judge_failed")  # outcomes that are not the model's answer
+
+
 def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
     """pass@1 (mean correctness over the k samples), acc@k (share of items with all k samples
     correct), greedy accuracy, strict / loose format rates, mean response tokens, difficulty
     awareness shares and mean redundancy per segment, for all items, per category and per
-    subcategory. Unreadable judge verdicts and failed calls count as not correct."""
+    subcategory. Unreadable judge verdicts count as not correct. Failed calls and failed
+    judgements are not answers: they are left out of every denominator (acc@k counts only items
+    whose k samples were all answered) and counted in `n_failed` beside each metric."""
     out: list[dict[str, Any]] = []
     scopes: dict[tuple[str, str], list[dict[str, Any]]] = {("all", "all"): list(responses)}
     for r in responses:
         scopes.setdefault(("category", r["category"]), []).append(r)
         scopes.setdefault(("subcategory", r["subcategory"]), []).append(r)
-    for (level, scope), rows in sorted(scopes.items()):
+    for (level, scope), every in sorted(scopes.items()):
+        n_failed = sum(r.get("method") in FAILED for r in every)
+        rows = [r for r in every if r.get("method") not in FAILED]
         sampled = [r for r in rows if r["mode"] == "sample"]
         greedy = [r for r in rows if r["mode"] == "greedy"]
         by_item: dict[str, list[bool]] = {}
         for r in sampled:
             by_item.setdefault(r["item_id"], []).append(bool(r["correct"]))
+        complete = {i: v for i, v in by_item.items() if len(v) == k}
 
         def put(metric: str, value: float | None, n: int, category: str = "-") -> None:
             out.append({"model": model, "level": level, "scope": scope, "metric": metric, "category": category,
-                        "value": value, "n": n})
+                        "value": value, "n": n, "n_failed": n_failed})
 
         put("pass@1", sum(sum(v) / len(v) for v in by_item.values()) / len(by_item) if by_item else None, len(by_item))
-        put(f"acc@{k}", sum(all(v) and len(v) == k for v in by_item.values()) / len(by_item) if by_item else None, len(by_item))
+        put(f"acc@{k}", sum(all(v) for v in complete.values()) / len(complete) if complete else None, len(complete))
         put("greedy_acc", sum(bool(r["correct"]) for r in greedy) / len(greedy) if greedy else None, len(greedy))
         fmts = [r["format_type"] for r in sampled if r["format_type"] is not None]
         put("strict_format", sum(f in STRICT_FORMATS for f in fmts) / len(fmts) if fmts else None, len(fmts))

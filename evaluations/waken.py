@@ -1,6 +1,6 @@
 """The WakenLLM pipeline (paper 000, sections 3-5, appendix M) through the ledger.
 
-Steps, each one ledger batch, each answer extracted by `validators.labels`
+Steps, each one ledger batch, each answer read by `validators.read`
 (keywords first; the judge model only for replies no keyword decides):
 
 - `direct`: every item once (Acc(Direct), section 5.5);
@@ -35,14 +35,14 @@ stage denominators count decided items only; the counts are stored).
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from configuration import derived_seed
 from llm_calls import CallRequest, CallResult, Ledger
-from validators.labels import LABELS, Extraction, extract_choice, extract_label
+from validators.judge import Judge, OptionsCase
+from validators.read import LABELS, UNKNOWN, Reading, answer_part, read_label, read_options
 
 ANSWER_FORMAT = ('Explain your reasoning briefly, then finish with one line: "Final answer: True", '
                  '"Final answer: False" or "Final answer: Unknown".')
@@ -53,9 +53,6 @@ CHOICE_TASK = ("Read the context and answer the question with one of the options
                "Question: {question}\nOptions:\n{options}\n\n")
 CHOICE_FORMAT = ('Explain your reasoning briefly, then finish with one line: "Final answer: (letter)" or '
                  '"Final answer: Unknown".')
-JUDGE_CHOICE = ("Here is a reply to a multiple-choice question.\n\nOptions:\n{options}\n\nReply:\n{reply}\n\n"
-                "Which option does the reply give as its answer? Output only the option letter, or Unknown if it "
-                "says the answer cannot be determined, or None if it gives no answer.")
 CHOICE_EXAMPLE = ("Example:\nContext: Ice melts when it is warmed.\nQuestion: What happens to ice in the sun?\n"
                   "Options:\n(A) it melts\n(B) it grows\nFinal answer: (A)\n\n")
 DIAGNOSIS = ("{task}You answered Unknown and explained:\n{reasoning}\n\nDoes this explanation correctly show which "
@@ -93,9 +90,6 @@ BASELINE_PREFIX = {
 COT_SUFFIX = " Let's think step by step."
 REFLECT = ("Review your answer above for mistakes in reading the facts or in the reasoning. Correct any you find. "
            + ANSWER_FORMAT)
-JUDGE = ('Here is a reply to a question whose answer is True, False or Unknown.\n\nReply:\n{reply}\n\n'
-         'Which of True, False or Unknown does the reply give as its answer? Output only one word: True, False, '
-         'Unknown, or None if it gives no answer.')
 CAUSE = ("A model was asked whether a hypothesis is True, False or Unknown given some facts, and answered Unknown. "
          "The correct label is {label}.\n\n{task}The model's reasoning:\n{reasoning}\n\n"
          "What mainly caused the wrong Unknown? A) Fact Understanding: it misread or ignored facts. "
@@ -137,8 +131,28 @@ def answer_format(item: Item) -> str:
     return CHOICE_FORMAT if item.choices else ANSWER_FORMAT
 
 
-def extract(item: Item, reply: str | None) -> Extraction:
-    return extract_choice(reply, list(item.choices)) if item.choices else extract_label(reply)
+def extract(item: Item, reply: str | None) -> Reading:
+    """The item's answer in a reply: True / False / Unknown, or for multiple choice the chosen
+    option's text or Unknown (`validators.read`)."""
+    if not item.choices:
+        return read_label(reply)
+    got = read_options(reply, item.choices, unknown=True)
+    return Reading(_choice_text(item, got.answer), got.method, got.evidence)
+
+
+def _choice_text(item: Item, answer: object) -> str | None:
+    if answer == UNKNOWN:
+        return "Unknown"
+    if isinstance(answer, frozenset) and len(answer) == 1:
+        return item.choices[next(iter(answer)) - 1]
+    return None  # several options, or none: not an answer to a single-choice question
+
+
+def _outcome(item: Item, a: "Answer") -> str:
+    """correct / wrong / undecided, or the failure (call_failed, judge_failed)."""
+    if a.failed:
+        return a.extraction.method
+    return "undecided" if a.label is None else "correct" if a.label == item.label else "wrong"
 
 
 def converting_class(gold: str, prediction: str | None) -> str:
@@ -155,13 +169,13 @@ def converting_class(gold: str, prediction: str | None) -> str:
 def assigned_labels(items: Sequence[Item], rate: float, seed: int) -> dict[str, str]:
     """Remind-then-Guide labels: round(rate * n) items, chosen by a seeded hash order, get a wrong
     label (one of the other two); the rest get the gold label. Lower rates make a subset wrong."""
-    order = sorted(items, key=lambda it: hashlib.sha256(f"{seed}:{it.item_id}".encode()).hexdigest())
+    order = sorted(items, key=lambda it: derived_seed(seed, it.item_id))
     n_wrong = round(rate * len(order))
     out = {}
     for k, it in enumerate(order):
         if k < n_wrong:
             others = [x for x in it.label_space if x != it.label]
-            pick = int(hashlib.sha256(f"{seed}:{it.item_id}:w".encode()).hexdigest(), 16) % len(others)
+            pick = derived_seed(seed, it.item_id, "w") % len(others)
             out[it.item_id] = others[pick]
         else:
             out[it.item_id] = it.label
@@ -171,15 +185,21 @@ def assigned_labels(items: Sequence[Item], rate: float, seed: int) -> dict[str, 
 @dataclass
 class Answer:
     result: CallResult
-    extraction: Extraction
+    extraction: Reading
 
     @property
     def label(self) -> str | None:
-        return self.extraction.label
+        return self.extraction.answer
 
     @property
     def text(self) -> str:
-        return self.result.text or ""
+        """The reply without its thinking: what later prompts quote or continue from (a reasoning
+        model's thinking is not fed back)."""
+        return answer_part(self.result.text)[1]
+
+    @property
+    def failed(self) -> bool:
+        return self.extraction.method in ("call_failed", "judge_failed")
 
 
 class Pipeline:
@@ -187,7 +207,8 @@ class Pipeline:
 
     def __init__(self, ledger: Ledger, model: str, judge: str, items: Sequence[Item], temperature: float,
                  ablation_temperature: float, max_tokens: int, seed: int):
-        self.ledger, self.model, self.judge = ledger, model, judge
+        self.ledger, self.model = ledger, model
+        self.judge = Judge(ledger, judge, max_tokens=8)
         self.items = list(items)
         self.params = {"temperature": temperature, "max_tokens": max_tokens}
         self.ablation_params = {"temperature": ablation_temperature, "max_tokens": max_tokens}
@@ -203,23 +224,21 @@ class Pipeline:
         results = self.ledger.complete(self.model, [CallRequest(c, params or self.params) for c in convs],
                                        purpose=f"waken.{purpose}")
         kinds: list[Item | None] = list(items) if items is not None and not labels_only else [None] * len(convs)
-        answers = [Answer(r, (extract(it, r.text) if it else extract_label(r.text)) if r.ok
-                          else Extraction(None, "call_failed")) for r, it in zip(results, kinds)]
-        undecided = [(a, it) for a, it in zip(answers, kinds) if a.extraction.method == "unparsed"]
-        if undecided:  # the judge reads only what no keyword decided
-            prompts = [JUDGE_CHOICE.format(options=options_text(it.choices), reply=a.text) if it and it.choices
-                       else JUDGE.format(reply=a.text) for a, it in undecided]
-            verdicts = self.ledger.complete(self.judge, [
-                CallRequest([{"role": "user", "content": p}], {"temperature": 0.0, "max_tokens": 8}) for p in prompts],
-                purpose="waken.judge")
-            for (a, it), v in zip(undecided, verdicts):
-                e = (extract(it, v.text) if it else extract_label(v.text)) if v.ok else Extraction(None, "unparsed")
-                if e.label is not None:
-                    a.extraction = Extraction(e.label, "judge", (v.text or "")[:200])
+        answers = [Answer(r, (extract(it, r.reply) if it else read_label(r.reply)) if r.ok
+                          else Reading(None, "call_failed", r.error)) for r, it in zip(results, kinds)]
+        undecided = [(a, it) for a, it in zip(answers, kinds) if a.extraction.method == "needs_judge"]
+        # the judge reads only what exact reading could not
+        choice = [(a, it) for a, it in undecided if it is not None and it.choices]
+        plain_ = [(a, it) for a, it in undecided if it is None or not it.choices]
+        for (a, it), v in zip(choice, self.judge.read_options(
+                [OptionsCase(a.text, it.choices, lettered=True, unknown=True) for a, it in choice], "waken.judge")):
+            a.extraction = Reading(_choice_text(it, v.answer), v.method, v.evidence) if v.answer is not None else v
+        for (a, _), v in zip(plain_, self.judge.read_labels([a.text for a, _ in plain_], "waken.judge")):
+            a.extraction = v
         if labels_only:
             for a in answers:
                 if a.label == "Unknown":
-                    a.extraction = Extraction(None, "unparsed", "Unknown where only True/False was asked")
+                    a.extraction = Reading(None, "needs_judge", "Unknown where only True/False was asked")
         return answers
 
     def record(self, step: str, setting: str, item: Item, answer: Answer, outcome: str,
@@ -227,8 +246,8 @@ class Pipeline:
         self.rows.append({
             "model": self.model, "item_id": item.item_id, "sample_type": item.sample_type, "gold": item.label,
             "step": step, "setting": setting, "prediction": answer.label, "method": answer.extraction.method,
-            "outcome": outcome, "reply": answer.result.text, "call_key": answer.result.key,
-            "error": answer.result.error, **(extra or {}),
+            "outcome": outcome, "reply": answer.result.reply, "call_key": answer.result.key,
+            "error": answer.result.error or (answer.extraction.evidence if answer.failed else None), **(extra or {}),
         })
 
     @staticmethod
@@ -241,9 +260,7 @@ class Pipeline:
         answers = self.ask([self.user(task_text(it) + answer_format(it)) for it in self.items], "direct",
                            items=self.items)
         for it, a in zip(self.items, answers):
-            self.record("direct", "vanilla", it, a, "correct" if a.label == it.label else
-                        ("call_failed" if a.extraction.method == "call_failed" else
-                         "undecided" if a.label is None else "wrong"))
+            self.record("direct", "vanilla", it, a, _outcome(it, a))
         return dict(zip((it.item_id for it in self.items), answers))
 
     def vague_perception(self, direct: dict[str, Answer]) -> list[Item]:
@@ -256,7 +273,7 @@ class Pipeline:
         for it, v in zip(unsure, verdicts):
             fails = v.label == "False"
             self.record("diagnosis", "vanilla", it, v, "explanation_fails" if fails else
-                        "explanation_holds" if v.label == "True" else "undecided")
+                        "explanation_holds" if v.label == "True" else v.extraction.method if v.failed else "undecided")
             if fails:
                 vp.append(it)
         return vp
@@ -266,7 +283,7 @@ class Pipeline:
         answers = self.ask([self.user(prefix[it.item_id] + task_text(it) + answer_format(it)) for it in items],
                            f"{step}.{setting}", params, items=items)
         for it, a in zip(items, answers):
-            outcome = "call_failed" if a.extraction.method == "call_failed" else converting_class(it.label, a.label)
+            outcome = a.extraction.method if a.failed else converting_class(it.label, a.label)
             self.record(step, setting, it, a, outcome)
         return dict(zip((it.item_id for it in items), answers))
 
@@ -310,26 +327,25 @@ class Pipeline:
 
         convs = [self.user(prefix(it) + task_text(it) + answer_format(it) + suffix) for it in self.items]
         answers = self.ask(convs, f"baseline.{name}", items=self.items)
-        if name == "self_reflection":
-            second = [c + [{"role": "assistant", "content": a.text},
-                           {"role": "user", "content": REFLECT.replace(ANSWER_FORMAT, answer_format(it))}]
-                      for c, a, it in zip(convs, answers, self.items)]
-            reflected = self.ask(second, "baseline.self_reflection.reflect", items=self.items)
-            answers = [r if a.result.ok else a for a, r in zip(answers, reflected)]
+        if name == "self_reflection":  # a second turn only where the first call was answered
+            ok = [k for k, a in enumerate(answers) if a.result.ok]
+            second = [convs[k] + [{"role": "assistant", "content": answers[k].text},
+                                  {"role": "user", "content": REFLECT.replace(ANSWER_FORMAT, answer_format(self.items[k]))}]
+                      for k in ok]
+            reflected = self.ask(second, "baseline.self_reflection.reflect", items=[self.items[k] for k in ok])
+            for k, r in zip(ok, reflected):
+                answers[k] = r
         for it, a in zip(self.items, answers):
-            self.record("baseline", name, it, a, "correct" if a.label == it.label else
-                        ("call_failed" if a.extraction.method == "call_failed" else
-                         "undecided" if a.label is None else "wrong"))
+            self.record("baseline", name, it, a, _outcome(it, a))
 
     def causes(self, vp: Sequence[Item], direct: dict[str, Answer]) -> None:
-        results = self.ledger.complete(self.judge, [
-            CallRequest(self.user(CAUSE.format(label=it.label, task=task_text(it), reasoning=direct[it.item_id].text)),
-                        {"temperature": 0.0, "max_tokens": 8}) for it in vp], purpose="waken.cause")
-        for it, r in zip(vp, results):
-            m = re.search(r"\b([ABC])\b", r.text or "") if r.ok else None
-            cause = CAUSES[m.group(1)] if m else ("call_failed" if not r.ok else "undecided")
+        readings = self.judge.pick([CAUSE.format(label=it.label, task=task_text(it), reasoning=direct[it.item_id].text)
+                                    for it in vp], tuple(CAUSES), "waken.cause")
+        for it, r in zip(vp, readings):
+            cause = CAUSES[r.answer] if r.answer else ("undecided" if r.method != "judge_failed" else r.method)
             self.rows.append({
                 "model": self.model, "item_id": it.item_id, "sample_type": it.sample_type, "gold": it.label,
-                "step": "cause", "setting": "judge", "prediction": None, "method": "judge" if m else "unparsed",
-                "outcome": cause, "reply": r.text, "call_key": r.key, "error": r.error,
+                "step": "cause", "setting": "judge", "prediction": None, "method": r.method,
+                "outcome": cause, "reply": r.evidence if r.method != "judge_failed" else None,
+                "call_key": r.call_key, "error": r.evidence if r.method == "judge_failed" else None,
             })

@@ -17,8 +17,9 @@ reply was decided; D_VP^2: the decided stage-2 items, drawn from FC^1):
   with the earlier reasoning shown) (3.3);
 - Deg = |UC^2| / |D_VP^2|: stage-1 False Converting items answered Unknown in
   stage 2 (5.7; undecided replies are not degradation);
-- Acc(Direct) and baseline accuracies over D, undecided replies counted
-  wrong; Acc(WakenLLM) = Acc(Direct) + |(TC^1 ∪ TC^2) minus C| / |D| with C the
+- Acc(Direct) and baseline accuracies over the answered items of D: undecided
+  replies count wrong, failed calls and judgements are not answers and are left
+  out (counted in `n_direct_call_failed`, `n_baseline_failed`); Acc(WakenLLM) = Acc(Direct) + |(TC^1 ∪ TC^2) minus C| / |D| with C the
   items the direct pass already got right (5.5). The paper adds |TC^1 ∪ TC^2|
   itself, which counts twice the Unknown items that were answered Unknown
   with a failing explanation (right in the direct pass, converted again) and
@@ -27,8 +28,8 @@ reply was decided; D_VP^2: the decided stage-2 items, drawn from FC^1):
   U = Unknown items whose explanation failed / |D_u|;
 - per misguiding rate M: TCR_s^1, TCR_u^1, TCR_s^2, TCR_u^2 (tables 9-11);
 - ablation: the stage-1 UC items re-run at temperature 1.0, converted share
-  and unchanged share (5.3); cause shares (5.6); the judge's share of decided
-  answers (how often keywords did not suffice).
+  and unchanged share (5.3); cause shares (5.6); the share of answered
+  replies that needed the judge (table 7: how often exact reading did not suffice).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 CLASSES = ("TC", "FC", "UC")
+FAILED = ("call_failed", "judge_failed")  # outcomes that are not the model's answer
 
 
 def _frac(num: float, den: float) -> float | None:
@@ -71,12 +73,13 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
         out.append({"model": model, "dataset": dataset, "metric": metric, "sample_type": t, "stage": stage,
                     "setting": setting, "value": value, "numerator": num, "denominator": den})
 
-    n_all = n_items.get("s", 0) + n_items.get("u", 0)
     direct = by[("direct", "vanilla")]
+    direct_failed = sum(r["outcome"] in FAILED for r in direct)
+    n_all = n_items.get("s", 0) + n_items.get("u", 0) - direct_failed  # the answered items of D
     correct = sum(r["outcome"] == "correct" for r in direct)
     put("acc_direct", _frac(correct, n_all), correct, n_all)
     put("n_direct_undecided", sum(r["outcome"] == "undecided" for r in direct))
-    put("n_direct_call_failed", sum(r["outcome"] == "call_failed" for r in direct))
+    put("n_direct_call_failed", direct_failed)
     vp_s = {r["item_id"] for r in direct if r["sample_type"] == "s" and r["prediction"] == "Unknown"}
     vp_u = {r["item_id"] for r in by[("diagnosis", "vanilla")] if r["outcome"] == "explanation_fails"}
     put("vague_perception_share", _frac(len(vp_s), n_items.get("s", 0)), len(vp_s), n_items.get("s", 0), t="s")
@@ -133,8 +136,10 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
 
     for name in baselines:
         rows = by[("baseline", name)]
-        ok = sum(r["outcome"] == "correct" for r in rows)
-        put("acc_baseline", _frac(ok, n_all) if rows else None, ok, n_all, setting=name)
+        answered = [r for r in rows if r["outcome"] not in FAILED]
+        ok = sum(r["outcome"] == "correct" for r in answered)
+        put("acc_baseline", _frac(ok, len(answered)) if rows else None, ok, len(answered), setting=name)
+        put("n_baseline_failed", len(rows) - len(answered), setting=name)
 
     causes = by[("cause", "judge")]
     classified = [r for r in causes if r["outcome"] in ("fact_understanding", "reasoning_gap", "excessive_caution")]
@@ -142,8 +147,8 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
         k = sum(r["outcome"] == cause for r in classified)
         put("cause_share", _frac(k, len(classified)), k, len(classified), setting=cause)
 
-    answered = [r for r in outcomes if r["step"] not in ("cause",) and r["prediction"] is not None]
-    judged = sum(r["method"] == "judge" for r in answered)
+    answered = [r for r in outcomes if r["step"] not in ("cause",) and r["outcome"] not in FAILED]
+    judged = sum(r["method"].startswith("judge") for r in answered)
     put("judge_share", _frac(judged, len(answered)), judged, len(answered))
     return out
 

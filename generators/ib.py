@@ -24,12 +24,12 @@ answers exact by construction.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from configuration import derived_seed
 from generators.fld import generate_problem
 from generators.sources import SourceRecord
 
@@ -53,7 +53,7 @@ class Base:
 
 
 def ib_seed(seed: int, name: str) -> int:
-    return int(hashlib.sha256(f"{seed}:ib:{name}:{ITEMS_VERSION}".encode()).hexdigest()[:15], 16)
+    return derived_seed(seed, "ib", name, ITEMS_VERSION)
 
 
 # -- offline generators -------------------------------------------------------------------

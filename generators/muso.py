@@ -23,12 +23,12 @@ finish in 40 minutes):
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from configuration import derived_seed
 from solvers import subsetsum as ss
 from solvers import timetabling as tt
 
@@ -69,8 +69,7 @@ def partition_key(task: str, b: LevelBin) -> str:
 
 
 def level_seed(seed: int, task: str, b: LevelBin) -> int:
-    digest = hashlib.sha256(f"{seed}:{task}:{b.label}:{GENERATOR_VERSION}".encode()).hexdigest()
-    return int(digest[:15], 16)  # < 2**60: fits a BIGINT
+    return derived_seed(seed, task, b.label, GENERATOR_VERSION)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,12 @@
 generators with exactly computed answers, and LLM generation / difficulty reduction prompts.
 
 Programmatic candidates (ten reasoning and instruction-following subcategories, and two
-knowledge subcategories drawn from small fact tables) carry a `check`: either `exact` (the reply must contain one of the
-answers as a whole token, the judge's criterion in table 18) or `pattern` (any token of the
-reply matching a regular expression, for "output a three-digit number"-style questions). Their
-answers are known by construction; no model output is ever executed.
+knowledge subcategories drawn from small fact tables) carry a `check` that
+`validators.read.check_answer` applies: `exact` (the reply contains one of the answers as a
+whole token, the judge's criterion in table 18; case-sensitive for capitalisation tasks),
+`yes_no`, `symbol` (a chemical symbol standing alone) or `pattern` (for "output a three-digit
+number"-style questions). Their answers are known by construction; no model output is ever
+executed.
 """
 
 from __future__ import annotations
@@ -121,8 +123,9 @@ def repetition(rng: random.Random, lang: str) -> Candidate:
 def transformation(rng: random.Random, lang: str) -> Candidate:
     word = rng.choice(WORDS)
     q = f'Write the word "{word}" in capital letters.' if lang == "en" else f'把单词"{word}"写成大写字母。'
-    return Candidate("transformation constraints", lang, q, word.upper(), _exact(word.upper()),
-                     "programmatic:transformation")
+    # case matters: the task is the capitalisation ("pepper" does not answer PEPPER)
+    return Candidate("transformation constraints", lang, q, word.upper(),
+                     {**_exact(word.upper()), "case_sensitive": True}, "programmatic:transformation")
 
 
 def length(rng: random.Random, lang: str) -> Candidate:
@@ -150,9 +153,9 @@ def set_membership(rng: random.Random, lang: str) -> Candidate:
     a, b, x, a_zh, b_zh = rng.choice(SETS)
     if lang == "en":
         q = f"All {a} are {b}. {x[0].upper() + x[1:]} is one of the {a}. Is {x} one of the {b}?"
-        return Candidate("set reasoning", lang, q, "Yes", _exact("yes"), "programmatic:set")
+        return Candidate("set reasoning", lang, q, "Yes", {"type": "yes_no", "answer": "yes"}, "programmatic:set")
     q = f"所有{a_zh}都是{b_zh}。这是一只{a_zh}。它是{b_zh}吗？"
-    return Candidate("set reasoning", lang, q, "是", _exact("是"), "programmatic:set")
+    return Candidate("set reasoning", lang, q, "是", {"type": "yes_no", "answer": "是"}, "programmatic:set")
 
 
 def code(rng: random.Random, lang: str) -> Candidate:
@@ -172,8 +175,8 @@ WORKS = [("Hamlet", "《哈姆雷特》", "Shakespeare", "莎士比亚"), ("Rome
 def chemical_symbol(rng: random.Random, lang: str) -> Candidate:
     name, name_zh, symbol = rng.choice(ELEMENTS)
     q = f"What is the chemical symbol for {name}?" if lang == "en" else f"{name_zh}的化学符号是什么？"
-    # a case-sensitive whole-token match: "O" must stand alone, not as the O of "Oxygen"
-    return Candidate("scientific notation", lang, q, symbol, {"type": "pattern", "regex": rf"(?<![A-Za-z]){symbol}(?![a-z])"},
+    # the symbol standing alone, case-sensitive: not the O of "Oxygen", not the H of "H2O"
+    return Candidate("scientific notation", lang, q, symbol, {"type": "symbol", "symbol": symbol},
                      "programmatic:chemical_symbol")
 
 
@@ -191,24 +194,6 @@ PROGRAMMATIC: dict[str, Callable[[random.Random, str], Candidate]] = {
     "transformation constraints": transformation, "length constraints": length,
     "character constraints": character, "set reasoning": set_membership, "code reasoning": code,
 }
-
-
-def check_reply(reply: str | None, check: dict[str, Any]) -> bool:
-    """Exact check of a reply against a programmatic candidate's `check`."""
-    if not reply:
-        return False
-    text = reply.strip()
-    if check["type"] == "exact":
-        for ans in check["answers"]:
-            if re.search(r"[\u4e00-\u9fff]", ans):  # Chinese answers: plain containment
-                if ans in text:
-                    return True
-            elif re.search(rf"(?<![\w]){re.escape(ans)}(?![\w])", text, re.I):
-                return True
-        return False
-    if check["type"] == "pattern":
-        return re.search(check["regex"], text) is not None
-    raise ValueError(f"unknown check type {check['type']!r}")
 
 
 # -- LLM generation and difficulty reduction (paper table 17) ------------------------------------

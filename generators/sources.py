@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from validators.labels import normalise_gold_label
+from validators.read import normalise_gold_label
 
 SCIENCEQA_FORMS = {"physics": "science", "biology": "science",
                    "writing-strategies": "arts", "figurative-language": "arts"}

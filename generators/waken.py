@@ -10,13 +10,12 @@ function of (seed, dataset name), and the True/False balance is recorded.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from configuration import WakenDataset
+from configuration import WakenDataset, derived_seed
 from generators.fld import generate_problem
 from generators.sources import SourceRecord, SourceSpec, load_source
 from solvers.fol import FOLParseError, decide
@@ -29,7 +28,7 @@ class ItemsError(ValueError):
 
 
 def dataset_seed(seed: int, name: str) -> int:
-    return int(hashlib.sha256(f"{seed}:{name}:{ITEMS_VERSION}".encode()).hexdigest()[:15], 16)
+    return derived_seed(seed, name, ITEMS_VERSION)
 
 
 def _split(count: int) -> tuple[int, int, int]:

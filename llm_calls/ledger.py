@@ -14,7 +14,11 @@ latency, finish reason, attempts and error. The ledger is also the cache:
   no choices) is stored with `status = 'failed'` and its error, returned with
   `ok = False`, never as an answer, and requested again on the next run;
 - a reply cut at the token limit is stored with `finish_reason = 'length'`
-  (`CallResult.truncated`), so callers can tell.
+  (`CallResult.truncated`), so callers can tell;
+- reasoning that a server returns in a separate field (`reasoning_content`,
+  `reasoning`) is stored beside the content with its token count; readers see
+  the reply as the model produced it (`CallResult.reply`), and a reply cut
+  inside its reasoning is an answered, truncated call, not a failure.
 
 Retries follow inspect_ai's and curator's model layers: 429, 5xx, timeouts and
 connection errors are retried with exponential backoff and jitter up to
@@ -80,10 +84,27 @@ class CallResult:
     attempts: int
     error: str | None
     cached: bool
+    reasoning: str | None = None  # a separate reasoning field, when the server returns one
+    reasoning_tokens: int | None = None
 
     @property
     def truncated(self) -> bool:
         return self.finish_reason == "length"
+
+    @property
+    def reply(self) -> str | None:
+        """The reply as the model produced it: separate reasoning put back in a `<think>` block, left
+        open when the reply was cut inside its reasoning (no content, finish_reason 'length')."""
+        return reply_with_reasoning(self.text, self.reasoning, self.finish_reason) if self.ok else None
+
+
+def reply_with_reasoning(content: str | None, reasoning: str | None, finish_reason: str | None) -> str | None:
+    """A reply with its separate reasoning field put back inline, as the model produced it."""
+    if not reasoning:
+        return content
+    if not content and finish_reason == "length":
+        return f"<think>\n{reasoning}"
+    return f"<think>\n{reasoning}\n</think>\n\n{content or ''}"
 
 
 def call_key(identity: str, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any], sample_index: int) -> str:
@@ -203,7 +224,8 @@ class Ledger:
         if not keys:
             return {}
         rows = self.warehouse.rows(
-            """SELECT key, response_text, finish_reason, prompt_tokens, completion_tokens, latency_s, attempts
+            """SELECT key, response_text, finish_reason, prompt_tokens, completion_tokens, latency_s, attempts,
+                      reasoning_text, reasoning_tokens
                FROM llm.calls WHERE status = 'ok' AND key IN (SELECT unnest(?::VARCHAR[]))""",
             [keys],
         )
@@ -212,6 +234,7 @@ class Ledger:
                 key=r["key"], ok=True, text=r["response_text"], finish_reason=r["finish_reason"],
                 prompt_tokens=r["prompt_tokens"], completion_tokens=r["completion_tokens"],
                 latency_s=r["latency_s"], attempts=r["attempts"], error=None, cached=True,
+                reasoning=r["reasoning_text"], reasoning_tokens=r["reasoning_tokens"],
             )
             for r in rows
         }
@@ -263,8 +286,8 @@ class Ledger:
         created = datetime.now(timezone.utc).replace(tzinfo=None)
 
         attempts, latency = 0, None
-        text = finish = error = None
-        ptok = ctok = None
+        text = finish = error = reasoning = None
+        ptok = ctok = rtok = None
         ok = False
         while True:
             attempts += 1
@@ -277,7 +300,7 @@ class Ledger:
                         )
                     finally:
                         latency = time.monotonic() - t0
-                text, finish, ptok, ctok = _read_response(resp)
+                text, reasoning, finish, ptok, ctok, rtok = _read_response(resp)
                 ok = True
                 break
             except _Failed as exc:
@@ -334,6 +357,7 @@ class Ledger:
             "sample_index": req.sample_index, "status": "ok" if ok else "failed",
             "response_text": text if ok else None, "finish_reason": finish if ok else None,
             "prompt_tokens": ptok, "completion_tokens": ctok, "latency_s": latency,
+            "reasoning_text": reasoning if ok else None, "reasoning_tokens": rtok if ok else None,
             "attempts": attempts, "total_attempts": attempts, "error": None if ok else error,
             "run_id": self.run_id, "created_at": created, "finished_at": finished,
         }
@@ -341,6 +365,7 @@ class Ledger:
             key=key, ok=ok, text=text if ok else None, finish_reason=finish if ok else None,
             prompt_tokens=ptok, completion_tokens=ctok, latency_s=latency, attempts=attempts,
             error=None if ok else error, cached=False,
+            reasoning=reasoning if ok else None, reasoning_tokens=rtok if ok else None,
         )
         return result, row
 
@@ -371,6 +396,7 @@ class Ledger:
 _UPDATED = (
     "status", "response_text", "finish_reason", "prompt_tokens", "completion_tokens", "latency_s",
     "attempts", "error", "run_id", "finished_at", "request", "purpose", "endpoint_host",
+    "reasoning_text", "reasoning_tokens",
 )
 _UPSERT = (
     "ON CONFLICT (key) DO UPDATE SET "
@@ -380,7 +406,10 @@ _UPSERT = (
 )
 
 
-def _read_response(resp: Any) -> tuple[str, str | None, int | None, int | None]:
+def _read_response(resp: Any) -> tuple[str, str | None, str | None, int | None, int | None, int | None]:
+    """(content, reasoning, finish_reason, prompt tokens, completion tokens, reasoning tokens).
+    Reasoning comes from `reasoning_content` (vLLM, DeepSeek) or `reasoning` (Ollama, OpenRouter);
+    content may be empty when the reply was cut inside its reasoning."""
     choices = getattr(resp, "choices", None)
     if choices is None:
         raise _Failed(f"malformed response: no 'choices' field in {str(resp)[:200]!r}")
@@ -389,14 +418,22 @@ def _read_response(resp: Any) -> tuple[str, str | None, int | None, int | None]:
     choice = choices[0]
     message = getattr(choice, "message", None)
     content = getattr(message, "content", None)
+    reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+    if not isinstance(reasoning, str):
+        reasoning = None
     if content is None:
-        raise _Failed(f"malformed response: choice has no message content (finish_reason={choice.finish_reason!r})")
+        if reasoning is None:
+            raise _Failed(f"malformed response: choice has no message content (finish_reason={choice.finish_reason!r})")
+        content = ""
     usage = getattr(resp, "usage", None)
+    details = getattr(usage, "completion_tokens_details", None)
     return (
         content,
+        reasoning,
         choice.finish_reason,
         getattr(usage, "prompt_tokens", None),
         getattr(usage, "completion_tokens", None),
+        getattr(details, "reasoning_tokens", None),
     )
 
 

@@ -11,6 +11,12 @@ message's content, so one batch can mix healthy and faulty calls:
     [[stub: empty_choices]]                     200 with "choices": []
     [[stub: length]]                            reply cut: finish_reason "length"
     [[stub: delay=0.3]]                         this request's delay
+    [[stub: reasoning]]                         the reply's reasoning in a separate `reasoning_content`
+                                                field (with `length`: cut inside it, content null)
+
+`fail_share` (0-1) makes a fixed share of distinct prompts fail with HTTP 400 on every
+request (chosen by a hash of the messages, so a rerun fails the same ones): a model
+endpoint that fails part of its calls, for fault runs.
 
 `times` counts requests with identical messages and seed. A test that needs
 controlled replies passes `responder(body) -> str | None`; None falls back to
@@ -24,6 +30,7 @@ tests can assert what reached the server. Run standalone for a benchmark:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import threading
@@ -57,8 +64,9 @@ class StubServer:
     """Threaded stub server. `start()` in a background thread; `stop()` to shut down."""
 
     def __init__(self, delay_s: float = 0.0, hang_s: float = 5.0, model: str = "stub-model", port: int = 0,
-                 responder: Callable[[dict[str, Any]], str | None] | None = None):
+                 responder: Callable[[dict[str, Any]], str | None] | None = None, fail_share: float = 0.0):
         self.responder = responder
+        self.fail_share = fail_share
         self.delay_s = delay_s
         self.hang_s = hang_s
         self.model = model
@@ -107,6 +115,10 @@ class StubServer:
             self._seen[ident] += 1
             nth = self._seen[ident]
         delay = float(directive["delay"]) if directive.get("delay") else self.delay_s
+        if self.fail_share and int(hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:8], 16) \
+                < self.fail_share * 0xFFFFFFFF:
+            err = {"error": {"message": "stub fault: this prompt always fails", "type": "stub"}}
+            return 400, {"Content-Type": "application/json"}, json.dumps(err).encode(), delay
         times = int(directive.get("times") or 10**9)
         active = nth <= times
         if "status" in directive and active:
@@ -124,19 +136,26 @@ class StubServer:
         reply = scripted if scripted is not None else (
             f"reply to: {content} (seed {body.get('seed')}, temperature {body.get('temperature')})")
         finish = "stop"
+        message: dict[str, Any] = {"role": "assistant", "content": reply}
         if "length" in directive:
-            reply, finish = reply[:20], "length"
+            message["content"], finish = reply[:20], "length"
+        if "reasoning" in directive:
+            message["reasoning_content"] = "Let me think step by step about this."
+            if finish == "length":
+                message["content"] = None
         payload = {
             "id": f"stub-{nth}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", self.model),
             "choices": [] if "empty_choices" in directive else [
-                {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": finish}
+                {"index": 0, "message": message, "finish_reason": finish}
             ],
             "usage": {"prompt_tokens": len(words), "completion_tokens": len(reply.split()),
                       "total_tokens": len(words) + len(reply.split())},
         }
+        if "reasoning" in directive:
+            payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": 8}
         return 200, {"Content-Type": "application/json"}, json.dumps(payload).encode(), delay
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:

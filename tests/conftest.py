@@ -68,3 +68,12 @@ def materialize(defs: Any, keys: list[str], partition: str | None = None) -> Any
 
 def user(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The reply readers' agreement with the written corpus, per answer kind, after every run."""
+    from tests.reply_corpus import agreement
+
+    terminalreporter.section("reply readers: agreement with tests/replies/")
+    for kind, (ok, n) in agreement().items():
+        terminalreporter.write_line(f"{kind:12s} {ok:3d}/{n:<3d} {100 * ok / n:5.1f}%")

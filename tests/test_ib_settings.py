@@ -8,7 +8,7 @@ from evaluations.ib import FEW_SHOT, FOLLOW_UP, MEANINGS, Item, Runner, question
 from llm_calls import Ledger, ModelRegistry
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config
-from validators.choices import NONE
+from validators.read import NONE
 from warehouse import Warehouse
 
 JUDGING = Item("j:complete", "judging", "sparse", "complete", ("True", "False", "Unknown"), frozenset({3}),

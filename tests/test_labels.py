@@ -1,8 +1,9 @@
-"""The shared True / False / Unknown extraction core on the reply shapes models produce."""
+"""Reading True / False / Unknown (and lettered choices) from the reply shapes models produce, with
+the step that decided each reading (`validators.read`)."""
 
 import pytest
 
-from validators.labels import extract_choice, extract_label, normalise_gold_label
+from validators.read import UNKNOWN, read_label, read_options, normalise_gold_label
 
 CASES = [
     # (reply, label, method)
@@ -27,8 +28,8 @@ CASES = [
      "True", "conclusion"),
     ("Possible labels: PROVED | DISPROVED | UNKNOWN\nThe contradiction shows it is disproved.", "False", "scan"),
     ("(A) True (B) False (C) Unknown\nThe context never mentions the dog, so the answer cannot be determined.",
-     "Unknown", "final_answer"),
-    ("Answer with True, False, or Unknown: the hypothesis is false.", "False", "final_answer"),
+     "Unknown", "conclusion"),
+    ("Answer with True, False, or Unknown: the hypothesis is false.", "False", "scan"),
     # "insufficient" inside the reasoning does not make it Unknown
     ("At first the facts seem insufficient, but combining fact 1 and fact 3 we get the hypothesis. So it is true.",
      "True", "conclusion"),
@@ -37,17 +38,17 @@ CASES = [
     ("There is not enough information, thus the hypothesis cannot be concluded.", "Unknown", "conclusion"),
     ("Hence, the hypothesis is not true.", "False", "conclusion"),
     ("Thus the claim is not false.", "True", "conclusion"),
-    ("In conclusion, the statement is true.", "True", "final_answer"),
+    ("In conclusion, the statement is true.", "True", "conclusion"),
     ("所以答案是真", "True", "final_answer"),
-    ("Based on the facts, the hypothesis is clearly false given that rule 3 contradicts it", "False", "conclusion"),
+    ("Based on the facts, the hypothesis is clearly false given that rule 3 contradicts it", "False", "scan"),
     ("Rule 3 contradicts it, which makes it false", "False", "scan"),
     ("True False Unknown\nThe dog is red by fact 4, and fact 4 is all we need; it is proved.", "True", "scan"),
     ("It's unknown whether the cat is blue", "Unknown", "scan"),
     ("Label: Uncertain", "Unknown", "final_answer"),
     # several labels and no conclusion: undecided, never Unknown
     ("It could be true or it could be false depending on the reading of rule 2, I think it might be unknown",
-     None, "unparsed"),
-    ("The sky is blue and grass is green.", None, "unparsed"),
+     None, "needs_judge"),
+    ("The sky is blue and grass is green.", None, "needs_judge"),
     ("", None, "empty"),
     ("   \n ", None, "empty"),
     (None, None, "empty"),
@@ -56,8 +57,8 @@ CASES = [
 
 @pytest.mark.parametrize("reply,label,method", CASES)
 def test_reply_shapes(reply, label, method):
-    out = extract_label(reply)
-    assert (out.label, out.method) == (label, method)
+    out = read_label(reply)
+    assert (out.answer, out.method) == (label, method)
 
 
 def test_there_are_at_least_thirty_shapes():
@@ -65,8 +66,8 @@ def test_there_are_at_least_thirty_shapes():
 
 
 def test_unparsed_and_empty_are_not_unknown():
-    assert extract_label("I am not sure what to say").label is None
-    assert extract_label("").label is None
+    assert read_label("I am not sure what to say").answer is None
+    assert read_label("").answer is None
 
 
 @pytest.mark.parametrize("raw,label", [("PROVED", "True"), ("DISPROVED", "False"), ("UNKNOWN", "Unknown"),
@@ -95,12 +96,13 @@ CHOICES = ["friction", "magnetism", "gravity"]
     ("friction.", "friction", "strict"),
     ("Unknown", "Unknown", "strict"),
     ("The box rubs on the floor, so the force is friction.", "friction", "conclusion"),
-    ("Without the missing sentences, so the answer cannot be determined.", "Unknown", "final_answer"),
-    ("Options (A) friction (B) magnetism (C) gravity were given. Hmm.", None, "unparsed"),
-    ("It is either friction or gravity, hard to say", None, "unparsed"),
-    ("Final answer: (F)", None, "unparsed"),
+    ("Without the missing sentences, so the answer cannot be determined.", "Unknown", "conclusion"),
+    ("Options (A) friction (B) magnetism (C) gravity were given. Hmm.", None, "needs_judge"),
+    ("It is either friction or gravity, hard to say", None, "needs_judge"),
+    ("Final answer: (F)", None, "needs_judge"),
     ("", None, "empty"),
 ])
 def test_choice_reply_shapes(reply, choice, method):
-    out = extract_choice(reply, CHOICES)
-    assert (out.label, out.method) == (choice, method)
+    out = read_options(reply, CHOICES, unknown=True)
+    got = out.answer if out.answer in (None, UNKNOWN) else CHOICES[next(iter(out.answer)) - 1]
+    assert (got, out.method) == (choice, method)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from validators.muso_answers import parse_confidence, parse_recheck, parse_subsets, parse_timetables
+from validators.read import read_confidence, read_recheck, read_subsets, read_timetables
 
 TT = {"courses": [{"times": [3, 4], "rooms": [8], "teacher": 2},
                   {"times": [0, 4], "rooms": [3], "teacher": 2},
@@ -27,7 +27,7 @@ Total 2 feasible solutions shown above."""
 
 
 def test_paper_format_tables():
-    p = parse_timetables(PAPER_FORMAT, TT)
+    p = read_timetables(PAPER_FORMAT, TT)
     assert p.answers == [A, B] and p.claimed_total == 2 and p.error is None
 
 
@@ -35,52 +35,57 @@ def test_bold_and_markdown_headers_and_bold_cells():
     text = ("**Solution 1:**\n| Course | Time | Room | Teacher |\n|---|---|---|---|\n| **Course0** | **T3** | R8 | P2 |\n"
             "| Course1 | T0 | R3 | P2 |\n| Course2 | T3 | R0 | P1 |\n\n### Solution 2\n"
             "| Course0 | T3 | R8 | P2 |\n| Course1 | T0 | R3 | P2 |\n| Course2 | T4 | R0 | P1 |")
-    assert parse_timetables(text, TT).answers == [A, B]
+    assert read_timetables(text, TT).answers == [A, B]
 
 
 def test_numbered_headers_without_outer_pipes_and_extra_spaces():
     text = ("1.\nCourse 0 |  T 3 | R 8 | P 2\nCourse 1 | T0 | R3 | P2\nCourse 2 | T3 | R0 | P1\n"
             "2.\n  Course0|Time 3|Room 8|Teacher 2  \nCourse1|T0|R3|P2\nCourse2|T4|R0|P1")
-    assert parse_timetables(text, TT).answers == [A, B]
+    assert read_timetables(text, TT).answers == [A, B]
 
 
 def test_schedules_without_headers_split_where_a_course_repeats():
     text = "| Course0 | T3 | R8 | P2 |\n| Course1 | T0 | R3 | P2 |\n| Course2 | T3 | R0 | P1 |\n" \
            "| Course0 | T3 | R8 | P2 |\n| Course1 | T0 | R3 | P2 |\n| Course2 | T4 | R0 | P1 |"
-    assert parse_timetables(text, TT).answers == [A, B]
+    assert read_timetables(text, TT).answers == [A, B]
 
 
 def test_duplicate_schedules_count_once():
     text = PAPER_FORMAT + "\nSolution 3:\n| Course0 | T3 | R8 | P2 |\n| Course1 | T0 | R3 | P2 |\n| Course2 | T3 | R0 | P1 |"
-    assert parse_timetables(text, TT).answers == [A, B]
+    assert read_timetables(text, TT).answers == [A, B]
 
 
 def test_teacher_cell_spelled_differently_is_still_the_same_teacher():
     text = "Solution 1:\n| Course0 | T3 | R8 | 2 |\n| Course1 | T0 | R3 | Teacher 2 |\n| Course2 | T3 | R0 | p1 |"
-    assert parse_timetables(text, TT).answers == [A]
+    assert read_timetables(text, TT).answers == [A]
 
 
 def test_teacher_that_really_differs_makes_the_schedule_wrong_not_dropped():
     text = "Solution 1:\n| Course0 | T3 | R8 | P5 |\n| Course1 | T0 | R3 | P2 |\n| Course2 | T3 | R0 | P1 |"
-    p = parse_timetables(text, TT)
+    p = read_timetables(text, TT)
     assert len(p.answers) == 1 and p.answers[0][0] == "invalid"
     assert "teacher differs" in p.invalid_reasons[0] and "[0]" in p.invalid_reasons[0]
 
 
 def test_missing_teacher_column_is_accepted():
     text = "Solution 1:\n| Course | Time | Room |\n| Course0 | T3 | R8 |\n| Course1 | T0 | R3 |\n| Course2 | T3 | R0 |"
-    assert parse_timetables(text, TT).answers == [A]
+    assert read_timetables(text, TT).answers == [A]
 
 
 def test_incomplete_schedule_is_an_invalid_answer():
-    text = "Solution 1:\n| Course0 | T3 | R8 | P2 |\n| Course1 | T0 | R3 | P2 |\n" + PAPER_FORMAT
-    p = parse_timetables(text, TT)
-    assert p.answers[0][0] == "invalid" and p.answers[1:] == [A, B]
+    text = PAPER_FORMAT + "\nSolution 3:\n| Course0 | T3 | R8 | P2 |\n| Course1 | T0 | R3 | P2 |\n"
+    p = read_timetables(text, TT)
+    assert p.answers[:2] == [A, B] and p.answers[2][0] == "invalid"
     assert "courses [0, 1] instead of 0..2" in p.invalid_reasons[0]
 
 
+def test_a_new_solution_1_starts_the_answer_again():
+    text = "Solution 1:\n| Course0 | T3 | R8 | P2 |\n| Course1 | T0 | R3 | P2 |\nOops, redo.\n" + PAPER_FORMAT
+    assert read_timetables(text, TT).answers == [A, B]
+
+
 def test_no_table_is_a_parse_failure_with_reason():
-    p = parse_timetables("I think there are 4 schedules.", TT)
+    p = read_timetables("I think there are 4 schedules.", TT)
     assert p.answers == [] and p.error == "no timetable rows found"
 
 
@@ -93,23 +98,23 @@ def test_no_table_is_a_parse_failure_with_reason():
     "Solution 1: {40, 14, 8}\nSolution 2: {22,40}\nSolution 3: { 8 , 14 , 40 }",
 ])
 def test_subset_formats(text):
-    assert set(parse_subsets(text, SS).answers) == {(8, 14, 40), (22, 40)}
+    assert set(read_subsets(text, SS).answers) == {(8, 14, 40), (22, 40)}
 
 
 def test_subsets_echoing_the_question_are_not_answers():
     text = "Given the set of unique integers: {18, 25, 16, 45, 48, 40, 38, 14, 22, 8}\nSolution 1: {14, 48}"
-    assert parse_subsets(text, SS).answers == [(14, 48)]
+    assert read_subsets(text, SS).answers == [(14, 48)]
 
 
 def test_wrong_subsets_are_kept_as_answers():
-    p = parse_subsets("Solution 1: {1, 4, 4}\nSolution 2: {8, 99}\nSolution 3: {14, 48}\nSolution 4: {8, 14}", SS)
+    p = read_subsets("Solution 1: {1, 4, 4}\nSolution 2: {8, 99}\nSolution 3: {14, 48}\nSolution 4: {8, 14}", SS)
     assert p.answers[0][0] == "invalid" and p.answers[1][0] == "invalid"
     assert (14, 48) in p.answers and (8, 14) in p.answers  # (8, 14) is a wrong sum, scored against truth
     assert any("repeated" in r for r in p.invalid_reasons) and any("outside" in r for r in p.invalid_reasons)
 
 
 def test_no_subsets_is_a_parse_failure():
-    assert parse_subsets("There are many.", SS).error == "no subsets found"
+    assert read_subsets("There are many.", SS).error == "no subsets found"
 
 
 @pytest.mark.parametrize("text,value,method", [
@@ -121,16 +126,22 @@ def test_no_subsets_is_a_parse_failure():
     ("75", 75.0, "bare"),
 ])
 def test_confidence_formats(text, value, method):
-    assert parse_confidence(text) == (value, method)
+    got = read_confidence(text)
+    assert (got.answer, got.method) == (value, method)
 
 
 def test_confidence_out_of_range_or_missing_is_none_with_reason():
-    assert parse_confidence("[[CONFIDENCE: \\boxed{150}]]") == (None, "out of range: 150.0")
-    assert parse_confidence("I cannot say.") == (None, "no confidence found")
+    got = read_confidence("[[CONFIDENCE: \\boxed{150}]]")
+    assert (got.answer, got.method, got.evidence) == (None, "out_of_range", "150")
+    assert (read_confidence("I cannot say.").answer, read_confidence("I cannot say.").method) == (None, "no_confidence")
+
+
+def test_confidence_after_thinking_is_read_from_the_answer():
+    assert read_confidence("<think>Maybe 40? No.</think>\n[[CONFIDENCE: \\boxed{85}]]").answer == 85.0
 
 
 def test_recheck_markers():
-    assert parse_recheck("All good. [[UNCHANGE]]") == "unchanged"
-    assert parse_recheck("[[CHANGE]]\nSolution 1: ...") == "changed"
-    assert parse_recheck("I said [[UNCHANGE]] before but now [[CHANGE]]") == "changed"
-    assert parse_recheck("Looks right to me.") is None
+    assert read_recheck("All good. [[UNCHANGE]]") == "unchanged"
+    assert read_recheck("[[CHANGE]]\nSolution 1: ...") == "changed"
+    assert read_recheck("I said [[UNCHANGE]] before but now [[CHANGE]]") == "changed"
+    assert read_recheck("Looks right to me.") is None

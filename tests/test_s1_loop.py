@@ -5,7 +5,8 @@ import re
 from collections import Counter
 
 
-from evaluations.s1 import Construction, Judge
+from evaluations.s1 import Construction
+from validators.judge import Judge
 from generators.s1 import Candidate, load_registry
 from llm_calls import Ledger, ModelRegistry
 from llm_calls.stub_server import StubServer
@@ -134,3 +135,29 @@ def test_near_duplicates_are_dropped_before_validation(tmp_path):
 def test_a_failed_validation_call_leaves_the_candidate_incomplete_not_reduced(tmp_path):
     c, _, _ = build(tmp_path, Model(), [("x-p", "What is 2 plus 3? [[stub: status=500 times=999]]", "5")])
     assert decisions(c, "x-p")[-1] == ("decision", "incomplete") and c.items == []
+
+
+def test_reduced_ids_keep_a_model_name_with_r_whole(tmp_path):
+    # a candidate from the generator "deepseek-r1" whose answers are wrong twice: reduced twice, then accepted
+    reductions = iter([98, 99])
+    model = Model(wrong_every=1, judge_result=0,
+                  reduce_to=lambda n: f"[question]What is {next(reductions, 7)} plus 1?[answer]{0}")
+    c, wh, _ = build(tmp_path, model, [("sum-en-deepseek-r1-000", "What is 2 plus 2?", "4")], max_rounds=2)
+    ids = [r["candidate_id"] for r in c.candidates]
+    assert ids == ["sum-en-deepseek-r1-000", "sum-en-deepseek-r1-000-r1", "sum-en-deepseek-r1-000-r2"]
+    assert len(set(ids)) == len(ids)
+
+
+def test_failed_judge_call_leaves_a_candidate_incomplete_not_rejected(tmp_path):
+    model = Model()
+
+    def replies_that_break_the_judge(body):
+        reply = model(body)
+        if "What is" in body["messages"][-1]["content"] and "**Question:**" not in body["messages"][-1]["content"]:
+            return reply + " [[stub: status=400]]"  # the judge's prompt quotes this reply: its call fails
+        return reply
+
+    c, _, _ = build(tmp_path, replies_that_break_the_judge, [("sum-llm", "What is 3 plus 4?", "7")])
+    methods = {r["method"] for r in c.validations}
+    assert methods == {"judge_failed", "not_judged"} or methods == {"judge_failed"}
+    assert ("decision", "incomplete") in decisions(c, "sum-llm") and not c.items

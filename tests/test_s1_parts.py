@@ -6,8 +6,10 @@ import re
 import pytest
 
 from evaluations.s1 import metric_rows
-from generators.s1 import PROGRAMMATIC, check_reply, load_registry, parse_pairs
-from validators.s1 import difficulty_awareness, format_type, near_duplicates, parse_judgement, parse_verdict
+from generators.s1 import PROGRAMMATIC, load_registry, parse_pairs
+from validators.judge import parse_judgement
+from validators.read import check_answer, format_type, read_verdict
+from validators.s1 import difficulty_awareness, near_duplicates
 
 
 def test_registry_has_28_subcategories_in_4_categories_in_both_languages():
@@ -60,8 +62,8 @@ def test_programmatic_answers_pass_an_independent_check(name, lang):
         assert c.subcategory == name and c.language == lang and c.check
         expected = independent_answer(c)
         if expected is not None:
-            assert c.answer == expected and check_reply(f"The answer is {expected}.", c.check)
-        elif c.check["type"] == "pattern":
+            assert c.answer == expected and check_reply(f"The answer is {expected}.", c.check, c.question)
+        elif c.check["type"] in ("pattern", "symbol"):
             n = {"two": 2, "three": 3, "four": 4, "five": 5, "两": 2, "三": 3, "四": 4, "五": 5}
             if name == "length constraints":
                 digits = next(v for k, v in n.items() if k in c.question)
@@ -73,10 +75,14 @@ def test_programmatic_answers_pass_an_independent_check(name, lang):
                 symbol = c.answer
                 assert check_reply(f"The symbol is {symbol}.", c.check) and not check_reply("Xx", c.check)
         else:
-            assert check_reply(c.answer, c.check)
+            assert check_reply(c.answer, c.check, c.question)
         if name == "repetition constraints":
             ch = re.search(r'"(\w)"', c.question).group(1)
             assert set(c.answer) == {ch} and check_reply(c.answer, c.check) and not check_reply(c.answer + ch, c.check)
+
+
+def check_reply(reply, check, question=""):
+    return check_answer(reply, check, question)
 
 
 def test_exact_check_needs_a_whole_token():
@@ -109,10 +115,10 @@ def test_malformed_judge_replies_are_unreadable_not_correct(reply):
 
 
 def test_discriminator_verdicts():
-    assert parse_verdict("Looks fine.\nVerdict: retain")[0] == "retain"
-    assert parse_verdict("Ambiguous.\n**Verdict:** Discard")[0] == "discard"
-    assert parse_verdict("Verdict: retain ... on reflection Verdict: modify")[0] == "modify"
-    assert parse_verdict("no verdict here")[0] == "unparsed"
+    assert read_verdict("Looks fine.\nVerdict: retain")[0] == "retain"
+    assert read_verdict("Ambiguous.\n**Verdict:** Discard")[0] == "discard"
+    assert read_verdict("Verdict: retain ... on reflection Verdict: modify")[0] == "modify"
+    assert read_verdict("no verdict here")[0] == "unparsed"
 
 
 @pytest.mark.parametrize("reply,finish,fmt", [

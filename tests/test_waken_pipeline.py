@@ -24,8 +24,8 @@ def scripted(body):
         return "False"
     if "What mainly caused" in text:
         return "B"
-    if "does the reply give as its answer" in text:
-        return "None"
+    if "does the reply give as its final answer" in text:
+        return "NO_ANSWER"
     suggested = re.search(r"A suggested label for it is: (\w+)", text)
     if suggested:
         return f"Final answer: {suggested.group(1)}"
@@ -34,7 +34,7 @@ def scripted(body):
     if "Your answer Unknown may be wrong" in text:
         return "Final answer: False"
     if text.startswith("Examples:"):
-        return "I cannot tell."  # few-shot: nothing decides, the judge says None
+        return "I cannot tell."  # few-shot: nothing decides, the judge says NO_ANSWER
     return "Final answer: Unknown"
 
 
@@ -113,8 +113,8 @@ def test_ablation_reruns_unknown_converting_items_at_its_temperature(tmp_path):
 def test_undecided_replies_go_to_the_judge_and_stay_undecided_when_it_cannot_tell(run):
     rows, bodies = run
     few = [r for r in rows if r["step"] == "baseline" and r["setting"] == "few_shot"]
-    assert all(r["outcome"] == "undecided" and r["prediction"] is None and r["method"] == "unparsed" for r in few)
-    judged = [b for b in bodies if "does the reply give as its answer" in b["messages"][-1]["content"]]
+    assert all(r["outcome"] == "undecided" and r["prediction"] is None and r["method"] == "judge_no_answer" for r in few)
+    judged = [b for b in bodies if "does the reply give as its final answer" in b["messages"][-1]["content"]]
     # three identical undecided replies make one judge request (the ledger de-duplicates), at temperature 0
     assert len(judged) == 1 and judged[0]["temperature"] == 0.0
 

@@ -1,111 +1,15 @@
-"""S1-Bench checks (paper 002): judge replies (table 18), discriminator verdicts, response format
-types (table 9), difficulty awareness (table 23) and MiniLM similarity (near duplicates, C.4)."""
+"""S1-Bench analyses of replies (paper 002): difficulty awareness (table 23) and MiniLM similarity
+(near duplicates, thinking redundancy, C.4). Answers, exact checks and formats are read in
+`validators.read`; the table-18 judge is `validators.judge`."""
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-
-JUDGE_PROMPT = (
-    "**Question:**\n{question}\n\n**Model Answer:**\n{answer}\n\n**Ground Truth:**\n{ground_truth}\n\n"
-    "Your task is to evaluate whether the model's answer is correct.\n"
-    "An answer is considered correct as long as it contains the ground truth (regardless of how complex or "
-    "detailed the description is).\n"
-    "If there are parenthetical notes after the ground truth, then there may be multiple correct answers. In this "
-    "case, the given answer is just one example, and any answer that meets the requirements specified in the notes "
-    "can be considered correct.\n"
-    "Additionally, some reasonably uncertain supplementary information is also considered appropriate, including "
-    "more details, possibilities, and expanded discussion. You should focus more on whether the reply contains the "
-    "correct answer.\n"
-    'You need to output a standard JSON, providing your explanation of the evaluation in the "explain" field, and '
-    'giving the evaluation result in the "result" field, where 1 means the answer is correct and 0 means it is '
-    "incorrect.\n"
-    'Your action should follow the given format: {{"explain": "", "result": 0/1}}'
-)
-JUDGE_REWRITE = ('Your evaluation could not be read as JSON. Output only a JSON object of the form '
-                 '{"explain": "...", "result": 0} or {"explain": "...", "result": 1}.')
-
-
-def parse_judgement(text: str | None) -> tuple[int | None, str | None]:
-    """(result 0/1, explanation) from a judge reply; (None, why) when it is not readable."""
-    if not text or not text.strip():
-        return None, "empty reply"
-    for m in re.finditer(r"\{[^{}]*\}", text, re.S):
-        try:
-            obj = json.loads(m.group(0))
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and obj.get("result") in (0, 1, "0", "1"):
-            return int(obj["result"]), str(obj.get("explain", ""))
-    # the paper's brace-less form: "explain": "...", "result": 1 (straight or curly quotes)
-    m = re.search(r"[\"“”']result[\"“”']\s*:\s*[\"“”']?([01])\b", text)
-    if m:
-        e = re.search(r"[\"“”']explain[\"“”']\s*:\s*[\"“”'](.*?)[\"“”']\s*,", text, re.S)
-        return int(m.group(1)), e.group(1) if e else None
-    return None, "no JSON with a 0/1 result"
-
-
-def parse_verdict(text: str | None) -> tuple[str, str]:
-    """A discriminator's decision: 'retain', 'modify' or 'discard' from its last "Verdict:" line
-    (the discrimination prompt asks for one), else 'unparsed'; and the reasons (its analysis)."""
-    if not text:
-        return "unparsed", ""
-    found = re.findall(r"verdict\s*[:：]\s*\**\s*(retain|keep|modify|revise|discard|reject)", text, re.I)
-    if not found:
-        return "unparsed", text.strip()[:1000]
-    word = found[-1].lower()
-    decision = {"keep": "retain", "revise": "modify", "reject": "discard"}.get(word, word)
-    return decision, text.strip()[:1000]
-
-
-# -- response formats (table 9) -----------------------------------------------------------------
-
-STANDARD_MARKER = "</think>"
-OTHER_MARKERS = ("<|end_of_thought|>", "</thought>", "◁/think▷", "</reasoning>", "<|/think|>")
-
-
-def format_type(reply: str | None, finish_reason: str | None) -> tuple[int, str, str]:
-    """(format id, thinking part, final-answer part). 100/101 standard; 200-207 readable but
-    malformed; 300 markers with neither part; 301 no marker and cut at the token limit."""
-    text = reply or ""
-    n_std = text.count(STANDARD_MARKER)
-    n_other = sum(text.count(m) for m in OTHER_MARKERS)
-    if n_std == 0 and n_other == 0:
-        if finish_reason == "length":
-            return 301, "", text
-        return 207, "", text.strip()
-    marker = STANDARD_MARKER if n_std else next(m for m in OTHER_MARKERS if m in text)
-    head, _, tail = text.rpartition(marker)
-    thinking = head.replace("<think>", "").strip()
-    for m in (STANDARD_MARKER, *OTHER_MARKERS):
-        thinking = thinking.replace(m, " ")
-    thinking, answer = thinking.strip(), tail.strip()
-    has_t, has_a = bool(thinking), bool(answer)
-    if n_std and n_other:
-        return (300, thinking, answer) if not (has_t or has_a) else (201 if has_a else 202, thinking, answer)
-    if n_std == 1:
-        if has_t and has_a:
-            return 100, thinking, answer
-        if has_a:
-            return 101, thinking, answer
-        return (200 if has_t else 300), thinking, answer
-    if n_std > 1:
-        if has_t:
-            return (201 if has_a else 202), thinking, answer
-        return (203 if has_a else 300), thinking, answer
-    if has_t:  # only non-standard markers
-        return (204 if has_a else 205), thinking, answer
-    return (206 if has_a else 300), thinking, answer
-
-
-STRICT_FORMATS = {100, 101}
-UNREADABLE_FORMATS = {300, 301}
-
 
 # -- difficulty awareness of the first paragraph (table 23) ----------------------------------------
 

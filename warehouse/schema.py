@@ -7,12 +7,11 @@ Tables are created if missing; a family adds its DDL to `TABLES` below.
 
 from __future__ import annotations
 
+import hashlib
+
 import duckdb
 
 SCHEMAS = ("llm", "sources", "muso", "waken", "s1", "ib")
-
-# Bump when a table is added or a view changes: connections then re-run the DDL.
-SCHEMA_VERSION = 6
 
 TABLES: dict[str, str] = {
     # One row per distinct call (the key). A failed call is stored as a failure and
@@ -27,7 +26,7 @@ TABLES: dict[str, str] = {
         request           JSON NOT NULL,        -- messages and the sampling parameters sent
         sample_index      INTEGER NOT NULL,
         status            VARCHAR NOT NULL,     -- 'ok' or 'failed'
-        response_text     VARCHAR,
+        response_text     VARCHAR,              -- message content (the reply after any reasoning)
         finish_reason     VARCHAR,              -- 'stop', 'length' (truncated), ...
         prompt_tokens     INTEGER,
         completion_tokens INTEGER,
@@ -37,7 +36,9 @@ TABLES: dict[str, str] = {
         error             VARCHAR,
         run_id            VARCHAR,
         created_at        TIMESTAMP NOT NULL,
-        finished_at       TIMESTAMP NOT NULL
+        finished_at       TIMESTAMP NOT NULL,
+        reasoning_text    VARCHAR,              -- reasoning the server returned in a separate field
+        reasoning_tokens  INTEGER               -- usage.completion_tokens_details.reasoning_tokens
     """,
     "llm.models": """
         name            VARCHAR PRIMARY KEY,
@@ -176,8 +177,11 @@ TABLES: dict[str, str] = {
         step         VARCHAR NOT NULL,        -- direct, diagnosis, stage1, stage2, rtg_label_stage1/2, rtg_rp_stage1/2, ablation, baseline, cause
         setting      VARCHAR NOT NULL,        -- vanilla, M=<misguiding rate>, reasoning, T=<temperature>, baseline name, judge
         prediction   VARCHAR,                 -- True / False / Unknown; NULL when undecided or failed
-        method       VARCHAR NOT NULL,        -- final_answer, strict, conclusion, scan, judge, unparsed, empty, call_failed
-        outcome      VARCHAR NOT NULL,        -- TC/FC/UC, correct/wrong, explanation_fails/holds, a cause, undecided, call_failed
+        method       VARCHAR NOT NULL,        -- how the reply was read (validators.read): final_answer, strict, conclusion,
+                                              -- scan, judge, needs_judge, judge_no_answer, judge_unreadable, empty,
+                                              -- unfinished_thinking; failures: call_failed, judge_failed
+        outcome      VARCHAR NOT NULL,        -- TC/FC/UC, correct/wrong, explanation_fails/holds, a cause, undecided,
+                                              -- call_failed, judge_failed
         reply        VARCHAR,
         call_key     VARCHAR NOT NULL,        -- llm.calls key
         error        VARCHAR
@@ -231,9 +235,12 @@ TABLES: dict[str, str] = {
         variant         VARCHAR NOT NULL,
         n_options       INTEGER NOT NULL,
         selected        JSON,                 -- option numbers chosen, "none", or NULL if undecided
-        correct         BOOLEAN NOT NULL,     -- exact set match with the gold
-        method          VARCHAR NOT NULL,     -- final_answer, strict, conclusion, scan, judge, unparsed, empty, call_failed
-        output_category VARCHAR NOT NULL,     -- True/False/Unknown, single/multiple/all_wrong/combined, none, undecided
+        correct         BOOLEAN,              -- exact set match with the gold; NULL when the call or the judge failed
+        method          VARCHAR NOT NULL,     -- how the reply was read (validators.read): final_answer, strict, conclusion,
+                                              -- scan, judge, needs_judge, judge_no_answer, judge_unreadable, empty,
+                                              -- unfinished_thinking; failures: call_failed, judge_failed
+        output_category VARCHAR NOT NULL,     -- True/False/Unknown, single/multiple/all_wrong/combined, none, undecided,
+                                              -- call_failed, judge_failed
         reply           VARCHAR,
         call_key        VARCHAR,
         error           VARCHAR
@@ -246,7 +253,8 @@ TABLES: dict[str, str] = {
         category    VARCHAR NOT NULL,         -- OR: output category; Acc_by_options: number of options; else '-'
         value       DOUBLE,
         numerator   DOUBLE,
-        denominator DOUBLE
+        denominator DOUBLE,                   -- answered items only: failed calls and judgements are not in it
+        n_failed    INTEGER                   -- replies left out because the call or its judgement failed
     """,
     # S1-Bench (paper 002). The construction tables are rebuilt as a whole by `s1_items`.
     "s1.candidates": """
@@ -277,7 +285,8 @@ TABLES: dict[str, str] = {
         sample_index INTEGER NOT NULL,
         reply        VARCHAR,
         correct      BOOLEAN,                 -- NULL: failed call or unreadable judge verdict
-        method       VARCHAR NOT NULL,        -- exact, judge, judge_unreadable, not_judged (already failed), call_failed
+        method       VARCHAR NOT NULL,        -- exact, judge, judge_unreadable, judge_no_answer, not_judged (already
+                                              -- failed), call_failed, judge_failed
         detail       VARCHAR,
         call_key     VARCHAR NOT NULL
     """,
@@ -315,7 +324,7 @@ TABLES: dict[str, str] = {
         has_answer        BOOLEAN NOT NULL,
         judged_part       VARCHAR,            -- answer, or thinking when there is no final answer
         correct           BOOLEAN,
-        method            VARCHAR NOT NULL,   -- exact, judge, judge_unreadable, empty, call_failed
+        method            VARCHAR NOT NULL,   -- exact, judge, judge_unreadable, empty, call_failed, judge_failed
         detail            VARCHAR,
         completion_tokens INTEGER,
         finish_reason     VARCHAR,
@@ -331,7 +340,8 @@ TABLES: dict[str, str] = {
         metric   VARCHAR NOT NULL,            -- pass@1, acc@k, greedy_acc, strict_format, loose_format, mean_tokens, ...
         category VARCHAR NOT NULL,            -- difficulty class, format id or segment position; else '-'
         value    DOUBLE,
-        n        INTEGER NOT NULL
+        n        INTEGER NOT NULL,            -- answered replies (or items) behind the value
+        n_failed INTEGER                      -- replies left out because the call or its judgement failed
     """,
 }
 
@@ -407,23 +417,53 @@ VIEWS.update({
 })
 
 
+def _schema_version() -> str:
+    """A digest of every DDL statement: any new table, column or view changes it, so an existing
+    warehouse is brought up to date without anyone bumping a number."""
+    text = repr(sorted(TABLES.items())) + repr(sorted(VIEWS.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _add_missing_columns(con: duckdb.DuckDBPyConnection, name: str, columns: str) -> None:
+    """Columns of `TABLES[name]` that an older file's table lacks are added (nullable: older rows
+    have no value for them), and NOT NULL is dropped where the table now allows NULL."""
+    schema, table = name.split(".")
+    have = {r[0]: r[1] for r in con.execute(
+        "SELECT column_name, is_nullable FROM information_schema.columns WHERE table_schema = ? AND table_name = ?",
+        [schema, table]).fetchall()}
+    con.execute(f"CREATE OR REPLACE TEMP TABLE __wanted ({columns})")
+    try:
+        for col, typ, nullable in con.execute(
+                "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+                "WHERE table_name = '__wanted' ORDER BY ordinal_position").fetchall():
+            if col not in have:
+                con.execute(f'ALTER TABLE {name} ADD COLUMN "{col}" {typ}')
+            elif nullable == "YES" and have[col] == "NO":  # a column that may now be NULL
+                con.execute(f'ALTER TABLE {name} ALTER COLUMN "{col}" DROP NOT NULL')
+    finally:
+        con.execute("DROP TABLE IF EXISTS __wanted")
+
+
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create every schema, table and view that does not exist yet (idempotent).
+    """Create every schema, table and view that does not exist yet, and add new columns to
+    tables an older version created (idempotent).
 
     Cheap when the file is current: one lookup of `llm.schema_version`.
     """
+    version = _schema_version()
     try:
         row = con.execute("SELECT max(version) FROM llm.schema_version").fetchone()
-        if row and row[0] == SCHEMA_VERSION:
+        if row and row[0] == version:
             return
-    except duckdb.CatalogException:
+    except duckdb.Error:
         pass
     for schema in SCHEMAS:
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
     for name, columns in TABLES.items():
         con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({columns})")
+        _add_missing_columns(con, name, columns)
     for name, query in VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {query}")
-    con.execute("CREATE TABLE IF NOT EXISTS llm.schema_version (version INTEGER)")
-    con.execute("DELETE FROM llm.schema_version")
-    con.execute("INSERT INTO llm.schema_version VALUES (?)", [SCHEMA_VERSION])
+    con.execute("DROP TABLE IF EXISTS llm.schema_version")
+    con.execute("CREATE TABLE llm.schema_version (version VARCHAR)")
+    con.execute("INSERT INTO llm.schema_version VALUES (?)", [version])
