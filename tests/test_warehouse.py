@@ -98,3 +98,28 @@ def test_a_foreign_process_holding_the_file_makes_writers_wait_then_time_out(tmp
         holder.kill()
         holder.wait()
     assert Warehouse(path, lock_timeout_s=5).scalar("SELECT 42") == 42
+
+
+def test_an_older_file_gets_new_columns_and_relaxed_constraints_without_a_version_bump(tmp_path):
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE SCHEMA llm")
+    con.execute("CREATE TABLE llm.schema_version (version INTEGER)")  # an older file: numbered versions
+    con.execute("INSERT INTO llm.schema_version VALUES (6)")
+    con.execute("CREATE SCHEMA ib")
+    con.execute("CREATE TABLE ib.metrics (model VARCHAR NOT NULL, setting VARCHAR NOT NULL, form VARCHAR NOT NULL, "
+                "metric VARCHAR NOT NULL, category VARCHAR NOT NULL, value DOUBLE, numerator DOUBLE, denominator DOUBLE)")
+    con.execute("INSERT INTO ib.metrics VALUES ('m', 'vanilla', 'single', 'Acc', '-', 0.5, 1, 2)")
+    con.execute("CREATE TABLE ib.responses (dataset VARCHAR NOT NULL, correct BOOLEAN NOT NULL)")
+    con.execute("CREATE TABLE llm.calls (key VARCHAR PRIMARY KEY, model VARCHAR NOT NULL)")  # keyed, with a row
+    con.execute("INSERT INTO llm.calls VALUES ('k', 'm')")
+    con.close()
+    wh = Warehouse(path)
+    assert wh.rows("SELECT value, n_failed FROM ib.metrics") == [{"value": 0.5, "n_failed": None}]  # rows kept
+    with wh.connect() as c:
+        c.execute("INSERT INTO ib.responses (dataset, correct) VALUES ('d', NULL)")  # NULL allowed now
+        nullable = c.execute("SELECT is_nullable FROM information_schema.columns WHERE table_schema = 'ib' "
+                             "AND table_name = 'responses' AND column_name = 'correct'").fetchone()[0]
+    assert nullable == "YES"
+    assert wh.rows("SELECT key, reasoning_text, reasoning_tokens FROM llm.calls") == [
+        {"key": "k", "reasoning_text": None, "reasoning_tokens": None}]
