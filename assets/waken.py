@@ -109,8 +109,9 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
     def waken_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
         """TC/FC/UC and their rates per sample type and stage, OCR, Conf, RPC, CGR, Deg,
         Acc(Direct), Acc(WakenLLM), baseline accuracies, vague-perception and cause shares
-        (paper section 3, 5, appendix F) per model x dataset, into `waken.metrics`; views
-        `waken.table3`, `waken.table6`, `waken.table8`; a converting-rate chart in the metadata."""
+        (paper section 3, 5, appendix F) per model x dataset, into `waken.metrics`; the paper's
+        tables as views in percent (`waken.table3`, `table5`, `table6`, `table8`, `table9_11`,
+        `table12`); a converting-rate chart in the metadata."""
         cfg = settings.load()
         wh = warehouse.get()
         outcomes = wh.rows("SELECT * FROM waken.outcomes ORDER BY dataset, model, step, setting, item_id")

@@ -11,11 +11,12 @@ Steps, each one ledger batch, each answer read by `validators.read`
   story-based datasets (section 4.1); outcomes TC / FC / UC (3.2);
 - `stage2`: the stage-1 False Converting items (D_VP^2 = FC^1), told their
   stage-1 answer was wrong (algorithm 1);
-- `rtg_label`: stage 1 and stage 2 again with an assigned label after a
-  reminder of the earlier mistake, for each misguiding rate M (the share of
-  assigned labels that are wrong; appendix H);
-- `rtg_rp`: stage 1 with the direct-pass reasoning shown (RPC) and stage 2
-  with the stage-1 reasoning shown (CGR) (section 3.3, algorithm 2);
+- `rtg_label`: stage 1 and stage 2 again, each with its own stimulation kept
+  and an assigned label added after a reminder of the earlier mistake, for each
+  misguiding rate M (the share of assigned labels that are wrong; appendix H),
+  so the only change against the vanilla stages is the label;
+- `rtg_rp`: stage 1 re-run with the stage-1 reasoning shown (RPC, algorithm
+  3) and stage 2 with the stage-1 reasoning shown (CGR) (section 3.3);
 - `ablation`: the stage-1 Unknown Converting items through stage 1 again at
   the ablation temperature (section 5.3);
 - `baseline`: CoT, few-shot, Tree-of-Thought (prompted), Plan-and-Solve and
@@ -301,13 +302,14 @@ class Pipeline:
             setting = f"M={rate:.3f}"
             labels = assigned_labels(vp, rate, self.seed)
             guide = {i: REMIND_GUIDE.format(assigned=lab) for i, lab in labels.items()}
-            g1 = self.stage("rtg_label_stage1", setting, vp, guide)
+            g1 = self.stage("rtg_label_stage1", setting, vp, {i: style[i] + guide[i] for i in guide})
             gfc1 = [it for it in vp if converting_class(it.label, g1[it.item_id].label) == "FC"]
             self.stage("rtg_label_stage2", setting, gfc1,
                        {it.item_id: STAGE2.format(previous=g1[it.item_id].label) + guide[it.item_id] for it in gfc1})
 
+        # algorithm 3: stage 1 re-run with the reasoning stage 1 produced
         self.stage("rtg_rp_stage1", "reasoning", vp,
-                   {it.item_id: style[it.item_id] + SHOW_REASONING.format(reasoning=direct[it.item_id].text) for it in vp})
+                   {it.item_id: style[it.item_id] + SHOW_REASONING.format(reasoning=s1[it.item_id].text) for it in vp})
         self.stage("rtg_rp_stage2", "reasoning", fc1,
                    {it.item_id: told[it.item_id] + SHOW_REASONING.format(reasoning=s1[it.item_id].text) for it in fc1})
 

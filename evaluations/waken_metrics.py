@@ -10,11 +10,20 @@ reply was decided; D_VP^2: the decided stage-2 items, drawn from FC^1):
   stage denominator is shared by both sample types, so TCR^n = TCR_s^n + TCR_u^n
   and, per stage, the sum over t of TCR + FCR + UCR is 1;
 - OCR = |TC^1 ∪ TC^2| / |D_VP^1| (3.2);
-- Conf_t = ½(TCR_t^1 − TCR_t^1') + ½(TCR_t^2 − TCR_t^2') with ' = all assigned
-  labels wrong (M = 100%) (3.3, F.3); a stage with no input is left out of the
-  average (and `stages` in the row says how many were averaged);
-- RPC = (|TC^1| − |TC^1''|) / |D_VP^1|, CGR = (|TC^2| − |TC^2''|) / |D_VP^2| ('' =
-  with the earlier reasoning shown) (3.3);
+- TCR_t (stage "sum") = TCR_t^1 + TCR_t^2, the stage-summed rate of 3.2;
+- Conf_t = ½(TCR_t^1(M=0%) − TCR_t^1(M=100%)) + ½(TCR_t^2(M=0%) − TCR_t^2(M=100%)),
+  both terms from the Remind-then-Guide runs: the printed formula (3.3, F.3)
+  reads TCR_t^n as the vanilla stage, but Table 3's Conf_s / Conf_u are what the
+  M=0% and M=100% rows of Tables 9-11 give (45 of 48 published values; the
+  vanilla stages give 2 of 48; e.g. GPT-3.5 FLD: ½(54.17−5.83) + ½(81.82−1.67)
+  = 64.25, Table 3 prints 64.25). The vanilla-minus-M=100% form is kept as
+  `Conf_literal`. A stage with no input is left out of the average (`stages`);
+- RPC = (|TC^1''| − |TC^1|) / |D_VP^1|, CGR = (|TC^2''| − |TC^2|) / |D_VP^2|
+  ('' = with the earlier reasoning shown, 3.3): below zero means the earlier
+  reasoning misguides, as the prose says, and Table 3's CGR equals −TCR2
+  exactly in 6 of 24 rows and is never below it by more than rounding (e.g.
+  GPT-3.5 FOLIO: TCR2 42.10, CGR −42.10), which only this sign gives. The
+  printed order (without minus with) is kept as `RPC_literal`, `CGR_literal`;
 - Deg = |UC^2| / |D_VP^2|: stage-1 False Converting items answered Unknown in
   stage 2 (5.7; undecided replies are not degradation);
 - Acc(Direct) and baseline accuracies over the answered items of D: undecided
@@ -44,6 +53,13 @@ FAILED = ("call_failed", "judge_failed")  # outcomes that are not the model's an
 
 def _frac(num: float, den: float) -> float | None:
     return num / den if den else None
+
+
+def conformity_value(followed: Sequence[float | None], misguided: Sequence[float | None]) -> tuple[float | None, int]:
+    """Conf_t from per-stage TCR_t with correct labels (M=0%) and with every label wrong (M=100%):
+    the mean over the stages that had input of (followed − misguided); and how many stages that was."""
+    terms = [a - b for a, b in zip(followed, misguided) if a is not None and b is not None]
+    return (sum(terms) / len(terms) if terms else None), len(terms)
 
 
 class _Stage:
@@ -94,6 +110,9 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
                 k = len(st.ids(c, t))
                 put(c, k, stage=n, t=t)
                 put(c + "R", st.rate(c, t), k, len(st.decided), t=t, stage=n)
+    for t in ("s", "u", "all"):
+        rates = [s1.rate("TC", t), s2.rate("TC", t)]
+        put("TCR", None if None in rates else rates[0] + rates[1], t=t, stage="sum")
     tc_union = s1.ids("TC") | s2.ids("TC")
     put("OCR", _frac(len(tc_union), len(s1.decided)), len(tc_union), len(s1.decided), stage="all")
     put("Deg", _frac(len(s2.ids("UC")), len(s2.decided)), len(s2.ids("UC")), len(s2.decided), stage="2")
@@ -111,21 +130,27 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
         for n, st in (("1", g1), ("2", g2)):
             for t in ("s", "u"):
                 put("TCR", st.rate("TC", t), len(st.ids("TC", t)), len(st.decided), t=t, stage=n, setting=setting)
-    worst = f"M={1.0:.3f}"
-    if 1.0 in misguiding_rates:
-        g1, g2 = _Stage(by[("rtg_label_stage1", worst)]), _Stage(by[("rtg_label_stage2", worst)])
+
+    def conformity(name: str, lo: tuple["_Stage", "_Stage"], hi: tuple["_Stage", "_Stage"]) -> None:
         for t in ("s", "u"):
-            terms = [a - b for a, b in ((s1.rate("TC", t), g1.rate("TC", t)), (s2.rate("TC", t), g2.rate("TC", t)))
-                     if a is not None and b is not None]
-            value = sum(terms) / len(terms) if terms else None
-            out.append({"model": model, "dataset": dataset, "metric": "Conf", "sample_type": t, "stage": "all",
-                        "setting": "rtg_label", "value": value, "numerator": None, "denominator": len(terms)})
+            value, stages = conformity_value([st.rate("TC", t) for st in lo], [st.rate("TC", t) for st in hi])
+            out.append({"model": model, "dataset": dataset, "metric": name, "sample_type": t, "stage": "all",
+                        "setting": "rtg_label", "value": value, "numerator": None, "denominator": stages})
+
+    def rtg(rate: float) -> tuple["_Stage", "_Stage"]:
+        setting = f"M={rate:.3f}"
+        return _Stage(by[("rtg_label_stage1", setting)]), _Stage(by[("rtg_label_stage2", setting)])
+
+    if 1.0 in misguiding_rates:
+        if 0.0 in misguiding_rates:
+            conformity("Conf", rtg(0.0), rtg(1.0))
+        conformity("Conf_literal", (s1, s2), rtg(1.0))
 
     r1, r2 = _Stage(by[("rtg_rp_stage1", "reasoning")]), _Stage(by[("rtg_rp_stage2", "reasoning")])
-    rpc_num = len(s1.ids("TC")) - len(r1.ids("TC"))
-    put("RPC", _frac(rpc_num, len(s1.decided)), rpc_num, len(s1.decided), stage="1", setting="rtg_rp")
-    cgr_num = len(s2.ids("TC")) - len(r2.ids("TC"))
-    put("CGR", _frac(cgr_num, len(s2.decided)), cgr_num, len(s2.decided), stage="2", setting="rtg_rp")
+    for name, n, plain_, shown in (("RPC", "1", s1, r1), ("CGR", "2", s2, r2)):
+        diff, den = len(shown.ids("TC")) - len(plain_.ids("TC")), len(plain_.decided)
+        put(name, _frac(diff, den), diff, den, stage=n, setting="rtg_rp")
+        put(name + "_literal", _frac(-diff, den), -diff, den, stage=n, setting="rtg_rp")
 
     ablation = [r for (step, _), rows in by.items() if step == "ablation" for r in rows]
     ab = _Stage(ablation)

@@ -3,7 +3,7 @@
 import pytest
 
 from evaluations.waken import assigned_labels, converting_class, Item
-from evaluations.waken_metrics import identity_violations, metric_rows
+from evaluations.waken_metrics import conformity_value, identity_violations, metric_rows
 
 GOLD = {"s1": "True", "s2": "True", "s3": "False", "s4": "False", "u1": "Unknown", "u2": "Unknown",
         "u3": "Unknown", "u4": "Unknown"}
@@ -30,8 +30,10 @@ OUTCOMES = [
     *staged("stage2", "vanilla", {"s3": "Unknown", "u1": "Unknown"}),
     *staged("rtg_label_stage1", "M=1.000", {"s2": "False", "s3": "Unknown", "u1": "True"}),
     *staged("rtg_label_stage2", "M=1.000", {"s2": "True", "u1": "False"}),
+    *staged("rtg_label_stage1", "M=0.000", {"s2": "True", "s3": "True", "u1": "Unknown"}),
+    *staged("rtg_label_stage2", "M=0.000", {"s3": "False"}),
     *staged("rtg_rp_stage1", "reasoning", {"s2": "True", "s3": "False", "u1": "Unknown"}),
-    *staged("rtg_rp_stage2", "reasoning", {"s3": "True", "u1": "Unknown"}),
+    *staged("rtg_rp_stage2", "reasoning", {"s3": "Unknown", "u1": "False"}),
     *[row("baseline", "cot", i, GOLD[i] if i in ("s1", "s2") else "Unknown" if i.startswith("s") else "True",
           "correct" if i in ("s1", "s2") else "wrong") for i in GOLD],
 ]
@@ -39,7 +41,7 @@ OUTCOMES = [
 
 @pytest.fixture
 def m():
-    rows = metric_rows("m", "fld", OUTCOMES, {"s": 4, "u": 4}, [1.0], ["cot"])
+    rows = metric_rows("m", "fld", OUTCOMES, {"s": 4, "u": 4}, [1.0, 0.0], ["cot"])
     return {(r["metric"], r["sample_type"], r["stage"], r["setting"]): r["value"] for r in rows}
 
 
@@ -72,16 +74,45 @@ def test_ocr_deg_and_wakenllm_accuracy(m):
     assert m[("acc_wakenllm_literal", "all", "-", "vanilla")] == pytest.approx(3 / 8 + 2 / 8)
 
 
-def test_label_conformity(m):
-    # Conf_s = 1/2 (1/3 - 0) + 1/2 (0 - 1/2); Conf_u = 1/2 (0 - 0) + 1/2 (1/2 - 0)
-    assert m[("Conf", "s", "all", "rtg_label")] == pytest.approx(1 / 6 - 1 / 4)
-    assert m[("Conf", "u", "all", "rtg_label")] == pytest.approx(1 / 4)
+def test_label_conformity_compares_correct_labels_with_all_labels_wrong(m):
+    # M=0%: stage 1 TC s2, u1 of 3 (s3 FC); stage 2 TC s3 of 1. M=100%: stage 1 no TC; stage 2 TC s2 of 2.
+    # Conf_s = 1/2 (1/3 - 0) + 1/2 (1 - 1/2); Conf_u = 1/2 (1/3 - 0) + 1/2 (0 - 0)
+    assert m[("Conf", "s", "all", "rtg_label")] == pytest.approx(1 / 6 + 1 / 4)
+    assert m[("Conf", "u", "all", "rtg_label")] == pytest.approx(1 / 6)
     assert m[("TCR", "s", "2", "M=1.000")] == pytest.approx(1 / 2)
 
 
-def test_reasoning_process_metrics(m):
-    assert m[("RPC", "all", "1", "rtg_rp")] == pytest.approx((1 - 3) / 3)
-    assert m[("CGR", "all", "2", "rtg_rp")] == pytest.approx((1 - 1) / 2)
+def test_literal_conformity_compares_the_vanilla_stages_with_all_labels_wrong(m):
+    # vanilla stage 1 TCR_s 1/3, stage 2 TCR_s 0; M=100%: 0 and 1/2
+    assert m[("Conf_literal", "s", "all", "rtg_label")] == pytest.approx(1 / 6 - 1 / 4)
+    assert m[("Conf_literal", "u", "all", "rtg_label")] == pytest.approx(1 / 4)
+
+
+@pytest.mark.parametrize("row,followed,misguided,published", [
+    # Table 9 (GPT-3.5, TCR1 S/U and TCR2 S/U at M = 0% and 100%) -> Table 3 Conf_s / Conf_u
+    ("FLD s", [54.17, 81.82], [5.83, 1.67], 64.25), ("FLD u", [10.00, 0.00], [3.33, 0.00], 3.33),
+    ("FOLIO s", [18.92, 17.39], [2.70, 0.00], 16.81), ("FOLIO u", [38.74, 26.09], [0.90, 0.00], 31.97),
+    ("Science s", [43.86, 18.03], [19.88, 3.57], 19.22), ("Science u", [2.92, 8.00], [0.00, 7.00], 1.96),
+])
+def test_conformity_reproduces_table_3_from_table_9(row, followed, misguided, published):
+    value, stages = conformity_value(followed, misguided)
+    assert stages == 2 and value == pytest.approx(published, abs=0.006)
+
+
+def test_reasoning_process_metrics_are_positive_when_the_shown_reasoning_helps(m):
+    # stage 1: TC s2 of 3; re-run with its reasoning shown: TC s2, s3, u1 -> RPC = (3 - 1) / 3
+    assert m[("RPC", "all", "1", "rtg_rp")] == pytest.approx((3 - 1) / 3)
+    assert m[("RPC_literal", "all", "1", "rtg_rp")] == pytest.approx((1 - 3) / 3)
+    # stage 2: TC u1 of 2; with the reasoning shown nothing converts -> CGR = -TCR2, the pattern of Table 3
+    # (GPT-3.5 FOLIO: TCR2 42.10, CGR -42.10; six of its 24 rows are exactly -TCR2)
+    assert m[("CGR", "all", "2", "rtg_rp")] == pytest.approx(-1 / 2) == -m[("TCR", "all", "2", "vanilla")]
+    assert m[("CGR_literal", "all", "2", "rtg_rp")] == pytest.approx(1 / 2)
+
+
+def test_stage_summed_true_converting_rate(m):
+    # TCR_s: 1/3 (stage 1, s2) + 0 (stage 2); TCR_u: 0 (stage 1, u1 is FC) + 1/2 (stage 2, u1)
+    assert m[("TCR", "s", "sum", "vanilla")] == pytest.approx(1 / 3 + 0)
+    assert m[("TCR", "u", "sum", "vanilla")] == pytest.approx(0 + 1 / 2)
 
 
 def test_baseline_accuracy_and_judge_share(m):

@@ -361,36 +361,68 @@ VIEWS: dict[str, str] = {
 }
 
 
+def _pct(expr: str) -> str:
+    return f"round(100 * ({expr}), 2)"
+
+
+def _waken(metric: str, t: str = "all", stage: str = "-", setting: str = "vanilla") -> str:
+    return (f"max(value) FILTER (metric = '{metric}' AND sample_type = '{t}' AND stage = '{stage}' "
+            f"AND setting = '{setting}')")
+
+
+# WakenLLM (paper 000): the paper's tables, one row per model and dataset, in percent as printed.
 VIEWS.update({
-    # Paper table 3: vanilla converting rates and Remind-then-Guide conformity.
-    "waken.table3": """
-        SELECT model, dataset,
-               max(value) FILTER (metric = 'TCR' AND sample_type = 'all' AND stage = '1' AND setting = 'vanilla') AS tcr1,
-               max(value) FILTER (metric = 'TCR' AND sample_type = 'all' AND stage = '2' AND setting = 'vanilla') AS tcr2,
-               max(value) FILTER (metric = 'OCR') AS ocr,
-               max(value) FILTER (metric = 'Conf' AND sample_type = 's') AS conf_s,
-               max(value) FILTER (metric = 'Conf' AND sample_type = 'u') AS conf_u,
-               max(value) FILTER (metric = 'CGR') AS cgr,
-               max(value) FILTER (metric = 'RPC') AS rpc
+    # Table 3: vanilla TCR1, TCR2, OCR; RtG (label) Conf_s, Conf_u; RtG (RP) CGR, RPC.
+    "waken.table3": f"""
+        SELECT model AS "Model", dataset AS "Dataset",
+               {_pct(_waken('TCR', stage='1'))} AS "TCR1", {_pct(_waken('TCR', stage='2'))} AS "TCR2",
+               {_pct(_waken('OCR', stage='all'))} AS "OCR",
+               {_pct(_waken('Conf', 's', 'all', 'rtg_label'))} AS "Conf_s",
+               {_pct(_waken('Conf', 'u', 'all', 'rtg_label'))} AS "Conf_u",
+               {_pct(_waken('CGR', stage='2', setting='rtg_rp'))} AS "CGR",
+               {_pct(_waken('RPC', stage='1', setting='rtg_rp'))} AS "RPC"
         FROM waken.metrics GROUP BY model, dataset ORDER BY model, dataset
     """,
-    # Paper table 6: accuracy of the direct pass, the prompt baselines and WakenLLM.
-    "waken.table6": """
-        SELECT model, dataset,
-               CASE WHEN metric = 'acc_baseline' THEN setting
-                    WHEN metric = 'acc_direct' THEN 'direct' ELSE 'wakenllm' END AS method,
-               value AS accuracy
-        FROM waken.metrics
-        WHERE metric IN ('acc_direct', 'acc_baseline', 'acc_wakenllm')
-        ORDER BY model, dataset, method
+    # Table 5: degradation analysis.
+    "waken.table5": f"""
+        SELECT model AS "Model", dataset AS "Dataset", {_pct(_waken('TCR', stage='2'))} AS "TCR2",
+               {_pct(_waken('Deg', stage='2'))} AS "Deg"
+        FROM waken.metrics GROUP BY model, dataset ORDER BY model, dataset
     """,
-    # Paper table 8: shares of items showing vague perception (V: solvable, U: unsolvable).
-    "waken.table8": """
-        SELECT model, dataset,
-               max(value) FILTER (sample_type = 's') AS v_share,
-               max(value) FILTER (sample_type = 'u') AS u_share
-        FROM waken.metrics WHERE metric = 'vague_perception_share'
-        GROUP BY model, dataset ORDER BY model, dataset
+    # Table 6: accuracy of the direct pass, the prompt baselines and WakenLLM (no SFT/DPO: not trained here).
+    "waken.table6": f"""
+        SELECT model AS "Model", dataset AS "Dataset", {_pct(_waken('acc_direct'))} AS "Direct",
+               {_pct(_waken('acc_baseline', setting='cot'))} AS "CoT",
+               {_pct(_waken('acc_baseline', setting='few_shot'))} AS "Few-shot",
+               {_pct(_waken('acc_baseline', setting='tree_of_thought'))} AS "Tree-of-Thought",
+               {_pct(_waken('acc_baseline', setting='plan_and_solve'))} AS "Plan & Solve",
+               {_pct(_waken('acc_baseline', setting='self_reflection'))} AS "Self-Reflection",
+               {_pct(_waken('acc_wakenllm'))} AS "WakenLLM"
+        FROM waken.metrics GROUP BY model, dataset ORDER BY model, dataset
+    """,
+    # Table 8: shares of items showing vague perception (V: solvable, U: unsolvable).
+    "waken.table8": f"""
+        SELECT model AS "Model", dataset AS "Dataset", {_pct(_waken('vague_perception_share', 's'))} AS "V",
+               {_pct(_waken('vague_perception_share', 'u'))} AS "U"
+        FROM waken.metrics GROUP BY model, dataset ORDER BY model, dataset
+    """,
+    # Tables 9-11: Remind-then-Guide per misguiding rate, TCR1 and TCR2 split by sample type.
+    "waken.table9_11": f"""
+        SELECT model AS "Model", dataset AS "Dataset",
+               round(100 * CAST(substr(setting, 3) AS DOUBLE), 2) AS "M (%)",
+               round(100 * max(value) FILTER (metric = 'TCR' AND stage = '1' AND sample_type = 's'), 2) AS "TCR1 S",
+               round(100 * max(value) FILTER (metric = 'TCR' AND stage = '1' AND sample_type = 'u'), 2) AS "TCR1 U",
+               round(100 * max(value) FILTER (metric = 'TCR' AND stage = '2' AND sample_type = 's'), 2) AS "TCR2 S",
+               round(100 * max(value) FILTER (metric = 'TCR' AND stage = '2' AND sample_type = 'u'), 2) AS "TCR2 U"
+        FROM waken.metrics WHERE setting LIKE 'M=%'
+        GROUP BY model, dataset, setting ORDER BY model, dataset, "M (%)" DESC
+    """,
+    # Table 12: vanilla TCR1 and TCR2 split into solvable (V) and unsolvable (U) samples.
+    "waken.table12": f"""
+        SELECT model AS "Model", dataset AS "Dataset",
+               {_pct(_waken('TCR', 's', '1'))} AS "TCR1 V", {_pct(_waken('TCR', 'u', '1'))} AS "TCR1 U",
+               {_pct(_waken('TCR', 's', '2'))} AS "TCR2 V", {_pct(_waken('TCR', 'u', '2'))} AS "TCR2 U"
+        FROM waken.metrics GROUP BY model, dataset ORDER BY model, dataset
     """,
 })
 
