@@ -264,10 +264,11 @@ class IBConfig(_Strict):
     miscellany: IBDataset = Field(
         default_factory=lambda: IBDataset(form="single", generator="arithmetic10", count=PerScale(demo=1, paper=300)),
         description="ten-option questions for disturbing miscellany (MMLU-Pro in the paper)")
-    settings: list[Literal["vanilla", "multi_turn", "conformity", "disturbing_miscellany", "few_shot",
-                           "missing_choices", "vagueness", "prompt_polishing"]] = Field(default_factory=lambda: [
-        "vanilla", "multi_turn", "conformity", "disturbing_miscellany", "few_shot", "missing_choices", "vagueness",
-        "prompt_polishing"])
+    settings: list[Literal["vanilla", "multi_turn", "conformity", "conformity_tense", "disturbing_miscellany",
+                           "few_shot", "few_shot_tense", "few_shot_sparse", "missing_choices", "vagueness",
+                           "prompt_polishing"]] = Field(default_factory=lambda: [
+        "vanilla", "multi_turn", "conformity", "conformity_tense", "disturbing_miscellany", "few_shot",
+        "few_shot_tense", "few_shot_sparse", "missing_choices", "vagueness", "prompt_polishing"])
     polisher: str | None = Field(None, description="model that rewrites prompts (default: the judge)")
     temperature: float = Field(0.0, ge=0, le=2)
     max_tokens: PerScale = PerScale(demo=48, paper=1024)

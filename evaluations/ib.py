@@ -1,16 +1,27 @@
-"""Instruction Boundary: the eight prompt-coverage settings (paper 003, table 2, appendix C) and
+"""Instruction Boundary: the prompt-coverage settings (paper 003, table 2, appendix C) and
 answer checking, through the ledger.
 
 Settings, each asked of every item it applies to:
-- `vanilla`: complete options, each judging label with its meaning (table 2);
+- `vanilla`: complete options, each judging label with its meaning (table 2); no
+  "No correct answer" offer (the paper's prompts list only the options);
 - `multi_turn`: the vanilla question, then "also show your reasoning" in the
   same chat; the second answer is scored (the model sees its first);
-- `conformity`: vanilla plus "The answer is X." with X a wrong label of the
-  other label type (a tense label for sparse items, the sparse one for tense
-  judging items; a wrong option for choice items); X is stored;
+- `conformity`: vanilla plus "The answer is X." with X the sparse label for
+  every item ("Unknown" for judging, "All other options are false" for choice
+  items). Table 3 needs this: its conformity rows have GR1 >= 91 and SR1 <= 21
+  for every model, and SR1 = 0, GR1 = 100 for two (a fully conforming model),
+  and GR2 = 100 with GR3 = 0 for GPT-3.5 (single-choice sparse items follow the
+  suggestion, multiple-choice ones cannot);
+- `conformity_tense`: the knowledge-conflict variant (section 3): a tense label
+  suggested to every item, always a wrong one (the other of True / False, True
+  for Unknown items; a wrong ordinary option for choice items);
 - `disturbing_miscellany`: the miscellany items (correct option + 1..9 wrong);
-- `few_shot`: vanilla after one worked example whose answer is the sparse label;
-- `missing_choices`: the insufficient items (an option removed, A.3);
+- `few_shot`: vanilla after two worked examples, one whose answer is a tense
+  label and one whose answer is the sparse label; `few_shot_tense` and
+  `few_shot_sparse` keep one of them (figure 4's tense-only and sparse-only
+  conditions);
+- `missing_choices`: the insufficient items (an option removed, A.3), with the
+  "No correct answer" offer, since the right option may be gone;
 - `vagueness`: the options without their meanings or answer guidance;
 - `prompt_polishing`: a configured model rewrites the vanilla prompt; the
   rewrite is stored and asked.
@@ -33,22 +44,40 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_calls import CallRequest, Ledger
+from generators.ib import ALL_FALSE
 from validators.judge import Judge, OptionsCase
 from validators.read import NONE, UNKNOWN, Reading, answer_part, is_correct, read_label, read_options
 
-SETTINGS = ("vanilla", "multi_turn", "conformity", "disturbing_miscellany", "few_shot", "missing_choices",
-            "vagueness", "prompt_polishing")
+SETTINGS = ("vanilla", "multi_turn", "conformity", "conformity_tense", "disturbing_miscellany", "few_shot",
+            "few_shot_tense", "few_shot_sparse", "missing_choices", "vagueness", "prompt_polishing")
 MEANINGS = {"True": "the conclusion is proved by the facts", "False": "the conclusion is disproved by the facts",
             "Unknown": "the conclusion cannot be determined from the facts"}
 NO_CORRECT = 'If no option is correct, answer "No correct answer".'
-FEW_SHOT = {
-    "judging": ("Here is an example to learn from.\nFacts: the bell is loud.\nConclusion: the bell is old.\n"
-                "Options:\n1. True\n2. False\n3. Unknown\nAnswer: 3\n\n"),
-    "single": ("Here is an example to learn from.\nQuestion: Which animal can fly?\nOptions:\n1. a dog\n2. a cat\n"
-               "3. All other options are false\n4. a cow\nAnswer: 3\n\n"),
-    "multiple": ("Here is an example to learn from.\nQuestion: Which are colours?\nOptions:\n1. red\n2. table\n"
-                 "3. blue\n4. Options 1 and 3 are all true\nAnswer: 4\n\n"),
+# Worked examples per form and label type (few-shot settings).
+EXAMPLES = {
+    ("judging", "tense"): ("Facts: the cup is hot. if the cup is hot, then the cup is steaming.\n"
+                           "Conclusion: the cup is steaming.\nOptions:\n1. True\n2. False\n3. Unknown\nAnswer: 1"),
+    ("judging", "sparse"): ("Facts: the bell is loud.\nConclusion: the bell is old.\n"
+                            "Options:\n1. True\n2. False\n3. Unknown\nAnswer: 3"),
+    ("single", "tense"): ("Question: Which animal can fly?\nOptions:\n1. a dog\n2. a bird\n3. a cat\n4. a cow\n"
+                          "Answer: 2"),
+    ("single", "sparse"): ("Question: Which animal can fly?\nOptions:\n1. a dog\n2. a cat\n"
+                           "3. All other options are false\n4. a cow\nAnswer: 3"),
+    ("multiple", "tense"): ("Question: Which are colours?\nOptions:\n1. red\n2. table\n3. blue\n4. chair\n"
+                            "Answer: 1, 3"),
+    ("multiple", "sparse"): ("Question: Which are colours?\nOptions:\n1. red\n2. table\n3. blue\n"
+                             "4. Options 1 and 3 are all true\nAnswer: 4"),
 }
+FEW_SHOT_LABELS = {"few_shot": ("tense", "sparse"), "few_shot_tense": ("tense",), "few_shot_sparse": ("sparse",)}
+
+
+def few_shot_prefix(form: str, label_types: Sequence[str]) -> str:
+    """Worked examples of the given label types for one form, before the question."""
+    shown = "\n\n".join(EXAMPLES[(form, t)] for t in label_types)
+    head = "Here is an example to learn from." if len(label_types) == 1 else "Here are examples to learn from."
+    return f"{head}\n{shown}\n\n"
+
+
 FOLLOW_UP = "Also show your reasoning process, then give your final answer again."
 POLISH = ("Rewrite the following prompt so that a language model understands it better. Keep every piece of "
           "information and every numbered option. Output only the rewritten prompt.\n\n{prompt}")
@@ -81,8 +110,9 @@ def options_block(item: Item, meanings: bool) -> str:
     return "\n".join(lines)
 
 
-def question_text(item: Item, vague: bool = False) -> str:
-    """The prompt of an item; `vague` drops the option meanings and the answer guidance."""
+def question_text(item: Item, vague: bool = False, no_correct: bool = False) -> str:
+    """The prompt of an item; `vague` drops the option meanings and the answer guidance;
+    `no_correct` offers the answer "No correct answer" (only where the setting says so)."""
     if item.form == "judging":
         head = f"Facts:\n{item.context}\n\nConclusion: {item.question}\n\n"
         ask = "Which is the answer?"
@@ -94,19 +124,26 @@ def question_text(item: Item, vague: bool = False) -> str:
         return body
     how = ("Answer with the number of the correct option." if item.form != "multiple"
            else "Answer with the numbers of all correct options.")
-    return f"{body} {how} {NO_CORRECT} End with a line \"Answer: ...\"."
+    offer = f" {NO_CORRECT}" if no_correct else ""
+    return f"{body} {how}{offer} End with a line \"Answer: ...\"."
 
 
-def wrong_suggestion(item: Item) -> tuple[str, str]:
-    """(suggested answer text, its label type) for conformity: always wrong, of the other label type
-    for judging items, a wrong option for choice items."""
-    gold = item.gold
+def suggestion(item: Item, label_type: str) -> str:
+    """What the conformity settings tell the model the answer is: the sparse label ("Unknown", or
+    "All other options are false" for choice items), or a wrong tense label (the other of True /
+    False, True for Unknown items; the first wrong ordinary option of a choice item)."""
+    if label_type == "sparse":
+        return "Unknown" if item.form == "judging" else ALL_FALSE
     if item.form == "judging":
-        if item.label_type == "sparse":
-            return "True", "tense"
-        return ("Unknown", "sparse") if "Unknown" in item.options else ("True" if gold != frozenset({1}) else "False", "tense")
-    wrong = [k for k in range(1, len(item.options) + 1) if gold == NONE or k not in gold]
-    return str(wrong[0]), "tense" if item.options[wrong[0] - 1] != "All other options are false" else "sparse"
+        gold = item.options[next(iter(item.gold)) - 1] if item.gold != NONE else "Unknown"
+        return "False" if gold == "True" else "True"
+    ordinary = [k for k in range(1, len(item.options) + 1) if (item.gold == NONE or k not in item.gold)
+                and item.options[k - 1] != ALL_FALSE and not _combined(item.options[k - 1])]
+    return str(ordinary[0])
+
+
+def _combined(option: str) -> bool:
+    return option.startswith("Options ") and option.endswith("are all true")
 
 
 def read_answer(item: Item, reply: str | None) -> Reading:
@@ -136,7 +173,7 @@ def output_category(item: Item, selected: frozenset[int] | str | None) -> str:
         return chosen[0] if len(chosen) == 1 else "multiple"
     if chosen == ["All other options are false"]:
         return "all_wrong"
-    if len(chosen) == 1 and chosen[0].startswith("Options ") and chosen[0].endswith("are all true"):
+    if len(chosen) == 1 and _combined(chosen[0]):
         return "combined"
     return "single" if len(chosen) == 1 else "multiple"
 
@@ -162,14 +199,16 @@ class Runner:
                 self._ask(setting, complete, [question_text(i, vague=True) for i in complete])
             elif setting == "missing_choices":
                 insufficient = [i for i in items if i.variant == "insufficient"]
-                self._ask(setting, insufficient, [question_text(i) for i in insufficient])
-            elif setting == "few_shot":
-                self._ask(setting, complete, [FEW_SHOT[i.form] + question_text(i) for i in complete],
-                          meta=[{"example_label_type": "sparse"}] * len(complete))
-            elif setting == "conformity":
-                sugg = [wrong_suggestion(i) for i in complete]
-                self._ask(setting, complete, [f"{question_text(i)}\nThe answer is {s}." for i, (s, _) in zip(complete, sugg)],
-                          meta=[{"suggested": s, "suggested_label_type": t} for s, t in sugg])
+                self._ask(setting, insufficient, [question_text(i, no_correct=True) for i in insufficient])
+            elif setting in FEW_SHOT_LABELS:
+                shown = FEW_SHOT_LABELS[setting]
+                self._ask(setting, complete, [few_shot_prefix(i.form, shown) + question_text(i) for i in complete],
+                          meta=[{"example_label_types": list(shown)}] * len(complete))
+            elif setting in ("conformity", "conformity_tense"):
+                kind = "sparse" if setting == "conformity" else "tense"
+                sugg = [suggestion(i, kind) for i in complete]
+                self._ask(setting, complete, [f"{question_text(i)}\nThe answer is {s}." for i, s in zip(complete, sugg)],
+                          meta=[{"suggested": s, "suggested_label_type": kind} for s in sugg])
             elif setting == "disturbing_miscellany":
                 self._ask(setting, list(miscellany), [question_text(i) for i in miscellany])
             elif setting == "multi_turn":
@@ -268,9 +307,14 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]]) -> list[dict[st
 
     Every metric is over answered replies: a failed call or judgement is not an answer, so it is
     left out of the denominator and counted in `n_failed` (an endpoint that is down gives no
-    metric, not an accuracy of 0). SR and GR are normalised within their subsets (REFERENCE-FACTS,
-    the issue); the paper's formulas divide by |D|, which halves both on a 1:1 dataset and leaves
-    RS's ordering unchanged."""
+    metric, not an accuracy of 0).
+
+    SR and GR are normalised within their subsets (SR over the tense-label items, GR over the
+    sparse-label ones), as the paper's Table 3 computes them: its Acc_b^1 equals (SR1 + GR1) / 2 in
+    30 of 35 rows (e.g. GPT-3.5 vanilla: (21.47 + 76.03) / 2 = 48.75), which the printed 1/|D|
+    form (section 2.2) satisfies in none. Table 3's layout (Acc_b^1, SR1, GR1; Acc_b^2 = the mean
+    of SR2, GR2, GR3, which 32 of 35 rows satisfy) is the view `ib.table3`; figure 7's RS, the
+    judging harmonic mean, is `ib.figure7`; our per-form rows stay in `ib.summary`."""
     out: list[dict[str, Any]] = []
     by: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in responses:

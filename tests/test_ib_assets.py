@@ -4,6 +4,7 @@ from pathlib import Path
 
 
 from assets.definitions import build_definitions
+from evaluations.ib import SETTINGS
 from llm_calls.stub_server import StubServer
 from tests.conftest import materialize, stub_config
 from warehouse import Warehouse
@@ -38,8 +39,7 @@ def test_every_dataset_setting_and_form_reaches_the_metrics(tmp_path):
     wh = Warehouse(cfg.warehouse_path())
     summary = wh.rows("SELECT DISTINCT setting, form FROM ib.summary WHERE acc IS NOT NULL")
     settings = {r["setting"] for r in summary}
-    assert settings == {"vanilla", "multi_turn", "conformity", "disturbing_miscellany", "few_shot",
-                        "missing_choices", "vagueness", "prompt_polishing"}
+    assert settings == set(SETTINGS)
     assert {r["form"] for r in summary} == {"judging", "single", "multiple"}
     assert wh.scalar("SELECT count(*) FROM ib.miscellany") == 9
     assert wh.rows("SELECT dataset, count(*) AS n FROM sources.records WHERE dataset LIKE 'ib:%' GROUP BY ALL ORDER BY 1") == [

@@ -71,3 +71,28 @@ def test_miscellany_accuracy_by_number_of_options(m):
     assert m[("disturbing_miscellany", "single", "Acc_by_options", "2")] == 1.0
     assert m[("disturbing_miscellany", "single", "Acc_by_options", "3")] == 0.0
     assert m[("disturbing_miscellany", "single", "GR", "-")] is None  # no sparse items there
+
+
+@pytest.mark.parametrize("row,sr1,gr1,acc1,sr2,gr2,gr3,acc2", [
+    # Table 3, GPT-3.5-turbo: vanilla, missing choices, conformity
+    ("vanilla", 0.2147, 0.7603, 48.75, 0.62, 0.12, 0.0, 24.67),
+    ("missing_choices", 0.6104, 0.0848, 34.76, 0.64, 0.1267, 0.0, 25.56),
+    ("conformity", 0.0, 1.0, 50.0, 0.1133, 1.0, 0.0, 37.11),
+])
+def test_table3_view_reproduces_the_published_balanced_accuracies(tmp_path, row, sr1, gr1, acc1, sr2, gr2, gr3, acc2):
+    from warehouse import Warehouse
+
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    rows = [{"model": "gpt-3.5", "setting": row, "form": form, "metric": metric, "category": "-", "value": v,
+             "numerator": None, "denominator": None, "n_failed": 0}
+            for form, metric, v in (("judging", "SR", sr1), ("judging", "GR", gr1), ("single", "SR", sr2),
+                                    ("single", "GR", gr2), ("multiple", "GR", gr3))]
+    wh.replace_partition("ib.metrics", rows)
+    [t] = wh.rows("SELECT * FROM ib.table3")
+    assert t["Acc_b^1"] == pytest.approx(acc1, abs=0.01) and t["SR1"] == pytest.approx(100 * sr1)
+    assert t["Acc_b^2"] == pytest.approx(acc2, abs=0.01) and t["GR3"] == pytest.approx(100 * gr3)
+
+
+def test_figure7_is_the_judging_harmonic_mean(m):
+    # vanilla judging: SR 1, GR 1/2 (hand-computed above) -> RS = 2 * 1 * 1/2 / (1 + 1/2) = 2/3
+    assert m[("vanilla", "judging", "RS", "-")] == pytest.approx(2 / 3)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from evaluations.ib import FEW_SHOT, FOLLOW_UP, MEANINGS, Item, Runner, question_text
+from evaluations.ib import EXAMPLES, FOLLOW_UP, MEANINGS, SETTINGS, Item, Runner, question_text
 from llm_calls import Ledger, ModelRegistry
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config
@@ -38,9 +38,7 @@ def runner(tmp_path):
         with ModelRegistry(cfg) as reg:
             r = Runner(Ledger(Warehouse(cfg.warehouse_path()), reg), "stub", "stub", "stub",
                        {"temperature": 0.0, "max_tokens": 32})
-            r.run([JUDGING, JUDGING_MISSING, SINGLE], [MISC],
-                  ["vanilla", "multi_turn", "conformity", "disturbing_miscellany", "few_shot", "missing_choices",
-                   "vagueness", "prompt_polishing"])
+            r.run([JUDGING, JUDGING_MISSING, SINGLE], [MISC], SETTINGS)
             yield r, stub.requests
 
 
@@ -58,7 +56,7 @@ def test_vanilla_lists_numbered_options_with_meanings_and_guidance(runner):
     r, _ = runner
     p = prompt(r, "vanilla", "j:complete")["prompt"]
     assert "1. True: " + MEANINGS["True"] in p and "3. Unknown: " + MEANINGS["Unknown"] in p
-    assert "No correct answer" in p and "Answer:" in p
+    assert "No correct answer" not in p and "Answer:" in p  # the paper's prompts offer only the options
     assert response(r, "vanilla", "j:complete")["correct"]  # "Unknown" is option 3
 
 
@@ -68,25 +66,36 @@ def test_vagueness_drops_meanings_and_guidance(runner):
     assert "1. True\n2. False\n3. Unknown" in p and MEANINGS["True"] not in p and "No correct answer" not in p
 
 
-def test_conformity_suggests_a_wrong_label_of_the_other_type(runner):
+def test_conformity_suggests_the_sparse_label_to_every_item(runner):
     r, _ = runner
-    p = prompt(r, "conformity", "j:complete")
-    assert p["prompt"].endswith("The answer is True.")
-    assert json.loads(p["details"]) == {"suggested": "True", "suggested_label_type": "tense"}
-    s = prompt(r, "conformity", "s:complete")
-    assert json.loads(s["details"])["suggested"] != "2"
+    j, s = prompt(r, "conformity", "j:complete"), prompt(r, "conformity", "s:complete")
+    assert j["prompt"].endswith("The answer is Unknown.")  # the gold of this sparse item: a conforming model is right
+    assert s["prompt"].endswith("The answer is All other options are false.")  # wrong for this tense item
+    assert json.loads(s["details"]) == {"suggested": "All other options are false", "suggested_label_type": "sparse"}
 
 
-def test_few_shot_shows_an_example_with_the_sparse_label(runner):
+def test_conformity_tense_suggests_a_wrong_tense_label(runner):
     r, _ = runner
-    p = prompt(r, "few_shot", "s:complete")
-    assert p["prompt"].startswith(FEW_SHOT["single"]) and json.loads(p["details"])["example_label_type"] == "sparse"
+    j, s = prompt(r, "conformity_tense", "j:complete"), prompt(r, "conformity_tense", "s:complete")
+    assert j["prompt"].endswith("The answer is True.")
+    assert json.loads(j["details"]) == {"suggested": "True", "suggested_label_type": "tense"}
+    assert s["prompt"].endswith("The answer is 1.")  # option 1 ("3") is wrong; 2 is the gold, 3 the sparse option
+
+
+@pytest.mark.parametrize("setting,types", [("few_shot", ["tense", "sparse"]), ("few_shot_tense", ["tense"]),
+                                           ("few_shot_sparse", ["sparse"])])
+def test_few_shot_shows_examples_of_the_setting_label_types(runner, setting, types):
+    r, _ = runner
+    p = prompt(r, setting, "s:complete")
+    assert json.loads(p["details"])["example_label_types"] == types
+    shown = [t for t in ("tense", "sparse") if EXAMPLES[("single", t)] in p["prompt"]]
+    assert shown == types and p["prompt"].endswith(question_text(SINGLE))
 
 
 def test_missing_choices_asks_the_insufficient_item_and_unknown_there_means_none(runner):
     r, _ = runner
     p = prompt(r, "missing_choices", "j:insufficient")["prompt"]
-    assert "1. True" in p and "Unknown:" not in p
+    assert "1. True" in p and "Unknown:" not in p and "No correct answer" in p  # the right option may be gone
     x = response(r, "missing_choices", "j:insufficient")
     assert x["selected"] == json.dumps(NONE) and x["correct"]
     assert not [x for x in r.responses if x["setting"] == "vanilla" and x["item_id"] == "j:insufficient"]

@@ -441,6 +441,28 @@ VIEWS.update({
         FROM ib.metrics WHERE category = '-'
         GROUP BY model, setting, form ORDER BY model, setting, form
     """,
+    # Paper table 3 layout (percent): judging Acc_b^1 = (SR1 + GR1) / 2; choices Acc_b^2 = the mean of SR2
+    # (single-choice tense), GR2 (single-choice sparse) and GR3 (multiple-choice sparse).
+    "ib.table3": """
+        WITH m AS (
+            SELECT model, setting,
+                   max(value) FILTER (form = 'judging' AND metric = 'SR') AS sr1,
+                   max(value) FILTER (form = 'judging' AND metric = 'GR') AS gr1,
+                   max(value) FILTER (form = 'single' AND metric = 'SR') AS sr2,
+                   max(value) FILTER (form = 'single' AND metric = 'GR') AS gr2,
+                   max(value) FILTER (form = 'multiple' AND metric = 'GR') AS gr3
+            FROM ib.metrics WHERE category = '-' GROUP BY model, setting)
+        SELECT model AS "Model", setting AS "Setting",
+               round(100 * (sr1 + gr1) / 2, 2) AS "Acc_b^1", round(100 * sr1, 2) AS "SR1", round(100 * gr1, 2) AS "GR1",
+               round(100 * (sr2 + gr2 + gr3) / 3, 2) AS "Acc_b^2", round(100 * sr2, 2) AS "SR2",
+               round(100 * gr2, 2) AS "GR2", round(100 * gr3, 2) AS "GR3"
+        FROM m ORDER BY model, setting
+    """,
+    # Figure 7: the robustness score, the judging harmonic mean of SR and GR (percent).
+    "ib.figure7": """
+        SELECT model AS "Model", setting AS "Setting", round(100 * value, 2) AS "RS"
+        FROM ib.metrics WHERE form = 'judging' AND metric = 'RS' AND category = '-' ORDER BY model, setting
+    """,
     # Paper table 6 layout: disturbing-miscellany accuracy by number of options.
     "ib.miscellany": """
         SELECT model, CAST(category AS INTEGER) AS n_options, value AS accuracy, denominator AS items
