@@ -121,12 +121,13 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
                 if m.self_consistency.at(cfg.scale) > 0:
                     variants.append("self_consistency")
                 for variant in variants:
-                    rows += protocol.run(
-                        ledger, model, items, paradigm, variant, temperature=m.temperature,
-                        solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
-                        confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
-                        paths=max(1, m.self_consistency.at(cfg.scale)),
-                    )
+                    for temperature in m.temperatures:
+                        rows += protocol.run(
+                            ledger, model, items, paradigm, variant, temperature=temperature,
+                            solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
+                            confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
+                            paths=max(1, m.self_consistency.at(cfg.scale)),
+                        )
         for r in rows:
             r["partition_key"] = pk
         wh.replace_partition("muso.responses", rows, {"partition_key": pk})
@@ -145,18 +146,23 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
     def muso_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
         """Precision, recall, ECE against precision and against recall (10 equal-width bins),
         retention, correction and discovery (paper appendix A.2) per model x paradigm x variant x
-        task x level (level 0 = all levels), into `muso.metrics`; a recall-confidence
-        reliability diagram in the metadata."""
+        temperature x task x bin (level 0 = all levels), into `muso.metrics`; a recall-confidence
+        reliability diagram in the metadata; views `muso.table1`, `muso.table2`."""
         cfg = settings.load()
         wh = warehouse.get()
         responses = wh.rows("SELECT * FROM muso.responses ORDER BY partition_key, model, paradigm, variant, instance_id, path")
-        levels = {(r["task"], r["level"]): (r["level_lo"], r["level_hi"])
-                  for r in wh.rows("SELECT DISTINCT task, level, level_lo, level_hi FROM muso.instances")}
-        rows = protocol.metric_rows(responses, levels)
+        bins = {task: [(b.lo, b.hi) for b in task_bins(cfg, task)] for task in gen.TASKS}
+        rows = protocol.metric_rows(responses, bins)
         wh.replace_partition("muso.metrics", rows)
-        expected = {(model, task, level) for model in cfg.evaluate for (task, level) in levels}
-        present = {(r["model"], r["task"], r["level"]) for r in rows if r["variant"] == "standard"}
-        missing = sorted(expected - present)
+        built = {(r["task"], r["level_lo"], r["level_hi"]) for r in wh.rows(
+            "SELECT DISTINCT task, level_lo, level_hi FROM muso.instances")}
+        expected = {(model, task, lo, hi) for model in cfg.evaluate for task, lo, hi in built
+                    if (lo, hi) in bins[task]}
+        present = {(r["model"], r["task"], r["level_lo"], r["level_hi"]) for r in rows
+                   if r["variant"] == "standard" and r["level"] != 0}
+        missing = sorted(expected - present, key=str)
+        # responses of a bin the configuration no longer has (a level inserted or changed): stale
+        stale = sorted({f"{r['task']} {r['level_label']}" for r in rows if r["level"] is None})
         shown = [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
                   if k in ("model", "paradigm", "variant", "task", "level_label", "n_scored", "precision",
                            "recall", "mean_confidence", "ece_recall")} for r in rows if r["level"] == 0]
@@ -167,8 +173,11 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
                 "reliability_diagram": _reliability_plot(responses),
             },
             check_results=[dg.AssetCheckResult(
-                check_name="every_model_task_level", passed=not missing,
-                metadata={"missing": dg.MetadataValue.json([list(m) for m in missing])},
+                check_name="every_model_task_level", passed=not missing and not stale,
+                description="every evaluated model has metrics for every configured bin, and no metrics row is "
+                            "for a bin the configuration no longer has",
+                metadata={"missing": dg.MetadataValue.json([list(m) for m in missing]),
+                          "bins_not_configured": dg.MetadataValue.json(stale)},
             )],
         )
 
@@ -176,14 +185,15 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
 
 
 def load_items(wh, partition_key: str) -> list[protocol.Item]:
-    insts = wh.rows("SELECT instance_id, task, level, question, parameters FROM muso.instances "
+    insts = wh.rows("SELECT instance_id, task, level, level_lo, level_hi, question, parameters FROM muso.instances "
                     "WHERE partition_key = ? ORDER BY instance_id", [partition_key])
     sols: dict[str, set] = {}
     for r in wh.rows("SELECT s.instance_id, s.solution, i.task FROM muso.solutions s JOIN muso.instances i "
                      "USING (instance_id) WHERE s.partition_key = ?", [partition_key]):
         sols.setdefault(r["instance_id"], set()).add(protocol.canonical(json.loads(r["solution"]), r["task"]))
     return [protocol.Item(r["instance_id"], r["task"], r["level"], json.loads(r["parameters"])["problem"],
-                          r["question"], frozenset(sols.get(r["instance_id"], ()))) for r in insts]
+                          r["question"], frozenset(sols.get(r["instance_id"], ())), r["level_lo"], r["level_hi"])
+            for r in insts]
 
 
 def _instance_checks(wh, cfg: Config, pk: str, task: str, b: gen.LevelBin, quota: int) -> list[dg.AssetCheckResult]:

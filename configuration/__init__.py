@@ -170,9 +170,22 @@ class MusoConfig(_Strict):
     paradigms: list[Literal["short_cot", "long_cot"]] = Field(default_factory=lambda: ["short_cot"])
     exploration: bool = Field(False, description="also run the exploration-cue variant (paper section 5)")
     self_consistency: PerScale = Field(PerScale(demo=0, paper=0), description="parallel paths; 0 = off")
-    temperature: float = Field(0.2, ge=0, le=2)
+    temperature: float | list[float] = Field(
+        0.2, description="decoding temperature, or a list for a temperature sweep (paper section 4.3)")
     solve_max_tokens: PerScale = PerScale(demo=128, paper=20480)
-    confidence_max_tokens: PerScale = PerScale(demo=16, paper=512)
+    # the paper gives every call 20,480 tokens: a reasoning model thinks before it states a number
+    confidence_max_tokens: PerScale = PerScale(demo=16, paper=20480)
+
+    @property
+    def temperatures(self) -> list[float]:
+        return list(self.temperature) if isinstance(self.temperature, list) else [self.temperature]
+
+    @model_validator(mode="after")
+    def _temperatures_in_range(self) -> "MusoConfig":
+        bad = [t for t in self.temperatures if not 0 <= t <= 2]
+        if bad or not self.temperatures:
+            raise ValueError(f"temperature: expected values from 0 to 2, got {self.temperature!r}")
+        return self
 
 
 class WakenSource(_Strict):

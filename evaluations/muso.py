@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,10 +75,12 @@ class Item:
 
     instance_id: str
     task: str
-    level: int
+    level: int  # the bin's position when the instance was generated (informational)
     problem: dict[str, Any]
     question: str
     truth: frozenset[Any]
+    level_lo: int | None = None  # the bin itself: what metrics group by
+    level_hi: int | None = None  # None: an open last bin ("301+")
 
 
 def solve_prompt(item: Item, paradigm: str) -> str:
@@ -179,6 +181,8 @@ def run(
             by_item[r["instance_id"]].append(r)
         for item in items:
             rows += _aggregate(model, paradigm, item, by_item[item.instance_id])
+    for r in rows:  # a dimension of the responses: a temperature sweep (section 4.3) adds rows, never overwrites
+        r["temperature"] = temperature
     return rows
 
 
@@ -188,6 +192,7 @@ def _row(model: str, paradigm: str, variant: str, c: _Conversation, a1: ParsedAn
     row: dict[str, Any] = {
         "model": model, "paradigm": paradigm, "variant": variant, "path": c.path,
         "instance_id": item.instance_id, "task": item.task, "level": item.level,
+        "level_lo": item.level_lo, "level_hi": item.level_hi,
         "status": "call_failed" if c.failed else "ok", "error": c.failed,
         "answers_first": None, "n_first": None, "n_first_correct": None, "n_first_invalid": None,
         "parse_error": None, "claimed_total": None, "confidence": None, "confidence_method": None,
@@ -248,7 +253,8 @@ def _aggregate(model: str, paradigm: str, item: Item, paths: list[dict[str, Any]
     truth = set(item.truth)
     ok = [p for p in paths if p["status"] == "ok"]
     base = {"model": model, "paradigm": paradigm, "path": None, "instance_id": item.instance_id,
-            "task": item.task, "level": item.level, "recheck": None, "answers_second": None, "n_second": None,
+            "task": item.task, "level": item.level, "level_lo": item.level_lo, "level_hi": item.level_hi,
+            "recheck": None, "answers_second": None, "n_second": None,
             "n_second_correct": None, "retention": None, "correction": None, "discovery": None,
             "parse_error": None, "claimed_total": None, "n_first_invalid": None,
             "truncated": any(p["truncated"] for p in paths),
@@ -285,32 +291,40 @@ def _aggregate(model: str, paradigm: str, item: Item, paths: list[dict[str, Any]
     return rows
 
 
-METRIC_GROUP = ("model", "paradigm", "variant", "task", "level")
+def level_label(lo: int | None, hi: int | None) -> str:
+    """'51-100', or '301+' for an open last bin."""
+    return f"{lo}+" if hi is None else f"{lo}-{hi}"
 
 
-def metric_rows(responses: Sequence[dict[str, Any]], levels: dict[tuple[str, int], tuple[int, int | None]]) -> list[dict[str, Any]]:
-    """`muso.metrics` rows per model x paradigm x variant x task x level, plus level 'all' per task.
+def metric_rows(responses: Sequence[dict[str, Any]], bins: Mapping[str, Sequence[tuple[int, int | None]]]
+                ) -> list[dict[str, Any]]:
+    """`muso.metrics` rows per model x paradigm x temperature x variant x task x bin, plus level
+    'all' (0) per task.
 
-    `levels` maps (task, level) to its bin bounds. Per-path self-consistency rows are not scored.
+    Rows are grouped by the bin itself (level_lo, level_hi), never by a position, so inserting a
+    level in the configuration cannot merge two bins; `level` is the bin's position in `bins` (the
+    configured bins per task, from 1), NULL for a bin the configuration no longer has (the
+    `every_model_task_level` check then fails). Per-path self-consistency rows are not scored.
     """
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in responses:
         if r["variant"] == "sc_path":
             continue
-        groups[tuple(r[k] for k in METRIC_GROUP)].append(r)
-        groups[(r["model"], r["paradigm"], r["variant"], r["task"], 0)].append(r)
+        head = (r["model"], r["paradigm"], r.get("temperature"), r["variant"], r["task"])
+        groups[(*head, r.get("level_lo"), r.get("level_hi"), False)].append(r)
+        groups[(*head, None, None, True)].append(r)
     out = []
     for key, rows in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        model, paradigm, variant, task, level = key
-        lo, hi = levels.get((task, level), (None, None))
+        model, paradigm, temperature, variant, task, lo, hi, overall = key
+        configured = [tuple(b) for b in bins.get(task, [])]
+        level = 0 if overall else (configured.index((lo, hi)) + 1 if (lo, hi) in configured else None)
         ok = [r for r in rows if r["status"] == "ok" and r["recall"] is not None]
         with_conf = [r for r in ok if r["confidence"] is not None]
         confs = [r["confidence"] / 100 for r in with_conf]
         stable = [r for r in ok if r["discovery"] is not None]
         out.append({
-            "model": model, "paradigm": paradigm, "variant": variant, "task": task, "level": level,
-            "level_label": "all" if level == 0 else (f"{lo}+" if hi is None else f"{lo}-{hi}"),
-            "level_lo": lo, "level_hi": hi,
+            "model": model, "paradigm": paradigm, "temperature": temperature, "variant": variant, "task": task,
+            "level": level, "level_label": "all" if overall else level_label(lo, hi), "level_lo": lo, "level_hi": hi,
             "n_instances": len(rows), "n_scored": len(ok),
             "n_failed_calls": sum(r["status"] == "call_failed" for r in rows),
             "n_parse_failures": sum(r["parse_error"] is not None for r in ok),

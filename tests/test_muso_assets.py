@@ -104,3 +104,28 @@ def test_same_seed_identical_tables_other_seed_other_instances(perfect_stub, tmp
     a, b, c = tables(paths["a"]), tables(paths["b"]), tables(paths["c"])
     assert a == b
     assert [r["parameters"] for r in a[0]] != [r["parameters"] for r in c[0]]
+
+
+def test_inserting_a_level_makes_the_metrics_check_fail_until_the_stale_bin_is_rebuilt(perfect_stub, tmp_path):
+    cfg = stub_config(perfect_stub, tmp_path, muso=MUSO)
+    assert materialize(build_definitions(cfg.source), ["muso_instances", "muso_responses"], "subsetsum_1-50").success
+    # a level inserted in the middle: 1-50 becomes 1-25 and 26-50
+    split = {**MUSO, "subsetsum": {"bins": [[1, 25], [26, 50], [51, None]]}}
+    cfg2 = stub_config(perfect_stub, tmp_path, muso=split)
+    result = materialize(build_definitions(cfg2.source), ["muso_metrics"])
+    [check] = result.get_asset_check_evaluations()
+    assert not check.passed and check.metadata["bins_not_configured"].value == ["subsetsum 1-50"]
+    rows = Warehouse(cfg2.warehouse_path()).rows(
+        "SELECT level, level_label FROM muso.metrics WHERE level IS DISTINCT FROM 0 AND variant = 'standard'")
+    assert rows == [{"level": None, "level_label": "1-50"}]  # the stored bin, never renumbered into another
+
+
+def test_a_temperature_sweep_keeps_every_temperature(perfect_stub, tmp_path):
+    cfg = stub_config(perfect_stub, tmp_path, muso={**MUSO, "temperature": [0.2, 0.7]})
+    defs = build_definitions(cfg.source)
+    assert materialize(defs, ["muso_instances", "muso_responses"], "subsetsum_1-50").success
+    assert materialize(defs, ["muso_metrics"]).success
+    wh = Warehouse(cfg.warehouse_path())
+    assert wh.rows("SELECT temperature, count(*) AS n FROM muso.responses GROUP BY 1 ORDER BY 1") == [
+        {"temperature": 0.2, "n": 2}, {"temperature": 0.7, "n": 2}]
+    assert {r["temperature"] for r in wh.rows("SELECT temperature FROM muso.metrics")} == {0.2, 0.7}

@@ -57,8 +57,12 @@ def test_ece_rejects_confidence_outside_unit_interval():
         scoring.ece([1.5], [0.2])
 
 
+BINS = {1: (1, 50), 2: (51, None)}
+
+
 def row(instance, level, precision, recall, confidence, status="ok", variant="standard", **kw):
     base = {"model": "m", "paradigm": "short_cot", "variant": variant, "task": "subsetsum", "level": level,
+            "level_lo": BINS[level][0], "level_hi": BINS[level][1], "temperature": 0.2,
             "instance_id": instance, "status": status, "precision": precision, "recall": recall,
             "confidence": confidence, "parse_error": None, "truncated": False,
             "retention": None, "correction": None, "discovery": None}
@@ -72,7 +76,7 @@ def test_metric_rows_per_level_and_overall_exclude_failed_calls():
         row("c", 1, None, None, None, status="call_failed"),
         row("d", 2, 0.5, 1.0, None),
     ]
-    out = {(r["level"]): r for r in metric_rows(rows, {("subsetsum", 1): (1, 50), ("subsetsum", 2): (51, None)})}
+    out = {(r["level"]): r for r in metric_rows(rows, {"subsetsum": [(1, 50), (51, None)]})}
     l1 = out[1]
     assert (l1["n_instances"], l1["n_scored"], l1["n_failed_calls"], l1["n_parse_failures"]) == (3, 2, 1, 1)
     assert l1["precision"] == pytest.approx(0.5) and l1["recall"] == pytest.approx(0.25)
@@ -99,3 +103,36 @@ def test_self_consistency_voting_and_median_aggregation():
     assert vote["confidence"] == pytest.approx((90 * 1 + 60 * 2 + 30 * 1) / 4)  # weighted by answers contributed
     assert median["variant"] == "sc_median" and median["confidence"] == 60.0 and median["recall"] == 1.0
     assert json.loads(vote["call_keys"]) == ["k0", "k1", "k2"]
+
+
+def test_metrics_group_by_the_bin_so_an_inserted_level_cannot_merge_two_bins():
+    # responses of bins 1-50 and 51-100; then the configuration inserts 26-50 (1-25, 26-50, 51-100)
+    rows = [row("a", 1, 1.0, 1.0, 90.0), row("b", 2, 0.0, 0.0, 90.0, level_lo=51, level_hi=100)]
+    out = {(r["level_lo"], r["level_hi"]): r for r in metric_rows(rows, {"subsetsum": [(1, 25), (26, 50), (51, 100)]})
+           if r["level"] != 0}
+    assert set(out) == {(1, 50), (51, 100)}  # two rows, never merged into one position
+    assert out[(51, 100)]["level"] == 3 and out[(51, 100)]["level_label"] == "51-100"
+    assert out[(1, 50)]["level"] is None and out[(1, 50)]["level_label"] == "1-50"  # stale: not configured
+
+
+def test_temperature_is_a_dimension_of_the_metrics():
+    rows = [row("a", 1, 1.0, 1.0, 90.0), row("a", 1, 0.0, 0.0, 90.0, temperature=1.0)]
+    out = {(r["temperature"], r["level"]): r["recall"] for r in metric_rows(rows, {"subsetsum": [(1, 50), (51, None)]})}
+    assert out[(0.2, 1)] == 1.0 and out[(1.0, 1)] == 0.0 and out[(0.2, 0)] == 1.0
+
+
+def test_table_views_in_the_papers_layout(tmp_path):
+    from warehouse import Warehouse
+
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    rows = [row("a", 1, 1.0, 0.5, 90.0, retention=1.0, correction=0.5, discovery=0.25),
+            row("b", 1, 0.5, 0.25, 80.0, variant="sc_vote"), row("c", 1, 0.25, 0.125, 70.0, variant="sc_median")]
+    wh.replace_partition("muso.metrics", metric_rows(rows, {"subsetsum": [(1, 50), (51, None)]}))
+    [t1] = wh.rows("SELECT * FROM muso.table1")
+    assert (t1["Paradigm"], t1["SubsetSum CSR (%)"], t1["SubsetSum ESC (%)"], t1["SubsetSum NSD (%)"]) == (
+        "Short-CoT", 100.0, 50.0, 25.0)
+    assert t1["TimeTabling CSR (%)"] is None  # no timetabling responses
+    t2 = wh.rows('SELECT "Method", "Precision (%)", "Recall (%)", "ECE (r)" FROM muso.table2')
+    assert t2 == [{"Method": "Short-CoT", "Precision (%)": 100.0, "Recall (%)": 50.0, "ECE (r)": 40.0},
+                  {"Method": "w/ Median Conf", "Precision (%)": 25.0, "Recall (%)": 12.5, "ECE (r)": 57.5},
+                  {"Method": "w/ Voting", "Precision (%)": 50.0, "Recall (%)": 25.0, "ECE (r)": 55.0}]

@@ -103,7 +103,7 @@ TABLES: dict[str, str] = {
         path              INTEGER,              -- self-consistency path (sample index)
         instance_id       VARCHAR NOT NULL,
         task              VARCHAR NOT NULL,
-        level             INTEGER NOT NULL,
+        level             INTEGER NOT NULL,     -- the bin's position when the instance was generated
         status            VARCHAR NOT NULL,     -- 'ok' or 'call_failed' (solve turn)
         error             VARCHAR,
         answers_first     JSON,                 -- parsed solution set after the solve turn
@@ -124,16 +124,20 @@ TABLES: dict[str, str] = {
         correction        DOUBLE,
         discovery         DOUBLE,
         truncated         BOOLEAN NOT NULL,     -- some turn hit max_tokens
-        call_keys         JSON NOT NULL         -- llm.calls keys of this conversation, in order
+        call_keys         JSON NOT NULL,        -- llm.calls keys of this conversation, in order
+        level_lo          INTEGER,              -- the instance's bin: lower bound
+        level_hi          INTEGER,              -- upper bound; NULL for an open last bin
+        temperature       DOUBLE                -- decoding temperature (a sweep is a dimension, section 4.3)
     """,
     "muso.metrics": """
         model            VARCHAR NOT NULL,
         paradigm         VARCHAR NOT NULL,
         variant          VARCHAR NOT NULL,
         task             VARCHAR NOT NULL,
-        level            INTEGER NOT NULL,      -- 0 = all levels of the task
-        level_label      VARCHAR NOT NULL,      -- '51-100', '301+', 'all'
-        level_lo         INTEGER,
+        level            INTEGER,               -- 0 = all levels of the task; else the bin's position in the
+                                                -- configured bins; NULL: a bin no longer configured
+        level_label      VARCHAR NOT NULL,      -- '51-100', '301+', 'all': derived from the bin
+        level_lo         INTEGER,               -- the bin rows are grouped by
         level_hi         INTEGER,
         n_instances      INTEGER NOT NULL,
         n_scored         INTEGER NOT NULL,      -- solve turn answered (parsed or not)
@@ -149,7 +153,8 @@ TABLES: dict[str, str] = {
         n_stability      INTEGER NOT NULL,      -- instances with a usable recheck turn
         retention        DOUBLE,
         correction       DOUBLE,
-        discovery        DOUBLE
+        discovery        DOUBLE,
+        temperature      DOUBLE                 -- decoding temperature of the responses
     """,
     # WakenLLM (paper 000). One partition = one dataset.
     "waken.items": """
@@ -363,6 +368,37 @@ VIEWS: dict[str, str] = {
 
 def _pct(expr: str) -> str:
     return f"round(100 * ({expr}), 2)"
+
+
+# MuSoBench (paper 001): its tables in percent, over all levels of a task (level 0).
+VIEWS.update({
+    # Table 1: behaviour in the recheck turn per paradigm: CSR (retention), ESC (correction), NSD (discovery).
+    "muso.table1": f"""
+        SELECT model AS "Model", CASE paradigm WHEN 'short_cot' THEN 'Short-CoT' ELSE 'Long-CoT' END AS "Paradigm",
+               temperature AS "Temperature",
+               {_pct("max(retention) FILTER (task = 'timetabling')")} AS "TimeTabling CSR (%)",
+               {_pct("max(correction) FILTER (task = 'timetabling')")} AS "TimeTabling ESC (%)",
+               {_pct("max(discovery) FILTER (task = 'timetabling')")} AS "TimeTabling NSD (%)",
+               {_pct("max(retention) FILTER (task = 'subsetsum')")} AS "SubsetSum CSR (%)",
+               {_pct("max(correction) FILTER (task = 'subsetsum')")} AS "SubsetSum ESC (%)",
+               {_pct("max(discovery) FILTER (task = 'subsetsum')")} AS "SubsetSum NSD (%)"
+        FROM muso.metrics WHERE level = 0 AND variant = 'standard'
+        GROUP BY model, paradigm, temperature ORDER BY model, paradigm DESC, temperature
+    """,
+    # Table 2: self-consistency aggregation against the single-path answer.
+    "muso.table2": f"""
+        SELECT model AS "Model", CASE paradigm WHEN 'short_cot' THEN 'Short-CoT' ELSE 'Long-CoT' END AS "Paradigm",
+               temperature AS "Temperature",
+               CASE task WHEN 'timetabling' THEN 'TimeTabling' ELSE 'SubsetSum' END AS "Task",
+               CASE variant WHEN 'standard' THEN CASE paradigm WHEN 'short_cot' THEN 'Short-CoT' ELSE 'Long-CoT' END
+                            WHEN 'sc_median' THEN 'w/ Median Conf' ELSE 'w/ Voting' END AS "Method",
+               {_pct("precision")} AS "Precision (%)", {_pct("recall")} AS "Recall (%)",
+               {_pct("ece_recall")} AS "ECE (r)"
+        FROM muso.metrics WHERE level = 0 AND variant IN ('standard', 'sc_median', 'sc_vote')
+        ORDER BY model, paradigm, temperature, task DESC,
+                 CASE variant WHEN 'standard' THEN 0 WHEN 'sc_median' THEN 1 ELSE 2 END
+    """,
+})
 
 
 def _waken(metric: str, t: str = "all", stage: str = "-", setting: str = "vanilla") -> str:
