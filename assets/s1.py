@@ -6,9 +6,10 @@ import dagster as dg
 
 from assets.metadata import figure_markdown, markdown_table
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
-from evaluations.s1 import Construction, evaluate, metric_rows
-from validators.judge import Judge
+from evaluations.s1 import evaluate, metric_rows
 from generators.s1 import load_registry
+from generators.s1_construction import Budgets, Construction
+from validators.judge import Judge
 
 GROUP = "s1"
 
@@ -37,7 +38,9 @@ def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, ware
         ledger, reg, Judge(ledger, cfg.judge), cfg.seed, generators=s.generators, discriminators=s.discriminators,
         validators=s.validators or [cfg.judge], reducer=s.reducer or cfg.judge, temperatures=s.temperatures,
         samples_per_temperature=s.samples_per_temperature, max_rounds=s.max_rounds.at(cfg.scale),
-        dedup_threshold=s.dedup_threshold, validator_max_tokens=s.validator_max_tokens, annotations=annotations,
+        dedup_threshold=s.dedup_threshold, annotations=annotations,
+        budgets=Budgets.at(cfg.scale, s.generation_max_tokens, s.discrimination_max_tokens, s.validator_max_tokens,
+                           s.reduction_max_tokens),
     )
     build.run(subs, s.languages, s.candidates_per_subcategory.at(cfg.scale), s.programmatic)
     wh.replace_partitions({"s1.candidates": build.candidates, "s1.rounds": build.rounds,
@@ -71,8 +74,9 @@ def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, ware
 def s1_responses(context: dg.AssetExecutionContext, settings: SettingsResource, warehouse: WarehouseResource,
                  llm: LLMResource) -> dg.MaterializeResult:
     """Each evaluated model answers every accepted item k times (temperature 0.6, top_p 0.95) and
-    greedily; format type, thinking / answer split, correctness (exact or judge), tokens,
-    difficulty awareness and redundancy per response, into `s1.responses` (paper section 3)."""
+    greedily; format type, thinking / answer split, correctness (exact or judge; a reasoning
+    model's malformed replies are not correct and not judged), tokens, difficulty awareness and
+    redundancy per response, into `s1.responses` (paper section 3)."""
     cfg = settings.load()
     s = cfg.s1
     wh = warehouse.get()
@@ -81,7 +85,8 @@ def s1_responses(context: dg.AssetExecutionContext, settings: SettingsResource, 
     judge = Judge(ledger, cfg.judge)
     rows = []
     for model in cfg.evaluate:
-        rows += evaluate(ledger, model, items, judge, s.k, s.eval_temperature, s.eval_top_p, s.eval_max_tokens.at(cfg.scale))
+        rows += evaluate(ledger, model, items, judge, s.k, s.eval_temperature, s.eval_top_p,
+                         s.eval_max_tokens.at(cfg.scale), reasoning=cfg.models[model].reasoning)
     wh.replace_partition("s1.responses", rows)
     return dg.MaterializeResult(metadata={
         "dagster/row_count": len(rows), "items": len(items),
@@ -92,9 +97,11 @@ def s1_responses(context: dg.AssetExecutionContext, settings: SettingsResource, 
 
 @dg.asset(group_name=GROUP, deps=[s1_responses], kinds={"duckdb"})
 def s1_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    """pass@1, acc@k, greedy accuracy, strict and loose format rates, mean response tokens,
-    difficulty-awareness shares and thinking redundancy per model, overall, per category and per
-    subcategory, into `s1.metrics`; a per-subcategory token heatmap in the metadata."""
+    """pass@1, acc@k, f-acc, greedy accuracy, format rates, mean response tokens (endless replies
+    left out), difficulty-awareness shares and thinking redundancy per model, overall, per
+    category, subcategory, language and language x category, into `s1.metrics`; views
+    `s1.table3`, `s1.table5`, `s1.table8`, `s1.table19`, `s1.table20`; a per-subcategory token
+    heatmap in the metadata."""
     cfg = settings.load()
     wh = warehouse.get()
     responses = wh.rows("SELECT * FROM s1.responses")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 CONFIG_ENV_VAR = "BENCHSMITH_CONFIG"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -73,6 +73,8 @@ class ModelConfig(_Strict):
     concurrency: int = Field(4, ge=1, le=1024)
     sampling: Sampling = Sampling()
     send_seed: bool = Field(True, description="send a per-sample seed (llama.cpp, vLLM honour it)")
+    reasoning: bool = Field(False, description="thinks before it answers (a reasoning model): S1-Bench scores "
+                                               "only its well formatted replies (paper 002, section 3.2)")
     n_ctx: int = Field(4096, ge=256, description="embedded only: context window")
 
     @model_validator(mode="after")
@@ -303,11 +305,23 @@ class S1Config(_Strict):
     samples_per_temperature: int = Field(10, ge=1)
     max_rounds: PerScale = PerScale(demo=1, paper=3)
     dedup_threshold: float = Field(0.9, gt=0, le=1)
-    validator_max_tokens: int = Field(48, ge=1)
+    # Token budgets per step, sized to the task at paper scale: 50 bilingual pairs in one generation
+    # call; a discriminator's analysis before its verdict line; validators' answers (paper table 2:
+    # 38-114 tokens on average); the paper's 10,000-token evaluation budget.
+    generation_max_tokens: PerScale = PerScale(demo=1024, paper=8192)
+    discrimination_max_tokens: PerScale = PerScale(demo=512, paper=2048)
+    validator_max_tokens: PerScale = PerScale(demo=48, paper=512)
+    reduction_max_tokens: PerScale = PerScale(demo=256, paper=1024)
     k: int = Field(5, ge=1)
     eval_temperature: float = 0.6
     eval_top_p: float = 0.95
-    eval_max_tokens: PerScale = PerScale(demo=128, paper=16384)
+    eval_max_tokens: PerScale = PerScale(demo=128, paper=10000)
+
+    @field_validator("generation_max_tokens", "discrimination_max_tokens", "validator_max_tokens",
+                     "reduction_max_tokens", "eval_max_tokens", mode="before")
+    @classmethod
+    def _one_budget_for_both_scales(cls, value: Any) -> Any:
+        return {"demo": value, "paper": value} if isinstance(value, int) else value
 
 
 class Config(_Strict):

@@ -84,3 +84,24 @@ def test_warehouse_path_is_relative_to_the_config_file(tmp_path):
 def test_scale_accepts_only_demo_or_paper():
     with pytest.raises(ConfigError, match=r"cfg.yaml: scale: expected 'demo' or 'paper', got 'huge'"):
         parse_config({"scale": "huge"}, "cfg.yaml")
+
+
+def test_s1_budgets_fit_each_task_per_scale_and_a_single_number_serves_both_scales():
+    cfg = parse_config({"s1": {"validator_max_tokens": 64}})
+    s = cfg.s1
+    assert (s.eval_max_tokens.paper, s.generation_max_tokens.paper) == (10000, 8192)  # the paper's evaluation budget
+    assert s.discrimination_max_tokens.paper > 512 and s.reduction_max_tokens.paper > 256
+    assert (s.validator_max_tokens.demo, s.validator_max_tokens.paper) == (64, 64)
+
+
+def test_muso_temperature_may_be_a_sweep_and_the_confidence_turn_has_the_paper_budget():
+    cfg = parse_config({"muso": {"temperature": [0.2, 1.0]}})
+    assert cfg.muso.temperatures == [0.2, 1.0] and cfg.muso.confidence_max_tokens.paper == 20480
+    with pytest.raises(ValueError, match="temperature"):
+        parse_config({"muso": {"temperature": [0.2, 3.0]}})
+
+
+def test_a_model_can_be_declared_a_reasoning_model():
+    cfg = parse_config({"models": {"r1": {"base_url": "http://127.0.0.1:8000/v1", "model": "deepseek-r1",
+                                          "reasoning": True}}, "evaluate": ["r1"], "judge": "r1"})
+    assert cfg.models["r1"].reasoning and not parse_config({}).models["smollm2"].reasoning

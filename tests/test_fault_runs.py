@@ -99,7 +99,7 @@ def test_waken_accuracy_counts_only_answered_items(tmp_path):
 def test_muso_scores_only_answered_instances(tmp_path):
     items = [muso.Item(f"ss-{k}", "subsetsum", 1, {"values": [1, 2, 3, 4, k + 5], "target": 5},
                        f"Given the set of unique integers: {{1, 2, 3, 4, {k + 5}}}\nFind all subsets that sum exactly "
-                       f"to the target: 5", frozenset({(1, 4), (2, 3)})) for k in range(12)]
+                       f"to the target: 5", frozenset({(1, 4), (2, 3)}), 1, 50) for k in range(12)]
 
     def responder(body):
         text = body["messages"][0]["content"]
@@ -115,7 +115,7 @@ def test_muso_scores_only_answered_instances(tmp_path):
                                 lambda ledger: muso.run(ledger, "stub", items, "short_cot", "standard", 0.2, 64, 16))
     failed = {r["instance_id"] for r in faulty if r["status"] == "call_failed"}
     assert 0 < len(failed) < len(items)
-    levels = {("subsetsum", 1): (1, 50)}
+    levels = {"subsetsum": [(1, 50)]}
     [got] = [m for m in muso.metric_rows(faulty, levels) if m["level"] == 1]
     [want] = [m for m in muso.metric_rows([r for r in healthy if r["instance_id"] not in failed], levels)
               if m["level"] == 1]

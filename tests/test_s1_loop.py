@@ -5,7 +5,7 @@ import re
 from collections import Counter
 
 
-from evaluations.s1 import Construction
+from generators.s1_construction import Budgets, Construction
 from validators.judge import Judge
 from generators.s1 import Candidate, load_registry
 from llm_calls import Ledger, ModelRegistry
@@ -52,7 +52,7 @@ def build(tmp_path, model, candidates, max_rounds=3, discriminators=(), annotati
             c = Construction(ledger, REG, Judge(ledger, "stub"), 1, generators=[], discriminators=list(discriminators),
                              validators=["stub"], reducer="stub", temperatures=[0.0, 0.2, 0.4],
                              samples_per_temperature=10, max_rounds=max_rounds, dedup_threshold=0.97,
-                             validator_max_tokens=16, annotations=annotations or {})
+                             budgets=Budgets(validation=16), annotations=annotations or {})
             c.initial = lambda *a: [_record(x) for x in candidates]  # controlled candidates
             c.run(["numerical reasoning"], ["en"], 1, True)
         wh.replace_partitions({"s1.candidates": c.candidates, "s1.rounds": c.rounds,
@@ -61,7 +61,7 @@ def build(tmp_path, model, candidates, max_rounds=3, discriminators=(), annotati
 
 
 def _record(spec):
-    from evaluations.s1 import Record
+    from generators.s1_construction import Record
 
     cid, q, a = spec
     check = {"type": "exact", "answers": [a]} if cid.endswith("-p") else None

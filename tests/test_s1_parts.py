@@ -162,10 +162,10 @@ def test_near_duplicates_with_minilm():
     assert near_duplicates(["Who wrote Hamlet?"], 0.85, earlier=["Who is the author of Hamlet?"]) != {}
 
 
-def resp(item, mode, s, correct, fmt=207, tokens=10):
+def resp(item, mode, s, correct, fmt=207, tokens=10, well=None, language="en", method="exact"):
     return {"item_id": item, "mode": mode, "sample_index": s, "correct": correct, "format_type": fmt,
-            "completion_tokens": tokens, "difficulty_class": 4, "redundancy": None,
-            "category": "knowledge", "subcategory": "geographic facts"}
+            "completion_tokens": tokens, "difficulty_class": 4, "redundancy": None, "well_formatted": well,
+            "category": "knowledge", "subcategory": "geographic facts", "language": language, "method": method}
 
 
 def test_pass_at_1_and_acc_at_k_hand_computed():
@@ -179,3 +179,59 @@ def test_pass_at_1_and_acc_at_k_hand_computed():
     assert m[("all", "loose_format", "-")] == pytest.approx(9 / 10)
     assert m[("all", "strict_format", "-")] == 0.0
     assert m[("subcategory", "mean_tokens", "-")] == pytest.approx(10)
+
+
+def test_reasoning_model_accuracy_counts_only_well_formatted_replies_and_tokens_skip_endless_ones():
+    # item a: 5 well formatted correct; item b: 3 well formatted correct, 1 malformed (207), 1 endless (301)
+    rows = ([resp("a", "sample", s, True, fmt=100, well=True, tokens=20) for s in range(5)]
+            + [resp("b", "sample", s, True, fmt=100, well=True, tokens=20) for s in range(3)]
+            + [resp("b", "sample", 3, False, fmt=207, well=False, method="malformed", tokens=40),
+               resp("b", "sample", 4, False, fmt=301, well=False, method="malformed", tokens=1000),
+               resp("a", "greedy", 0, True, fmt=100, well=True), resp("b", "greedy", 0, False, fmt=204, well=False)])
+    m = {(r["level"], r["metric"], r["category"]): r["value"] for r in metric_rows("m", rows, 5)}
+    assert m[("all", "pass@1", "-")] == pytest.approx((1.0 + 3 / 5) / 2)
+    assert m[("all", "f-acc", "-")] == pytest.approx(8 / 10) and m[("all", "pass@1", "-")] <= m[("all", "f-acc", "-")]
+    assert m[("all", "acc@5", "-")] == pytest.approx(1 / 2)
+    assert m[("all", "mean_tokens", "-")] == pytest.approx((8 * 20 + 40) / 9)  # the 301 reply is left out
+    assert m[("all", "greedy_f-acc", "-")] == pytest.approx(1 / 2) and m[("all", "greedy_acc", "-")] == 0.5
+    assert m[("all", "format_type", "301")] == pytest.approx(1 / 10) and m[("all", "format_type", "205")] == 0.0
+
+
+def test_models_that_do_not_think_have_no_format_accuracy():
+    rows = [resp("a", "sample", s, True) for s in range(5)]
+    m = {(r["level"], r["metric"], r["category"]): r["value"] for r in metric_rows("m", rows, 5)}
+    assert m[("all", "f-acc", "-")] is None and m[("all", "pass@1", "-")] == 1.0
+
+
+def test_language_and_category_scopes_for_table5():
+    rows = [resp("a", "sample", 0, True, tokens=10, language="en"), resp("b", "sample", 0, True, tokens=30, language="zh")]
+    m = {(r["level"], r["scope"], r["metric"]): r["value"] for r in metric_rows("m", rows, 1)}
+    assert m[("language", "zh", "mean_tokens")] == 30 and m[("language_category", "en:knowledge", "mean_tokens")] == 10
+
+
+def test_chinese_near_duplicates_are_read_by_characters():
+    # all-MiniLM-L6-v2 scores these two 1.000 (most Chinese characters are one unknown token)
+    assert near_duplicates(["碳的化学符号是什么？", "铁的化学符号是什么？"], 0.9, language="zh") == {}
+    dup = near_duplicates(["碳的化学符号是什么？", "碳的化学符号是什么"], 0.9, language="zh")
+    assert list(dup) == [1] and dup[1][1] == pytest.approx(1.0)
+
+
+def test_s1_views_in_the_papers_layout(tmp_path):
+    from warehouse import Warehouse
+
+    rows = ([resp("a", "sample", s, True, fmt=100, well=True, tokens=20) for s in range(5)]
+            + [resp("b", "sample", s, s < 4, fmt=100 if s < 4 else 301, well=s < 4, tokens=20) for s in range(5)]
+            + [resp("a", "greedy", 0, True, fmt=100, well=True, tokens=12),
+               resp("b", "greedy", 0, False, fmt=207, well=False, tokens=8, language="zh")])
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    wh.replace_partition("s1.metrics", metric_rows("m", rows, 5))
+    [t3] = wh.rows("SELECT * FROM s1.table3")
+    assert t3 == {"Model": "m", "pass@1": 90.0, "acc@k": 50.0, "f-acc": 90.0, "Tokens": 20.0}
+    [t8] = wh.rows("SELECT * FROM s1.table8")
+    assert t8 == {"Model": "m", "acc": 50.0, "f-acc": 50.0, "tokens": 10.0}
+    [t5] = wh.rows('SELECT "EN Kno", "EN Avg", "ZH Kno", "Avg" FROM s1.table5')
+    assert t5 == {"EN Kno": 20.0, "EN Avg": 20.0, "ZH Kno": None, "Avg": 20.0}  # top-p: no zh samples
+    [t19] = wh.rows('SELECT "100", "301", "207" FROM s1.table19')
+    assert t19 == {"100": 90.0, "301": 10.0, "207": 0.0}
+    [t20] = wh.rows('SELECT "100", "207" FROM s1.table20')
+    assert t20 == {"100": 50.0, "207": 50.0}

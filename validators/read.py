@@ -725,6 +725,7 @@ def read_verdict(reply: str | None) -> tuple[str, str]:
 
 STANDARD_MARKER = "</think>"
 OTHER_MARKERS = tuple(m for m in END_OF_THINKING if m != STANDARD_MARKER)
+FORMAT_TYPES = (100, 101, 200, 201, 202, 203, 204, 205, 206, 207, 300, 301)
 STRICT_FORMATS = {100, 101}
 UNREADABLE_FORMATS = {300, 301}
 

@@ -54,12 +54,35 @@ def embed(texts: Sequence[str]) -> Any:
     return _minilm().encode(list(texts), normalize_embeddings=True, show_progress_bar=False)
 
 
-def near_duplicates(questions: Sequence[str], threshold: float, earlier: Sequence[str] = ()) -> dict[int, tuple[int, float]]:
+def char_ngram_vectors(texts: Sequence[str], n: int = 2) -> Any:
+    """Unit vectors of character n-gram counts (punctuation and spaces dropped): a similarity that
+    reads Chinese, where all-MiniLM-L6-v2 maps most characters to one unknown token (so
+    "碳的化学符号是什么？" and "铁的化学符号是什么？" would score 1.000 and one would be dropped)."""
+    import numpy as np
+
+    grams = []
+    for t in texts:
+        chars = [c for c in t if c.isalnum()]
+        grams.append([("".join(chars[i:i + n])) for i in range(max(1, len(chars) - n + 1))])
+    vocab = {g: i for i, g in enumerate(sorted({g for gs in grams for g in gs}))}
+    vecs = np.zeros((len(texts), max(1, len(vocab))))
+    for row, gs in enumerate(grams):
+        for g in gs:
+            vecs[row, vocab[g]] += 1
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs / np.where(norms == 0, 1, norms)
+
+
+def near_duplicates(questions: Sequence[str], threshold: float, earlier: Sequence[str] = (),
+                    language: str = "en") -> dict[int, tuple[int, float]]:
     """Questions (by index) whose cosine similarity to an earlier kept question (or to one of
-    `earlier`) reaches `threshold`: index -> (index of the match in `[*earlier, *questions]`, similarity)."""
+    `earlier`) reaches `threshold`: index -> (index of the match in `[*earlier, *questions]`, similarity).
+    English by all-MiniLM-L6-v2 embeddings (the paper's model); Chinese by character bigrams, which
+    an English-only model cannot read (`char_ngram_vectors`)."""
     if not questions:
         return {}
-    vecs = embed([*earlier, *questions])
+    texts = [*earlier, *questions]
+    vecs = char_ngram_vectors(texts) if language == "zh" else embed(texts)
     kept: list[int] = list(range(len(earlier)))
     dropped: dict[int, tuple[int, float]] = {}
     for k in range(len(earlier), len(vecs)):

@@ -327,22 +327,25 @@ TABLES: dict[str, str] = {
         format_type       INTEGER,            -- table 9: 100/101, 200-207, 300/301
         has_thinking      BOOLEAN NOT NULL,
         has_answer        BOOLEAN NOT NULL,
-        judged_part       VARCHAR,            -- answer, or thinking when there is no final answer
-        correct           BOOLEAN,
-        method            VARCHAR NOT NULL,   -- exact, judge, judge_unreadable, empty, call_failed, judge_failed
+        judged_part       VARCHAR,            -- answer when the reply was scored, else NULL
+        correct           BOOLEAN,            -- a reasoning model's malformed reply is not correct (not judged)
+        method            VARCHAR NOT NULL,   -- exact, judge, judge_unreadable, malformed (not scored), empty,
+                                              -- call_failed, judge_failed
         detail            VARCHAR,
         completion_tokens INTEGER,
         finish_reason     VARCHAR,
         difficulty_class  INTEGER,            -- table 23: 1 easy, 2 difficult, 3 neutral, 4 no comment
         redundancy        JSON,               -- max similarity of segments 2..k to earlier ones (C.4)
         reply             VARCHAR,
-        call_key          VARCHAR NOT NULL
+        call_key          VARCHAR NOT NULL,
+        well_formatted    BOOLEAN             -- format 100 / 101; NULL for a model that does not think first
     """,
     "s1.metrics": """
         model    VARCHAR NOT NULL,
-        level    VARCHAR NOT NULL,            -- all, category, subcategory
-        scope    VARCHAR NOT NULL,
-        metric   VARCHAR NOT NULL,            -- pass@1, acc@k, greedy_acc, strict_format, loose_format, mean_tokens, ...
+        level    VARCHAR NOT NULL,            -- all, category, subcategory, language, language_category
+        scope    VARCHAR NOT NULL,            -- the category, subcategory, language, or 'en:reasoning'
+        metric   VARCHAR NOT NULL,            -- pass@1, acc@k, f-acc, greedy_acc, mean_tokens, format_type, ... and
+                                              -- greedy_ variants
         category VARCHAR NOT NULL,            -- difficulty class, format id or segment position; else '-'
         value    DOUBLE,
         n        INTEGER NOT NULL,            -- answered replies (or items) behind the value
@@ -368,6 +371,61 @@ VIEWS: dict[str, str] = {
 
 def _pct(expr: str) -> str:
     return f"round(100 * ({expr}), 2)"
+
+
+def _s1(metric: str, category: str = "-", level: str = "all", scope: str = "all") -> str:
+    return _pct(f"max(value) FILTER (metric = '{metric}' AND category = '{category}' AND level = '{level}' "
+                f"AND scope = '{scope}')")
+
+
+def _s1_formats(prefix: str) -> str:
+    return ", ".join(f'{_s1(prefix + "format_type", str(f))} AS "{f}"'
+                     for f in (100, 101, 200, 201, 202, 203, 204, 205, 206, 207, 300, 301))
+
+
+def _s1_tokens(prefix: str = "") -> str:
+    cells = []
+    for lang in ("en", "zh"):
+        for short, cat in (("Rsn", "reasoning"), ("Kno", "knowledge"), ("If", "instruction following"),
+                           ("Ana", "analysis")):
+            cells.append(f"round(max(value) FILTER (metric = '{prefix}mean_tokens' AND level = 'language_category' "
+                         f"AND scope = '{lang}:{cat}'), 1) AS \"{lang.upper()} {short}\"")
+        cells.append(f"round(max(value) FILTER (metric = '{prefix}mean_tokens' AND level = 'language' "
+                     f"AND scope = '{lang}'), 1) AS \"{lang.upper()} Avg\"")
+    cells.append(f"round(max(value) FILTER (metric = '{prefix}mean_tokens' AND level = 'all'), 1) AS \"Avg\"")
+    return ",\n               ".join(cells)
+
+
+# S1-Bench (paper 002): its tables, one row per model; rates in percent as printed.
+VIEWS.update({
+    # Table 3 (top-p sampling): pass@1, acc@k, f-acc (NULL: not a reasoning model), tokens.
+    "s1.table3": f"""
+        SELECT model AS "Model", {_pct("max(value) FILTER (metric = 'pass@1' AND level = 'all')")} AS "pass@1",
+               {_pct("max(value) FILTER (metric LIKE 'acc@%' AND level = 'all')")} AS "acc@k",
+               {_pct("max(value) FILTER (metric = 'f-acc' AND level = 'all')")} AS "f-acc",
+               round(max(value) FILTER (metric = 'mean_tokens' AND level = 'all'), 2) AS "Tokens"
+        FROM s1.metrics GROUP BY model ORDER BY model
+    """,
+    # Table 5: mean response tokens (top-p) per language and category, endless replies left out.
+    "s1.table5": f"""
+        SELECT model AS "Model", {_s1_tokens()}
+        FROM s1.metrics GROUP BY model ORDER BY model
+    """,
+    # Table 8 (greedy decoding): accuracy, f-acc, tokens.
+    "s1.table8": f"""
+        SELECT model AS "Model", {_pct("max(value) FILTER (metric = 'greedy_acc' AND level = 'all')")} AS "acc",
+               {_pct("max(value) FILTER (metric = 'greedy_f-acc' AND level = 'all')")} AS "f-acc",
+               round(max(value) FILTER (metric = 'greedy_mean_tokens' AND level = 'all'), 2) AS "tokens"
+        FROM s1.metrics GROUP BY model ORDER BY model
+    """,
+    # Tables 19 and 20: the rate of each format type (table 9) under top-p sampling and greedy decoding.
+    "s1.table19": f"""
+        SELECT model AS "Model", {_s1_formats("")} FROM s1.metrics GROUP BY model ORDER BY model
+    """,
+    "s1.table20": f"""
+        SELECT model AS "Model", {_s1_formats("greedy_")} FROM s1.metrics GROUP BY model ORDER BY model
+    """,
+})
 
 
 # MuSoBench (paper 001): its tables in percent, over all levels of a task (level 0).

@@ -1,0 +1,50 @@
+"""S1-Bench assets end to end on a stub reasoning model that knows the answers: construction,
+evaluation and the paper's tables."""
+
+import re
+
+import pytest
+
+from assets.definitions import build_definitions
+from generators.s1 import ELEMENTS, WORKS
+from llm_calls.stub_server import StubServer
+from tests.conftest import materialize, stub_config
+from warehouse import Warehouse
+
+
+def knows_the_answers(body):
+    q = body["messages"][-1]["content"]
+    for name, name_zh, symbol in ELEMENTS:
+        if f"symbol for {name}?" in q or q.startswith(f"{name_zh}的化学符号"):
+            return f"<think>\nA simple question.\n</think>\n\n{symbol}"
+    for work, work_zh, author, author_zh in WORKS:
+        if f"author of {work}?" in q:
+            return f"<think>\nEasy.\n</think>\n\n{author}"
+        if q.startswith(work_zh):
+            return f"<think>\n简单。\n</think>\n\n{author_zh}"
+    return None
+
+
+@pytest.fixture
+def run(tmp_path):
+    with StubServer(responder=knows_the_answers) as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": 4, "reasoning": True}})
+        defs = build_definitions(cfg.source)
+        results = [materialize(defs, [key]) for key in ("s1_items", "s1_responses", "s1_metrics")]
+        yield results, Warehouse(cfg.warehouse_path())
+
+
+def test_construction_evaluation_and_tables(run):
+    results, wh = run
+    assert all(r.success for r in results)
+    items = wh.rows("SELECT language, count(*) AS n FROM s1.items GROUP BY 1 ORDER BY 1")
+    assert items == [{"language": "en", "n": 2}, {"language": "zh", "n": 2}]
+    assert wh.scalar("SELECT count(*) FROM s1.responses WHERE NOT well_formatted OR NOT correct") == 0
+    [t3] = wh.rows("SELECT * FROM s1.table3")
+    assert (t3["pass@1"], t3["acc@k"], t3["f-acc"]) == (100.0, 100.0, 100.0)
+    [t20] = wh.rows('SELECT "100" FROM s1.table20')
+    assert t20["100"] == 100.0
+    validator_budgets = {r["mt"] for r in wh.rows(
+        "SELECT DISTINCT CAST(request->'$.params.max_tokens' AS INTEGER) AS mt FROM llm.calls WHERE purpose = 's1.validate'")}
+    assert validator_budgets == {48}  # the demo scale's validator budget
