@@ -1,7 +1,6 @@
 """S1-Bench assets end to end on a stub reasoning model that knows the answers: construction,
 evaluation and the paper's tables."""
 
-import re
 
 import pytest
 

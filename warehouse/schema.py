@@ -501,7 +501,7 @@ VIEWS.update({
         FROM waken.metrics GROUP BY model, dataset ORDER BY model, dataset
     """,
     # Tables 9-11: Remind-then-Guide per misguiding rate, TCR1 and TCR2 split by sample type.
-    "waken.table9_11": f"""
+    "waken.table9_11": """
         SELECT model AS "Model", dataset AS "Dataset",
                round(100 * CAST(substr(setting, 3) AS DOUBLE), 2) AS "M (%)",
                round(100 * max(value) FILTER (metric = 'TCR' AND stage = '1' AND sample_type = 's'), 2) AS "TCR1 S",
