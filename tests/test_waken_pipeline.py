@@ -127,3 +127,22 @@ def test_failed_calls_are_failures_not_unknown(tmp_path):
             rows = Pipeline(Ledger(Warehouse(cfg.warehouse_path()), reg), "stub", "stub", broken, 0.5, 1.0, 64, 1).run([], [])
     assert outcomes(rows, "direct") == {"x": (None, "call_failed")}
     assert not [r for r in rows if r["step"] == "stage1"]
+
+
+def test_rtg_label_keeps_the_stimulation_and_adds_the_label(run):
+    _, bodies = run
+    guided = [b["messages"][-1]["content"] for b in bodies
+              if "A suggested label for it is" in b["messages"][-1]["content"]
+              and "that answer was wrong" not in b["messages"][-1]["content"]]
+    assert guided and all(t.startswith((STIMULATION["detailed"], STIMULATION["concise"])) for t in guided)
+    ada = [t for t in guided if "Ada is red" in t]
+    assert all(t.startswith(STIMULATION["detailed"]) for t in ada)  # the vanilla stage-1 prompt plus the label only
+
+
+def test_rpc_reruns_stage_1_with_the_stage_1_reasoning(run):
+    _, bodies = run
+    rp1 = [b["messages"][-1]["content"] for b in bodies
+           if "earlier reasoning, which may contain flaws" in b["messages"][-1]["content"]
+           and "that answer was wrong" not in b["messages"][-1]["content"]]
+    # the scripted model answered Unknown directly and False under stimulation: stage 1's reasoning is shown
+    assert len(rp1) == 3 and all("flaws:\nFinal answer: False" in t for t in rp1)
