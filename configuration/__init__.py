@@ -46,6 +46,9 @@ class LedgerConfig(_Strict):
     backoff_base_s: float = Field(1.0, gt=0)
     backoff_max_s: float = Field(60.0, gt=0)
     progress_interval_s: float = Field(10.0, gt=0)
+    max_unsaved: int | None = Field(
+        None, ge=1, description="answers that may wait for their commit before no new request is sent "
+                                "(back-pressure); null = the model's concurrency")
 
 
 class Sampling(_Strict):

@@ -42,6 +42,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 import openai
+import pyarrow as pa
 
 from configuration import LedgerConfig
 from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling
@@ -53,6 +54,7 @@ _CLIENT_PARAMS = {
     "presence_penalty", "frequency_penalty", "response_format", "logit_bias",
 }
 _RETRY_AFTER_CAP_S = 600.0
+_FLUSH_GATHER_S = 0.05  # how long the writer waits for more finished calls before a commit
 
 # The openai client's transport logs every request at INFO; our progress lines say enough.
 logging.getLogger("httpx2").setLevel(logging.WARNING)
@@ -182,11 +184,20 @@ class Ledger:
     # -- public API ------------------------------------------------------------
 
     def complete(self, model: str, requests: Sequence[CallRequest], purpose: str = "") -> list[CallResult]:
-        """Results for `requests` on `model`, in order; cached ones make no request."""
+        """Results for `requests` on `model`, in order; cached ones make no request (and a fully
+        cached batch starts no event loop)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.acomplete(model, requests, purpose))
+            identity, keyed, order = self._keys(model, requests)
+            writer = self.warehouse.writer()  # the cache lookup and the commits share one connection
+            try:
+                results, known = self._cached(list(keyed), writer)
+                if len(results) < len(keyed):
+                    results.update(asyncio.run(self._fetch(model, identity, purpose, keyed, results, known, writer)))
+            finally:
+                writer.close()
+            return [results[k] for k in order]
         raise RuntimeError("Ledger.complete() called inside an event loop; await Ledger.acomplete() instead")
 
     def samples(
@@ -197,10 +208,22 @@ class Ledger:
         return self.complete(model, [CallRequest(messages, params or {}, i) for i in range(k)], purpose)
 
     async def acomplete(self, model: str, requests: Sequence[CallRequest], purpose: str = "") -> list[CallResult]:
+        identity, keyed, order = self._keys(model, requests)
+        writer = self.warehouse.writer()
+        try:
+            results, known = await asyncio.to_thread(self._cached, list(keyed), writer)
+            if len(results) < len(keyed):
+                results.update(await self._fetch(model, identity, purpose, keyed, results, known, writer))
+        finally:
+            await asyncio.to_thread(writer.close)
+        return [results[k] for k in order]
+
+    def _keys(self, model: str, requests: Sequence[CallRequest]
+              ) -> tuple[str, dict[str, tuple[CallRequest, dict[str, Any]]], list[str]]:
+        """The model's identity, the distinct requests by key (defaults merged in), and the keys in order."""
         m = self.registry.config.model(model)
         identity = self.registry.identity(model)
         defaults = default_sampling(m)
-
         keyed: dict[str, tuple[CallRequest, dict[str, Any]]] = {}
         order: list[str] = []
         for req in requests:
@@ -208,63 +231,70 @@ class Ledger:
             key = call_key(identity, req.messages, params, req.sample_index)
             order.append(key)
             keyed.setdefault(key, (req, params))
+        return identity, keyed, order
 
-        results: dict[str, CallResult] = await asyncio.to_thread(self._cached, list(keyed))
-        misses = [k for k in keyed if k not in results]
-        total = len(keyed)
-        if misses:
-            endpoint = await asyncio.to_thread(self.registry.endpoint, model)
-            fresh = await self._run(endpoint, identity, purpose, {k: keyed[k] for k in misses}, total - len(misses))
-            results.update(fresh)
-        return [results[k] for k in order]
+    async def _fetch(self, model: str, identity: str, purpose: str, keyed: dict[str, tuple[CallRequest, dict[str, Any]]],
+                     cached: dict[str, CallResult], known: set[str], writer: Any) -> dict[str, CallResult]:
+        misses = {k: v for k, v in keyed.items() if k not in cached}
+        endpoint = await asyncio.to_thread(self.registry.endpoint, model)
+        return await self._run(endpoint, identity, purpose, misses, len(keyed) - len(misses), known, writer)
 
     # -- cache -----------------------------------------------------------------
 
-    def _cached(self, keys: list[str]) -> dict[str, CallResult]:
+    def _cached(self, keys: list[str], writer: Any) -> tuple[dict[str, CallResult], set[str]]:
+        """Finished calls among `keys`, and every key that has a row at all (a failed one too)."""
         if not keys:
-            return {}
-        rows = self.warehouse.rows(
-            """SELECT key, response_text, finish_reason, prompt_tokens, completion_tokens, latency_s, attempts,
-                      reasoning_text, reasoning_tokens
-               FROM llm.calls WHERE status = 'ok' AND key IN (SELECT unnest(?::VARCHAR[]))""",
-            [keys],
-        )
-        return {
-            r["key"]: CallResult(
-                key=r["key"], ok=True, text=r["response_text"], finish_reason=r["finish_reason"],
-                prompt_tokens=r["prompt_tokens"], completion_tokens=r["completion_tokens"],
-                latency_s=r["latency_s"], attempts=r["attempts"], error=None, cached=True,
-                reasoning=r["reasoning_text"], reasoning_tokens=r["reasoning_tokens"],
-            )
-            for r in rows
-        }
+            return {}, set()
+        rows = writer.query(
+            """SELECT key, status, response_text, finish_reason, prompt_tokens, completion_tokens, latency_s,
+                      attempts, reasoning_text, reasoning_tokens
+               FROM llm.calls JOIN _wanted_keys USING (key)""", tables={"_wanted_keys": pa.table({"key": keys})})
+        out = {}
+        for key, status, text, finish, ptok, ctok, latency, attempts, reasoning, rtok in rows:
+            if status == "ok":
+                out[key] = CallResult(key=key, ok=True, text=text, finish_reason=finish, prompt_tokens=ptok,
+                                      completion_tokens=ctok, latency_s=latency, attempts=attempts, error=None,
+                                      cached=True, reasoning=reasoning, reasoning_tokens=rtok)
+        return out, {r[0] for r in rows}
 
     # -- requests ----------------------------------------------------------------
 
     async def _run(
         self, ep: Endpoint, identity: str, purpose: str,
-        todo: dict[str, tuple[CallRequest, dict[str, Any]]], already: int,
+        todo: dict[str, tuple[CallRequest, dict[str, Any]]], already: int, known: set[str], writer: Any,
     ) -> dict[str, CallResult]:
+        """Make the calls: a fixed pool of workers (memory does not grow with the batch) takes the
+        next request while fewer than `concurrency` calls are in flight and fewer than `unsaved`
+        answers wait for their commit (back-pressure: a kill loses at most concurrency + unsaved
+        calls, however slow the disk); a writer thread commits answers as they arrive, all that
+        queued meanwhile in one transaction, on a connection it keeps for up to a second."""
         client = openai.AsyncOpenAI(
             base_url=ep.base_url, api_key=ep.api_key or "not-needed", max_retries=0, timeout=self.config.timeout_s
         )
         sem = asyncio.Semaphore(ep.concurrency)
+        unsaved = self.config.max_unsaved or ep.concurrency
+        slots = asyncio.Semaphore(ep.concurrency + unsaved)  # requested but not yet committed
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         out: dict[str, CallResult] = {}
         progress = _Progress(ep.name, total=already + len(todo), cached=already)
+        pending = iter(todo.items())
 
-        async def one(key: str, req: CallRequest, params: dict[str, Any]) -> None:
-            result, row = await self._call(client, sem, ep, identity, purpose, key, req, params)
-            out[key] = result
-            progress.record(result.ok)
-            await queue.put(row)
+        async def worker() -> None:
+            for key, (req, params) in pending:
+                await slots.acquire()
+                result, row = await self._call(client, sem, ep, identity, purpose, key, req, params)
+                out[key] = result
+                progress.record(result.ok)
+                queue.put_nowait(row)
 
-        flusher = asyncio.create_task(self._flush(queue))
+        drained = asyncio.Event()  # every request answered: the writer stops gathering
+        flusher = asyncio.create_task(self._flush(queue, writer, slots, known, drained))
         reporter = asyncio.create_task(self._report(progress))
         try:
-            await asyncio.gather(*(one(k, r, p) for k, (r, p) in todo.items()))
+            await asyncio.gather(*(worker() for _ in range(min(len(todo), 2 * ep.concurrency))))
         finally:
-            await queue.put(None)
+            drained.set()
+            queue.put_nowait(None)
             reporter.cancel()
             try:
                 await flusher
@@ -371,21 +401,30 @@ class Ledger:
 
     # -- persistence and progress --------------------------------------------------
 
-    async def _flush(self, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
-        """Write finished calls as they arrive; each write takes all that queued meanwhile."""
+    async def _flush(self, queue: asyncio.Queue[dict[str, Any] | None], writer: Any,
+                     slots: asyncio.Semaphore, known: set[str], drained: asyncio.Event) -> None:
+        """Commit finished calls as they arrive; each write takes all that queued meanwhile. Keys
+        without a row yet are inserted plainly (an upsert costs DuckDB several times more); a key
+        another process wrote meanwhile makes that write fall back to the upsert."""
         done = False
         while not done:
             batch = [await queue.get()]
+            # gather a little more (each commit costs DuckDB a few ms of CPU), but never past half the
+            # back-pressure room, so requests keep flowing while this batch is written
+            deadline = time.monotonic() + _FLUSH_GATHER_S
+            while (None not in batch and not drained.is_set() and slots._value > 0
+                   and time.monotonic() < deadline and queue.qsize() < 64):
+                await asyncio.sleep(0.005)
             while not queue.empty():
                 batch.append(queue.get_nowait())
             done = None in batch
             rows = [r for r in batch if r is not None]
             if rows:
-                await asyncio.to_thread(self._write, rows)
-
-    def _write(self, rows: list[dict[str, Any]]) -> None:
-        # A success is never overwritten by a failure (two runs racing on one key).
-        self.warehouse.upsert("llm.calls", rows, _UPSERT)
+                # A success is never overwritten by a failure (two runs racing on one key).
+                fresh = not any(r["key"] in known for r in rows)
+                await asyncio.to_thread(writer.upsert, "llm.calls", rows, _UPSERT, fresh)
+                for _ in rows:
+                    slots.release()
 
     async def _report(self, progress: "_Progress") -> None:
         while True:

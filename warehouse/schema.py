@@ -600,8 +600,8 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     """
     version = _schema_version()
     try:
-        row = con.execute("SELECT max(version) FROM llm.schema_version").fetchone()
-        if row and row[0] == version:
+        rows = con.execute("SELECT max(version) FROM llm.schema_version").fetchall()  # consumed whole
+        if rows and rows[0][0] == version:
             return
     except duckdb.Error:
         pass
