@@ -55,6 +55,7 @@ _CLIENT_PARAMS = {
 }
 _RETRY_AFTER_CAP_S = 600.0
 _FLUSH_GATHER_S = 0.05  # how long the writer waits for more finished calls before a commit
+_IDLE_RELEASE_S = 0.5  # the writer releases the warehouse file after this long without a result
 
 # The openai client's transport logs every request at INFO; our progress lines say enough.
 logging.getLogger("httpx2").setLevel(logging.WARNING)
@@ -408,7 +409,13 @@ class Ledger:
         another process wrote meanwhile makes that write fall back to the upsert."""
         done = False
         while not done:
-            batch = [await queue.get()]
+            try:
+                first = await asyncio.wait_for(queue.get(), _IDLE_RELEASE_S)
+            except asyncio.TimeoutError:
+                # nothing to write for a while (a slow model): let other processes have the file
+                await asyncio.to_thread(writer.close)
+                first = await queue.get()
+            batch = [first]
             # gather a little more (each commit costs DuckDB a few ms of CPU), but never past half the
             # back-pressure room, so requests keep flowing while this batch is written
             deadline = time.monotonic() + _FLUSH_GATHER_S

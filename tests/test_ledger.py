@@ -2,10 +2,12 @@
 
 import random
 import time
+from pathlib import Path
 
 
 from llm_calls import CallRequest, Ledger, ModelRegistry, call_key
 from llm_calls.ledger import backoff_delay, retry_after_seconds
+from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config, user
 from warehouse import Warehouse
 
@@ -128,8 +130,6 @@ def test_row_records_request_tokens_latency_and_host(stub, stub_ledger):
 
 
 def test_concurrency_is_bounded_per_model(tmp_path):
-    from llm_calls.stub_server import StubServer
-
     with StubServer(delay_s=0.2) as slow:
         cfg = stub_config(slow, tmp_path, models={"stub": {"base_url": slow.base_url, "model": "m", "concurrency": 2}})
         with ModelRegistry(cfg) as reg:
@@ -179,3 +179,53 @@ def test_api_key_reaches_the_server_but_not_the_ledger(stub, tmp_path, monkeypat
     for row in wh.rows("SELECT * FROM llm.calls"):
         assert secret not in repr(row)
     assert secret.encode() not in cfg.warehouse_path().read_bytes()
+
+
+def test_a_slow_model_does_not_keep_the_warehouse_from_other_processes(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+    import threading
+
+    with StubServer(delay_s=3.0) as slow:
+        cfg = stub_config(slow, tmp_path)
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+            worker = threading.Thread(target=ledger.complete, args=("stub", [CallRequest(user("slow"))]))
+            worker.start()
+            time.sleep(1.0)  # the batch is waiting on the model
+            other = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+                import time
+                from warehouse import Warehouse
+                t = time.monotonic()
+                Warehouse({str(cfg.warehouse_path())!r}, lock_timeout_s=1.5).rows("SELECT count(*) FROM llm.calls")
+                print(round(time.monotonic() - t, 2))
+            """)], capture_output=True, text=True, cwd=str(Path(__file__).resolve().parent.parent))
+            worker.join()
+    assert other.returncode == 0, other.stderr  # another process reads while the call is pending
+
+
+def test_back_pressure_bounds_the_answers_waiting_for_their_commit(tmp_path, monkeypatch):
+    from warehouse.connection import Writer
+
+    commits: list[tuple[float, int]] = []
+    real_upsert = Writer.upsert
+
+    def slow_upsert(self, table, rows, *args, **kwargs):  # a disk much slower than the model
+        time.sleep(0.3)
+        n = real_upsert(self, table, rows, *args, **kwargs)
+        commits.append((time.time(), n))
+        return n
+
+    monkeypatch.setattr(Writer, "upsert", slow_upsert)
+    with StubServer(delay_s=0.01) as fast:
+        cfg = stub_config(fast, tmp_path, models={"stub": {"base_url": fast.base_url, "model": "m", "concurrency": 2}},
+                          ledger={"max_unsaved": 3})
+        with ModelRegistry(cfg) as reg:
+            results = Ledger(Warehouse(cfg.warehouse_path()), reg).complete(
+                "stub", [CallRequest(user(f"q{i}")) for i in range(30)])
+        sent = sorted(r["time"] for r in fast.requests)
+    assert all(r.ok for r in results) and sum(n for _, n in commits) == 30
+    for t in sent:  # when each request was sent, at most concurrency + max_unsaved calls were not yet committed
+        committed = sum(n for when, n in commits if when <= t)
+        assert sent.index(t) + 1 - committed <= 2 + 3
