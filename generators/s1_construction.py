@@ -33,7 +33,7 @@ from configuration import PerScale, derived_seed
 from generators.s1 import PROGRAMMATIC, Candidate, Registry, generation_prompt, parse_pairs, reduction_prompt
 from llm_calls import CallRequest, Ledger
 from validators.judge import Judge
-from validators.read import Reading, check_answer, read_verdict
+from validators.read import Reading, answer_part, check_answer, read_verdict
 from validators.s1 import near_duplicates
 
 DISCRIMINATION_PROMPT = (
@@ -105,11 +105,14 @@ class Construction:
                         if c.question not in seen:
                             seen.add(c.question)
                             records.append(Record(f"{slug}-{lang}-p{len(seen) - 1:03d}", c, None, 0))
-            for model in self.generators:
-                r = self.ledger.complete(model, [CallRequest([{"role": "user", "content": generation_prompt(self.reg, sub, per)}],
-                                                             {"temperature": 0.7, "max_tokens": self.budgets.generation})],
-                                         purpose="s1.generate")[0]
-                pairs = parse_pairs(r.text) if r.ok else []
+        for model in self.generators:  # one batch per generator: every subcategory's call at once
+            prompts = [generation_prompt(self.reg, sub, per) for sub in subcategories]
+            results = self.ledger.complete(model, [CallRequest([{"role": "user", "content": p}],
+                                                               {"temperature": 0.7, "max_tokens": self.budgets.generation})
+                                                   for p in prompts], purpose="s1.generate")
+            for sub, r in zip(subcategories, results):
+                slug = sub.replace(" ", "_")
+                pairs = parse_pairs(answer_part(r.text)[1]) if r.ok else []
                 self.rounds.append({"candidate_id": f"{slug}-gen-{model}", "round": 0, "stage": "generation",
                                     "actor": model, "decision": "call_failed" if not r.ok else f"{len(pairs)} pairs",
                                     "detail": r.error if not r.ok else (r.text or "")[:500]})
@@ -142,7 +145,7 @@ class Construction:
             passed = self._discriminate(current)
             passed = self._dedup(passed, accepted_questions)
             verdicts = self._validate(passed)
-            following: list[Record] = []
+            to_reduce: list[Record] = []
             for rec in passed:
                 status = verdicts[rec.cid]
                 if status == "accepted":
@@ -154,10 +157,8 @@ class Construction:
                 elif rec.round >= self.max_rounds:
                     self._decide(rec, "decision", "rule", "dropped", f"still failing after {rec.round} reductions")
                 else:
-                    child = self._reduce(rec)
-                    if child:
-                        following.append(child)
-            current = following
+                    to_reduce.append(rec)
+            current = self._reduce(to_reduce)
 
     def _discriminate(self, records: list[Record]) -> list[Record]:
         out = []
@@ -274,22 +275,28 @@ class Construction:
                     failed.add(index[k][0].cid)
         return verdicts
 
-    def _reduce(self, rec: Record) -> Record | None:
-        r = self.ledger.complete(self.reducer, [CallRequest([{"role": "user", "content": reduction_prompt(self.reg, rec.candidate)}],
-                                                            {"temperature": 0.0, "max_tokens": self.budgets.reduction})], purpose="s1.reduce")[0]
-        pairs = parse_pairs(r.text) if r.ok else []
-        if not pairs:
-            self._decide(rec, "reduction", self.reducer, "dropped",
-                         "reduction call failed" if not r.ok else f"no [question]/[answer] pair in: {(r.text or '')[:300]}")
-            return None
-        _, q, a = pairs[0]
-        c = rec.candidate
-        # the version suffix is replaced, never split on: a model name may contain "-r" (deepseek-r1)
-        base = re.sub(r"-r\d+$", "", rec.cid)
-        child = Record(f"{base}-r{rec.round + 1}", Candidate(c.subcategory, c.language, q, a, None,
-                                                             f"reduced:{self.reducer}"), rec.cid, rec.round + 1)
-        self._decide(rec, "reduction", self.reducer, "reduced", {"child": child.cid})
-        return child
+    def _reduce(self, records: list[Record]) -> list[Record]:
+        """The difficulty-reduced children of `records`, all asked in one batch (concurrently)."""
+        results = self.ledger.complete(self.reducer, [
+            CallRequest([{"role": "user", "content": reduction_prompt(self.reg, rec.candidate)}],
+                        {"temperature": 0.0, "max_tokens": self.budgets.reduction}) for rec in records],
+            purpose="s1.reduce")
+        children = []
+        for rec, r in zip(records, results):
+            pairs = parse_pairs(answer_part(r.text)[1]) if r.ok else []
+            if not pairs:
+                self._decide(rec, "reduction", self.reducer, "dropped",
+                             "reduction call failed" if not r.ok else f"no [question]/[answer] pair in: {(r.text or '')[:300]}")
+                continue
+            _, q, a = pairs[0]
+            c = rec.candidate
+            # the version suffix is replaced, never split on: a model name may contain "-r" (deepseek-r1)
+            base = re.sub(r"-r\d+$", "", rec.cid)
+            child = Record(f"{base}-r{rec.round + 1}", Candidate(c.subcategory, c.language, q, a, None,
+                                                                 f"reduced:{self.reducer}"), rec.cid, rec.round + 1)
+            self._decide(rec, "reduction", self.reducer, "reduced", {"child": child.cid})
+            children.append(child)
+        return children
 
     def _accept(self, rec: Record) -> None:
         root = rec.cid

@@ -161,3 +161,26 @@ def test_failed_judge_call_leaves_a_candidate_incomplete_not_rejected(tmp_path):
     methods = {r["method"] for r in c.validations}
     assert methods == {"judge_failed", "not_judged"} or methods == {"judge_failed"}
     assert ("decision", "incomplete") in decisions(c, "sum-llm") and not c.items
+
+
+def _overlap(times, delay):
+    """The most requests the server held at once, from their arrival times and its fixed delay."""
+    return max(sum(1 for u in times if u <= t < u + delay) for t in times) if times else 0
+
+
+def test_reductions_and_generators_are_sent_concurrently(tmp_path):
+    # four candidates whose every answer is wrong: all four are reduced in the same round
+    model = Model(wrong_every=1, judge_result=0)
+    with StubServer(responder=model, delay_s=0.3) as stub:
+        cfg = stub_config(stub, tmp_path)
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+            c = Construction(ledger, REG, Judge(ledger, "stub"), 1, generators=["stub"], discriminators=[],
+                             validators=["stub"], reducer="stub", temperatures=[0.0], samples_per_temperature=1,
+                             max_rounds=1, dedup_threshold=0.999, budgets=Budgets(validation=16))
+            c.run(["numerical reasoning", "temporal reasoning", "measurement units", "counting constraints"],
+                  ["en"], 1, True)
+        reductions = [r["time"] for r in stub.requests if "reduce their difficulty" in r["body"]["messages"][-1]["content"]]
+        generations = [r["time"] for r in stub.requests if "Start generating" in r["body"]["messages"][-1]["content"]]
+    assert len(reductions) == 4 and _overlap(reductions, 0.3) == 4  # the configured concurrency is 4
+    assert len(generations) == 4 and _overlap(generations, 0.3) == 4
