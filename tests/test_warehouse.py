@@ -123,3 +123,12 @@ def test_an_older_file_gets_new_columns_and_relaxed_constraints_without_a_versio
     assert nullable == "YES"
     assert wh.rows("SELECT key, reasoning_text, reasoning_tokens FROM llm.calls") == [
         {"key": "k", "reasoning_text": None, "reasoning_tokens": None}]
+
+
+@pytest.mark.parametrize("name", ["s1.duckdb", "llm.duckdb", "it's here.duckdb"])
+def test_any_file_name_works_even_one_named_like_a_schema(tmp_path, name):
+    wh = Warehouse(tmp_path / name)
+    wh.replace_partition("s1.metrics", [{"model": "m", "level": "all", "scope": "all", "metric": "pass@1",
+                                         "category": "-", "value": 1.0, "n": 1, "n_failed": 0}])
+    assert wh.rows("SELECT value FROM s1.metrics") == [{"value": 1.0}]
+    assert Warehouse(tmp_path / name).rows("SELECT count(*) AS n FROM s1.table3") == [{"n": 1}]

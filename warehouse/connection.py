@@ -107,7 +107,7 @@ class Warehouse:
         delay = 0.05
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=read_only)
+                return _attach(self.path, read_only)
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
                     raise
@@ -202,6 +202,23 @@ class Warehouse:
                 con.execute("ROLLBACK")
                 raise
         return data.num_rows
+
+
+_CATALOG = "benchsmith"
+
+
+def _attach(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """The file attached under a fixed catalog name: DuckDB would name it after the file, and a
+    file called like one of our schemas (`s1.duckdb`) would make `s1.items` ambiguous."""
+    con = duckdb.connect()
+    try:
+        quoted = str(path).replace("'", "''")
+        con.execute(f"ATTACH '{quoted}' AS {_CATALOG}" + (" (READ_ONLY)" if read_only else ""))
+        con.execute(f"USE {_CATALOG}")
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 class Writer:
