@@ -7,7 +7,7 @@ import dagster as dg
 import openai
 
 from configuration import ConfigError
-from llm_calls import CallRequest
+from llm_calls import CallRequest, redact
 from llm_calls.embedded import EmbeddedModelError
 from assets.resources import SettingsResource, LLMResource, WarehouseResource
 from assets.metadata import markdown_table
@@ -42,6 +42,7 @@ def models(
             "probe_prompt": cfg.probe_prompt, "probe_answer": None, "probe_latency_s": None,
             "probe_cached": None, "checked_at": datetime.now(timezone.utc).replace(tzinfo=None),
         }
+        ep = None
         try:
             ep = llm.registry.endpoint(name)
             row["endpoint_host"] = ep.host
@@ -55,7 +56,10 @@ def models(
             if not probe.ok:
                 row["error"] = f"probe failed: {probe.error}"
         except (ConfigError, EmbeddedModelError, openai.OpenAIError, OSError) as exc:
-            row["error"] = f"{type(exc).__name__}: {exc}"
+            where = f" ({ep.host})" if ep is not None else ""
+            row["error"] = f"{type(exc).__name__}{where}: {exc}"
+        # a server's 401 reply may echo the key: nothing leaves this step unredacted
+        row["error"] = redact(row["error"], [ep.api_key if ep is not None else None])
         context.log.info(f"model {name}: reachable={row['reachable']} error={row['error']}")
         rows.append(row)
     wh.replace_partition("llm.models", rows)

@@ -34,6 +34,7 @@ def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, ware
         raise ValueError(f"{cfg.source}: s1 subcategories {unknown} are not in the registry {sorted(reg.subcategories)}")
     annotations = {r["candidate_id"]: r for r in wh.rows("SELECT * FROM s1.annotations")}
     ledger = llm.ledger(context, wh)
+    wh.begin_staging("s1.validations")  # validation rows are written as they are made, swapped in at the end
     build = Construction(
         ledger, reg, Judge(ledger, cfg.judge), cfg.seed, generators=s.generators, discriminators=s.discriminators,
         validators=s.validators or [cfg.judge], reducer=s.reducer or cfg.judge, temperatures=s.temperatures,
@@ -41,10 +42,11 @@ def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, ware
         dedup_threshold=s.dedup_threshold, annotations=annotations,
         budgets=Budgets.at(cfg.scale, s.generation_max_tokens, s.discrimination_max_tokens, s.validator_max_tokens,
                            s.reduction_max_tokens),
+        sink=lambda table, rows: wh.append_staging(table, rows),
     )
     build.run(subs, s.languages, s.candidates_per_subcategory.at(cfg.scale), s.programmatic)
-    wh.replace_partitions({"s1.candidates": build.candidates, "s1.rounds": build.rounds,
-                           "s1.validations": build.validations, "s1.items": build.items})
+    wh.replace_partitions({"s1.candidates": build.candidates, "s1.rounds": build.rounds, "s1.items": build.items},
+                          staged=["s1.validations"])
     # checks, from what the warehouse now holds
     items = wh.rows("SELECT * FROM s1.items")
     broken = [r["item_id"] for r in wh.rows(

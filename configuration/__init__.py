@@ -90,6 +90,8 @@ class ModelConfig(_Strict):
                 raise ValueError(
                     "expected either `embedded: smollm2-135m-instruct` or both `base_url` and `model`"
                 )
+            if not self.base_url.startswith(("http://", "https://")):
+                raise ValueError(f"base_url {self.base_url!r} needs a scheme: http://host:port/v1 or https://...")
         return self
 
     @property

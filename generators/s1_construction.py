@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,11 +76,16 @@ class Construction:
     def __init__(self, ledger: Ledger, registry: Registry, judge: Judge, seed: int, *, generators: Sequence[str],
                  discriminators: Sequence[str], validators: Sequence[str], reducer: str, temperatures: Sequence[float],
                  samples_per_temperature: int, max_rounds: int, dedup_threshold: float, budgets: Budgets = Budgets(),
+                 chunk: int = 200, sink: Callable[[str, list[dict[str, Any]]], Any] | None = None,
                  annotations: dict[str, dict[str, Any]] | None = None):
         self.ledger, self.reg, self.judge, self.seed = ledger, registry, judge, seed
         self.generators, self.discriminators, self.validators = list(generators), list(discriminators), list(validators)
         self.reducer, self.temperatures, self.k = reducer, list(temperatures), samples_per_temperature
         self.max_rounds, self.threshold, self.budgets = max_rounds, dedup_threshold, budgets
+        # where validation rows go as they are made (the asset appends them to a staging table);
+        # by default they are kept in `self.validations`
+        self.chunk = chunk
+        self.sink = sink or (lambda table, rows: self.validations.extend(rows))
         self.annotations = annotations or {}
         self.candidates: list[dict[str, Any]] = []
         self.rounds: list[dict[str, Any]] = []
@@ -218,43 +223,52 @@ class Construction:
         return sorted(out, key=lambda r: order[r.cid])
 
     def _validate(self, records: list[Record]) -> dict[str, str]:
+        """Posterior validation, `chunk` candidates at a time: memory holds one chunk's requests and
+        replies, and each chunk's validation rows go to `sink` as they are made."""
         status = {r.cid: "accepted" for r in records}
         tally: dict[str, tuple[int, int]] = {}  # candidate -> (correct answers, answers)
-        for model in self.validators:
-            requests, index = [], []
-            for r in records:
-                for t in self.temperatures:
-                    for s in range(self.k):
-                        requests.append(CallRequest([{"role": "user", "content": r.candidate.question}],
-                                                    {"temperature": t, "max_tokens": self.budgets.validation}, s))
-                        index.append((r, t, s))
-            results = self.ledger.complete(model, requests, purpose="s1.validate")
-            verdicts = self._judge_until_wrong(index, results)
-            for k, ((rec, t, s), res) in enumerate(zip(index, results)):
-                if not res.ok:
-                    correct, method, explain = None, "call_failed", res.error
-                elif rec.candidate.check is not None:
-                    correct = check_answer(res.reply, rec.candidate.check, rec.candidate.question)
-                    method, explain = "exact", None
-                elif k not in verdicts:
-                    correct, method, explain = None, "not_judged", "an earlier answer already failed"
-                else:
-                    v = verdicts[k]
-                    correct, method, explain = v.answer, v.method, v.evidence
-                right, answers = tally.get(rec.cid, (0, 0))
-                tally[rec.cid] = (right + bool(correct), answers + 1)
-                self.validations.append({"candidate_id": rec.cid, "round": rec.round, "validator": model,
-                                         "temperature": t, "sample_index": s, "reply": res.reply, "correct": correct,
-                                         "method": method, "detail": explain, "call_key": res.key})
-                if method in ("call_failed", "judge_failed"):  # no verdict yet: retried next run
-                    if status[rec.cid] != "rejected":
-                        status[rec.cid] = "incomplete"
-                elif method != "not_judged" and not correct:
-                    status[rec.cid] = "rejected"
+        for start in range(0, len(records), self.chunk):
+            for model in self.validators:
+                self._validate_chunk(model, records[start:start + self.chunk], status, tally)
         for r in records:
             right, answers = tally.get(r.cid, (0, 0))
             self._decide(r, "validation", ",".join(self.validators), status[r.cid], {"correct": right, "answers": answers})
         return status
+
+    def _validate_chunk(self, model: str, records: list[Record], status: dict[str, str],
+                        tally: dict[str, tuple[int, int]]) -> None:
+        requests, index = [], []
+        for r in records:
+            for t in self.temperatures:
+                for s in range(self.k):
+                    requests.append(CallRequest([{"role": "user", "content": r.candidate.question}],
+                                                {"temperature": t, "max_tokens": self.budgets.validation}, s))
+                    index.append((r, t, s))
+        results = self.ledger.complete(model, requests, purpose="s1.validate")
+        verdicts = self._judge_until_wrong(index, results)
+        rows = []
+        for k, ((rec, t, s), res) in enumerate(zip(index, results)):
+            if not res.ok:
+                correct, method, explain = None, "call_failed", res.error
+            elif rec.candidate.check is not None:
+                correct = check_answer(res.reply, rec.candidate.check, rec.candidate.question)
+                method, explain = "exact", None
+            elif k not in verdicts:
+                correct, method, explain = None, "not_judged", "an earlier answer already failed"
+            else:
+                v = verdicts[k]
+                correct, method, explain = v.answer, v.method, v.evidence
+            right, answers = tally.get(rec.cid, (0, 0))
+            tally[rec.cid] = (right + bool(correct), answers + 1)
+            rows.append({"candidate_id": rec.cid, "round": rec.round, "validator": model, "temperature": t,
+                         "sample_index": s, "reply": res.reply, "correct": correct, "method": method,
+                         "detail": explain, "call_key": res.key})
+            if method in ("call_failed", "judge_failed"):  # no verdict yet: retried next run
+                if status[rec.cid] != "rejected":
+                    status[rec.cid] = "incomplete"
+            elif method != "not_judged" and not correct:
+                status[rec.cid] = "rejected"
+        self.sink("s1.validations", rows)
 
     def _judge_until_wrong(self, index: list[tuple[Record, float, int]], results: list[Any]) -> dict[int, Reading]:
         """Judge verdicts for answers to candidates without an exact check, one temperature at a time:

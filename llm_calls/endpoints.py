@@ -10,7 +10,9 @@ restarts.
 
 from __future__ import annotations
 
+import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,6 +32,26 @@ class Endpoint:
     sampling: dict[str, Any]
     send_seed: bool
     api_key: str | None = field(default=None, repr=False)  # never logged or stored
+
+    def redact(self, text: str | None) -> str | None:
+        """`text` with this endpoint's key masked (see `redact`)."""
+        return redact(text, [self.api_key])
+
+
+# Tokens that look like API keys, masked even when the secret itself is not known here.
+_KEY_LIKE = re.compile(r"\b(sk|pk|rk|key|hf|gsk|xai)[-_][A-Za-z0-9_\-]{8,}|\b(Bearer)\s+[A-Za-z0-9._\-]{8,}")
+
+
+def redact(text: str | None, secrets: Iterable[str | None] = ()) -> str | None:
+    """The one redaction helper for every error text that leaves a model call (ledger rows, the
+    models table, logs, check metadata): each known secret, and anything shaped like an API key
+    or a bearer token, becomes `***`. A server's 401 reply that echoes the key stays readable."""
+    if not text:
+        return text
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return _KEY_LIKE.sub(lambda m: f"{m.group(1) or m.group(2)}-***" if m.group(1) else "Bearer ***", text)
 
 
 def endpoint_host(base_url: str) -> str:

@@ -367,7 +367,7 @@ class Ledger:
                 ))
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 kind = "timeout" if isinstance(exc, openai.APITimeoutError) else "connection error"
-                error = f"{kind}: {_brief(exc)}"
+                error = f"{kind} ({ep.host}): {_brief(exc)}"
                 if attempts >= self.config.max_attempts:
                     error = f"retries spent after {attempts} attempts; last: {error}"
                     break
@@ -378,8 +378,7 @@ class Ledger:
                 error = f"malformed response: {type(exc).__name__}: {_brief(exc)}"
                 break
 
-        if ep.api_key and error:
-            error = error.replace(ep.api_key, "***")
+        error = ep.redact(error)
         finished = datetime.now(timezone.utc).replace(tzinfo=None)
         row = {
             "key": key, "model": ep.name, "model_identity": identity, "served_model": ep.served_model,

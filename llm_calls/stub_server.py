@@ -64,13 +64,16 @@ class StubServer:
     """Threaded stub server. `start()` in a background thread; `stop()` to shut down."""
 
     def __init__(self, delay_s: float = 0.0, hang_s: float = 5.0, model: str = "stub-model", port: int = 0,
-                 responder: Callable[[dict[str, Any]], str | None] | None = None, fail_share: float = 0.0):
+                 responder: Callable[[dict[str, Any]], str | None] | None = None, fail_share: float = 0.0,
+                 echo_key_401: bool = False):
         self.responder = responder
+        self.echo_key_401 = echo_key_401  # reject every request with 401, quoting the key it was sent
         self.fail_share = fail_share
         self.delay_s = delay_s
         self.hang_s = hang_s
         self.model = model
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] = []  # chat completions
+        self.get_requests: list[dict[str, Any]] = []  # GET /models and others
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", port), self._handler_class())
@@ -175,7 +178,20 @@ class StubServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _reject_echoing_key(self) -> bool:
+                if not stub.echo_key_401:
+                    return False
+                key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                body = {"error": {"message": f"Incorrect API key provided: {key}. You can find your API key at "
+                                             "your provider's dashboard.", "type": "invalid_request_error"}}
+                self._send(401, {"Content-Type": "application/json"}, json.dumps(body).encode())
+                return True
+
             def do_GET(self) -> None:
+                with stub._lock:
+                    stub.get_requests.append({"path": self.path, "authorization": self.headers.get("Authorization")})
+                if self._reject_echoing_key():
+                    return
                 if self.path.rstrip("/").endswith("/models"):
                     data = json.dumps({"object": "list", "data": [{"id": stub.model, "object": "model"}]}).encode()
                     self._send(200, {"Content-Type": "application/json"}, data)
@@ -195,6 +211,8 @@ class StubServer:
                         "path": self.path, "body": body, "time": time.time(),
                         "authorization": self.headers.get("Authorization"),
                     })
+                if self._reject_echoing_key():
+                    return
                 status, headers, data, delay = stub._respond(body)
                 if delay:
                     time.sleep(delay)

@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from assets.definitions import build_definitions
 from assets.materialize_all import raw_assets
@@ -159,3 +160,35 @@ def test_dagster_ui_starts_on_the_project(tmp_path):
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+def test_a_401_reply_echoing_the_key_leaves_no_trace_anywhere(tmp_path, monkeypatch, capfd, caplog):
+    from llm_calls.stub_server import StubServer
+
+    secret = "sk-proj-ECHOED-BACK-5551234"
+    monkeypatch.setenv("BENCH_SECRET_KEY", secret)
+    with StubServer(echo_key_401=True) as echoing:
+        cfg = stub_config(echoing, tmp_path, models={
+            "stub": {"base_url": echoing.base_url, "model": "stub-model", "api_key_env": "BENCH_SECRET_KEY"}})
+        home = tmp_path / "dagster_home"
+        home.mkdir()
+        with dg.instance_for_test(temp_dir=str(home)) as instance:
+            _materialize(build_definitions(cfg.source), instance=instance)
+        asked = echoing.requests + echoing.get_requests
+        assert asked and all(r["authorization"] == f"Bearer {secret}" for r in asked), "the key never reached it"
+    [row] = Warehouse(cfg.warehouse_path()).rows("SELECT reachable, error FROM llm.models")
+    assert not row["reachable"] and "401" in row["error"] and "***" in row["error"]  # the reason stays readable
+    out, err = capfd.readouterr()
+    assert secret not in out + err + caplog.text
+    leaked = [p for p in [*home.rglob("*"), *tmp_path.rglob("*.duckdb*")] if p.is_file() and secret.encode() in p.read_bytes()]
+    assert leaked == []
+
+
+def test_a_base_url_without_a_scheme_is_refused_when_the_config_loads(tmp_path):
+    from configuration import ConfigError, load_config
+    from tests.conftest import write_config
+
+    path = write_config(tmp_path, {"models": {"m": {"base_url": "gpu-box:8000/v1", "model": "x"}},
+                                   "evaluate": ["m"], "judge": "m"})
+    with pytest.raises(ConfigError, match="needs a scheme"):
+        load_config(path)

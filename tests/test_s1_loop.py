@@ -43,7 +43,7 @@ class Model:
         return "I do not know."
 
 
-def build(tmp_path, model, candidates, max_rounds=3, discriminators=(), annotations=None):
+def build(tmp_path, model, candidates, max_rounds=3, discriminators=(), annotations=None, chunk=200):
     with StubServer(responder=model) as stub:
         cfg = stub_config(stub, tmp_path)
         wh = Warehouse(cfg.warehouse_path())
@@ -52,7 +52,7 @@ def build(tmp_path, model, candidates, max_rounds=3, discriminators=(), annotati
             c = Construction(ledger, REG, Judge(ledger, "stub"), 1, generators=[], discriminators=list(discriminators),
                              validators=["stub"], reducer="stub", temperatures=[0.0, 0.2, 0.4],
                              samples_per_temperature=10, max_rounds=max_rounds, dedup_threshold=0.97,
-                             budgets=Budgets(validation=16), annotations=annotations or {})
+                             budgets=Budgets(validation=16), annotations=annotations or {}, chunk=chunk)
             c.initial = lambda *a: [_record(x) for x in candidates]  # controlled candidates
             c.run(["numerical reasoning"], ["en"], 1, True)
         wh.replace_partitions({"s1.candidates": c.candidates, "s1.rounds": c.rounds,
@@ -184,3 +184,25 @@ def test_reductions_and_generators_are_sent_concurrently(tmp_path):
         generations = [r["time"] for r in stub.requests if "Start generating" in r["body"]["messages"][-1]["content"]]
     assert len(reductions) == 4 and _overlap(reductions, 0.3) == 4  # the configured concurrency is 4
     assert len(generations) == 4 and _overlap(generations, 0.3) == 4
+
+
+def test_validating_in_chunks_changes_nothing_but_memory(tmp_path):
+    cands = [(f"sum{k}-p", f"What is {k} plus 3?", str(k + 3)) for k in range(5)]
+
+    def odd_ones_wrong(body):  # deterministic whatever the order of requests
+        m = re.search(r"What is (\d+) plus (\d+)\?", body["messages"][-1]["content"])
+        if m and "reduce their difficulty" not in body["messages"][-1]["content"]:
+            a, b = int(m.group(1)), int(m.group(2))
+            return f"The answer is {a + b + (a % 2)}."
+        return Model()(body)
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    whole, _, _ = build(tmp_path / "a", odd_ones_wrong, cands)
+    chunked, _, _ = build(tmp_path / "b", odd_ones_wrong, cands, chunk=2)
+
+    def key(rows):  # call keys name the stub's port, which differs between the two runs
+        return sorted(str({k: v for k, v in r.items() if k != "call_key"}) for r in rows)
+
+    assert key(chunked.validations) == key(whole.validations) and len(whole.validations) >= 5 * 30
+    assert key(chunked.items) == key(whole.items) and key(chunked.rounds) == key(whole.rounds)

@@ -132,3 +132,16 @@ def test_any_file_name_works_even_one_named_like_a_schema(tmp_path, name):
                                          "category": "-", "value": 1.0, "n": 1, "n_failed": 0}])
     assert wh.rows("SELECT value FROM s1.metrics") == [{"value": 1.0}]
     assert Warehouse(tmp_path / name).rows("SELECT count(*) AS n FROM s1.table3") == [{"n": 1}]
+
+
+def test_staged_rows_are_swapped_in_with_the_rest_or_not_at_all(wh):
+    wh.replace_partition("muso.t", [{"part": "old", "i": 1, "v": "kept"}])
+    wh.begin_staging("muso.t")
+    wh.append_staging("muso.t", [{"part": "new", "i": 2, "v": "a"}])
+    wh.append_staging("muso.t", [{"part": "new", "i": 3, "v": "b"}])
+    with pytest.raises(Exception):  # another table in the same swap fails: nothing changes
+        wh.replace_partitions({"s1.metrics": [{"model": None}]}, staged=["muso.t"])
+    assert wh.rows("SELECT v FROM muso.t") == [{"v": "kept"}]
+    counts = wh.replace_partitions({}, staged=["muso.t"])
+    assert counts == {"muso.t": 2} and wh.rows("SELECT v FROM muso.t ORDER BY i") == [{"v": "a"}, {"v": "b"}]
+    assert wh.scalar("SELECT count(*) FROM information_schema.tables WHERE table_name = 't__staging'") == 0

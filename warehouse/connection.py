@@ -152,12 +152,26 @@ class Warehouse:
         """
         return self.replace_partitions({table: rows}, partition)[table]
 
+    def begin_staging(self, table: str) -> None:
+        """An empty staging copy of `table` (`<table>__staging`) to append to while rows are made, so
+        that they need not all be held in memory; `replace_partitions(..., staged=[table])` then
+        swaps them in with the rest, in one transaction."""
+        _check_ident(table)
+        with self.connect() as con:
+            con.execute(f"CREATE OR REPLACE TABLE {table}__staging AS SELECT * FROM {table} LIMIT 0")
+
+    def append_staging(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Append rows to the staging copy made by `begin_staging`."""
+        return self.upsert(f"{table}__staging", rows)
+
     def replace_partitions(
         self,
         tables: Mapping[str, Sequence[Mapping[str, Any]] | pa.Table],
         partition: Mapping[str, Any] | None = None,
+        staged: Sequence[str] = (),
     ) -> dict[str, int]:
-        """`replace_partition` for several tables in one transaction (all or nothing)."""
+        """`replace_partition` for several tables in one transaction (all or nothing); each table in
+        `staged` takes the rows of its staging copy (see `begin_staging`), which is then dropped."""
         partition = dict(partition or {})
         prepared: dict[str, pa.Table] = {}
         for table, rows in tables.items():
@@ -181,11 +195,18 @@ class Warehouse:
                     con.execute(f"DELETE FROM {table}{where}", params)
                     if data.num_rows:
                         _insert(con, table, data)
+                counts = {t: d.num_rows for t, d in prepared.items()}
+                for table in staged:
+                    _check_ident(table)
+                    con.execute(f"DELETE FROM {table}{where}", params)
+                    counts[table] = con.execute(f"SELECT count(*) FROM {table}__staging").fetchall()[0][0]
+                    con.execute(f"INSERT INTO {table} SELECT * FROM {table}__staging")
+                    con.execute(f"DROP TABLE {table}__staging")
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-        return {t: d.num_rows for t, d in prepared.items()}
+        return counts
 
     def upsert(self, table: str, rows: Sequence[Mapping[str, Any]] | pa.Table, sql_tail: str = "") -> int:
         """Insert rows; `sql_tail` may add an ON CONFLICT clause. One transaction."""
