@@ -10,6 +10,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.metadata import figure_markdown, markdown_table, stacked_bar_chart
+from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import Config, IBDataset
 from evaluations.ib import Item, Runner, metric_rows
@@ -78,7 +79,7 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         )
 
     @dg.asset(name="ib_responses", group_name=GROUP, partitions_def=partitions_def, deps=[ib_items],
-              kinds={"duckdb"})
+              kinds={"duckdb"}, check_specs=reply_check_specs("ib_responses"))
     def ib_responses(context: dg.AssetExecutionContext, settings: SettingsResource,
                      warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
         """Every evaluated model asked this dataset's items under each configured setting (paper
@@ -103,11 +104,15 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         for r in (*prompts, *responses):
             r["dataset"] = name
         wh.replace_partitions({"ib.prompts": prompts, "ib.responses": responses}, {"dataset": name})
-        return dg.MaterializeResult(metadata={
-            "dagster/row_count": len(responses),
-            "correct": sum(r["correct"] for r in responses),
-            "methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in responses))),
-        })
+        return dg.MaterializeResult(
+            metadata={"dagster/row_count": len(responses), "correct": sum(bool(r["correct"]) for r in responses),
+                      "methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in responses)))},
+            check_results=reply_check_results(
+                wh, cfg.reply_checks, name, total=len(responses),
+                failed=sum(r["method"] in ("call_failed", "judge_failed") for r in responses),
+                undecided=sum(r["output_category"] == "undecided" for r in responses),
+                call_keys=[r["call_key"] for r in responses]),
+        )
 
     @dg.asset(name="ib_metrics", group_name=GROUP, deps=[ib_responses], kinds={"duckdb"},
               check_specs=[dg.AssetCheckSpec("every_model_setting_form", asset="ib_metrics")])

@@ -12,6 +12,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.metadata import figure_markdown, markdown_table
+from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import Config
 from evaluations import muso as protocol
@@ -101,7 +102,7 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
         )
 
     @dg.asset(name="muso_responses", group_name=GROUP, partitions_def=partitions_def, deps=[muso_instances],
-              kinds={"duckdb"})
+              kinds={"duckdb"}, check_specs=reply_check_specs("muso_responses"))
     def muso_responses(context: dg.AssetExecutionContext, settings: SettingsResource,
                        warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
         """Each evaluated model's answers to this level's instances through the three-turn
@@ -132,7 +133,13 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
             r["partition_key"] = pk
         wh.replace_partition("muso.responses", rows, {"partition_key": pk})
         scored = [r for r in rows if r["status"] == "ok" and r["variant"] != "sc_path"]
-        return dg.MaterializeResult(metadata={
+        conversations = [r for r in rows if r["variant"] not in ("sc_vote", "sc_median")]  # aggregates call nothing
+        checks = reply_check_results(
+            wh, cfg.reply_checks, pk, total=len(conversations),
+            failed=sum(r["status"] == "call_failed" for r in conversations),
+            undecided=sum(r["status"] == "ok" and r["parse_error"] is not None for r in conversations),
+            call_keys=[k for r in conversations for k in json.loads(r["call_keys"])])
+        return dg.MaterializeResult(check_results=checks, metadata={
             "dagster/row_count": len(rows),
             "failed_calls": sum(r["status"] == "call_failed" for r in rows),
             "parse_failures": sum(r["parse_error"] is not None for r in scored),

@@ -5,6 +5,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.metadata import figure_markdown, markdown_table
+from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from evaluations.s1 import evaluate, metric_rows
 from generators.s1 import load_registry
@@ -15,8 +16,11 @@ GROUP = "s1"
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"},
-          check_specs=[dg.AssetCheckSpec("lineage_complete", asset="s1_items"),
-                       dg.AssetCheckSpec("accepted_only_if_every_answer_correct", asset="s1_items")])
+          check_specs=[dg.AssetCheckSpec("lineage_complete", asset="s1_items",
+                                         description="every accepted item leads back to a generated candidate"),
+                       dg.AssetCheckSpec("accepted_only_if_every_answer_correct", asset="s1_items",
+                                         description="an accepted item has every validation answer correct"),
+                       *reply_check_specs("s1_items")])
 def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, warehouse: WarehouseResource,
              llm: LLMResource) -> dg.MaterializeResult:
     """The S1-Bench construction loop (paper section 2): candidates from programmatic generators
@@ -68,11 +72,19 @@ def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, ware
                                 metadata={"broken": dg.MetadataValue.json(broken)}),
             dg.AssetCheckResult(check_name="accepted_only_if_every_answer_correct", passed=not not_all_correct,
                                 metadata={"violations": dg.MetadataValue.json(not_all_correct)}),
+            *reply_check_results(wh, cfg.reply_checks, None, **_validation_counts(wh)),
         ],
     )
 
 
-@dg.asset(group_name=GROUP, deps=[s1_items], kinds={"duckdb"})
+def _validation_counts(wh) -> dict:
+    [c] = wh.rows("SELECT count(*) AS total, count(*) FILTER (method IN ('call_failed', 'judge_failed')) AS failed, "
+                  "count(*) FILTER (method IN ('judge_unreadable', 'judge_no_answer')) AS undecided, "
+                  "list(call_key) AS keys FROM s1.validations")
+    return {"total": c["total"], "failed": c["failed"], "undecided": c["undecided"], "call_keys": c["keys"] or []}
+
+
+@dg.asset(group_name=GROUP, deps=[s1_items], kinds={"duckdb"}, check_specs=reply_check_specs("s1_responses"))
 def s1_responses(context: dg.AssetExecutionContext, settings: SettingsResource, warehouse: WarehouseResource,
                  llm: LLMResource) -> dg.MaterializeResult:
     """Each evaluated model answers every accepted item k times (temperature 0.6, top_p 0.95) and
@@ -90,11 +102,16 @@ def s1_responses(context: dg.AssetExecutionContext, settings: SettingsResource, 
         rows += evaluate(ledger, model, items, judge, s.k, s.eval_temperature, s.eval_top_p,
                          s.eval_max_tokens.at(cfg.scale), reasoning=cfg.models[model].reasoning)
     wh.replace_partition("s1.responses", rows)
-    return dg.MaterializeResult(metadata={
-        "dagster/row_count": len(rows), "items": len(items),
-        "format_types": dg.MetadataValue.json(dict(Counter(str(r["format_type"]) for r in rows))),
-        "methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in rows))),
-    })
+    return dg.MaterializeResult(
+        metadata={"dagster/row_count": len(rows), "items": len(items),
+                  "format_types": dg.MetadataValue.json(dict(Counter(str(r["format_type"]) for r in rows))),
+                  "methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in rows)))},
+        check_results=reply_check_results(
+            wh, cfg.reply_checks, None, total=len(rows),
+            failed=sum(r["method"] in ("call_failed", "judge_failed") for r in rows),
+            undecided=sum(r["method"] in ("judge_unreadable", "judge_no_answer", "empty") for r in rows),
+            call_keys=[r["call_key"] for r in rows]),
+    )
 
 
 @dg.asset(group_name=GROUP, deps=[s1_responses], kinds={"duckdb"})

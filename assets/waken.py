@@ -9,6 +9,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.metadata import markdown_table, stacked_bar_chart
+from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import Config
 from evaluations.waken import Item, Pipeline
@@ -70,7 +71,9 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         )
 
     @dg.asset(name="waken_outcomes", group_name=GROUP, partitions_def=partitions_def, deps=[waken_items],
-              kinds={"duckdb"}, check_specs=[dg.AssetCheckSpec("converting_identities", asset="waken_outcomes")])
+              kinds={"duckdb"}, check_specs=[dg.AssetCheckSpec("converting_identities", asset="waken_outcomes",
+                                                               description="TC/FC/UC identities of every stage hold"),
+                                             *reply_check_specs("waken_outcomes")])
     def waken_outcomes(context: dg.AssetExecutionContext, settings: SettingsResource,
                        warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
         """Every evaluated model through the WakenLLM pipeline on this dataset: direct pass,
@@ -101,7 +104,11 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                       "direct_methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in direct))),
                       "steps": dg.MetadataValue.json(dict(Counter(r["step"] for r in rows)))},
             check_results=[dg.AssetCheckResult(check_name="converting_identities", passed=not problems,
-                                               metadata={"violations": dg.MetadataValue.json(problems)})],
+                                               metadata={"violations": dg.MetadataValue.json(problems)}),
+                           *reply_check_results(wh, cfg.reply_checks, name, total=len(rows),
+                                                failed=sum(r["outcome"] in ("call_failed", "judge_failed") for r in rows),
+                                                undecided=sum(r["outcome"] == "undecided" for r in rows),
+                                                call_keys=[r["call_key"] for r in rows])],
         )
 
     @dg.asset(name="waken_metrics", group_name=GROUP, deps=[waken_outcomes], kinds={"duckdb"},

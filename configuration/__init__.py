@@ -329,6 +329,15 @@ class S1Config(_Strict):
         return {"demo": value, "paper": value} if isinstance(value, int) else value
 
 
+class ReplyCheckThresholds(_Strict):
+    """Shares above which a model-calling asset's run-health check errors (and the run fails);
+    above zero but within them, it warns."""
+
+    failed_calls: float = Field(0.05, ge=0, le=1, description="failed calls (an endpoint down fails every call)")
+    undecided_replies: float = Field(0.8, ge=0, le=1, description="replies with no readable answer")
+    truncated_replies: float = Field(0.9, ge=0, le=1, description="replies cut at the token budget")
+
+
 class Config(_Strict):
     scale: Literal["demo", "paper"] = "demo"
     seed: int = 20261130
@@ -344,6 +353,7 @@ class Config(_Strict):
     waken: WakenConfig = WakenConfig()
     ib: IBConfig = IBConfig()
     s1: S1Config = S1Config()
+    reply_checks: ReplyCheckThresholds = ReplyCheckThresholds()
 
     # Not part of the file: where it was read from, so relative paths resolve beside it.
     source: str = Field("<defaults>", exclude=True)

@@ -65,9 +65,10 @@ class StubServer:
 
     def __init__(self, delay_s: float = 0.0, hang_s: float = 5.0, model: str = "stub-model", port: int = 0,
                  responder: Callable[[dict[str, Any]], str | None] | None = None, fail_share: float = 0.0,
-                 echo_key_401: bool = False):
+                 echo_key_401: bool = False, cut_every_reply: bool = False):
         self.responder = responder
         self.echo_key_401 = echo_key_401  # reject every request with 401, quoting the key it was sent
+        self.cut_every_reply = cut_every_reply  # every reply ends with finish_reason "length"
         self.fail_share = fail_share
         self.delay_s = delay_s
         self.hang_s = hang_s
@@ -140,7 +141,7 @@ class StubServer:
             f"reply to: {content} (seed {body.get('seed')}, temperature {body.get('temperature')})")
         finish = "stop"
         message: dict[str, Any] = {"role": "assistant", "content": reply}
-        if "length" in directive:
+        if "length" in directive or self.cut_every_reply:
             message["content"], finish = reply[:20], "length"
         if "reasoning" in directive:
             message["reasoning_content"] = "Let me think step by step about this."

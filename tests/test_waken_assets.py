@@ -50,7 +50,8 @@ def test_items_outcomes_and_metrics_for_every_dataset(setup):
     results = {pk: materialize(defs, ["waken_items", "waken_outcomes"], pk) for pk in ("fld", "folio")}
     assert all(r.success for r in results.values())
     assert checks(results["fld"]) == {"solvable_unknown_one_to_one": True, "no_duplicate_items": True,
-                                      "gold_label_matches_proof": True, "converting_identities": True}
+                                      "gold_label_matches_proof": True, "converting_identities": True,
+                                      "failed_calls": True, "undecided_replies": True, "truncated_replies": True}
     metrics = materialize(defs, ["waken_metrics"])
     assert metrics.success and checks(metrics) == {"every_model_and_dataset": True}
 

@@ -1,0 +1,79 @@
+"""Runs tell the truth: a model-calling asset whose calls failed makes its run fail, per partition,
+and says which endpoint; warnings stay visible without stopping the run."""
+
+import socket
+
+import dagster as dg
+
+from assets.definitions import build_definitions
+from llm_calls.stub_server import StubServer
+from tests.conftest import materialize, stub_config
+from warehouse import Warehouse
+
+IB = {"datasets": {"fld": {"form": "judging", "generator": "fld", "count": {"demo": 2, "paper": 2}},
+                   "arithmetic": {"form": "single", "generator": "arithmetic", "count": {"demo": 2, "paper": 2}}},
+      "settings": ["vanilla"]}
+
+
+def evaluations(result):
+    return {c.check_name: c for c in result.get_asset_check_evaluations()}
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_endpoint_that_is_down_fails_the_run_and_names_the_endpoint(tmp_path):
+    port = closed_port()
+    with StubServer() as judge:  # only the evaluated model is down
+        cfg = stub_config(judge, tmp_path, ib=IB, ledger={"max_attempts": 1},
+                          models={"stub": {"base_url": judge.base_url, "model": "stub-model"},
+                                  "down": {"base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}},
+                          evaluate=["down"])
+        result = materialize(build_definitions(cfg.source), ["ib_items", "ib_responses"], "fld")
+    assert not result.success  # not green
+    failed = evaluations(result)["failed_calls"]
+    assert not failed.passed and failed.severity == dg.AssetCheckSeverity.ERROR
+    assert failed.metadata["share"].value == 1.0 and failed.metadata["partition"].value == "fld"
+    errors = {r["error"] for r in Warehouse(cfg.warehouse_path()).rows("SELECT error FROM llm.calls")}
+    assert errors and all(f"127.0.0.1:{port}" in e for e in errors)
+
+
+def test_a_server_that_stops_midway_fails_only_the_partitions_it_left_unanswered(tmp_path):
+    stub = StubServer(responder=lambda body: "Answer: 1").start()
+    cfg = stub_config(stub, tmp_path, ib=IB, ledger={"max_attempts": 1})
+    defs = build_definitions(cfg.source)
+    first = materialize(defs, ["ib_items", "ib_responses"], "fld")
+    stub.stop()  # the server goes away between the backfill's partitions
+    second = materialize(defs, ["ib_items", "ib_responses"], "arithmetic")
+    assert first.success and evaluations(first)["failed_calls"].passed
+    assert not second.success and not evaluations(second)["failed_calls"].passed
+    assert evaluations(second)["failed_calls"].metadata["partition"].value == "arithmetic"
+
+
+def test_a_few_failures_below_the_threshold_warn_without_failing_the_run(tmp_path):
+    with StubServer(fail_share=0.3, responder=lambda body: "Answer: 1") as flaky:
+        cfg = stub_config(flaky, tmp_path, ib=IB, ledger={"max_attempts": 1},
+                          reply_checks={"failed_calls": 0.9})
+        result = materialize(build_definitions(cfg.source), ["ib_items", "ib_responses"], "fld")
+    check = evaluations(result)["failed_calls"]
+    assert result.success and not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+    assert 0 < check.metadata["share"].value <= 0.9
+
+
+def test_undecided_replies_above_the_threshold_fail_the_run(tmp_path):
+    with StubServer(responder=lambda body: "Hmm, hard to say.") as vague:
+        cfg = stub_config(vague, tmp_path, ib=IB, reply_checks={"undecided_replies": 0.5})
+        result = materialize(build_definitions(cfg.source), ["ib_items", "ib_responses"], "fld")
+    check = evaluations(result)["undecided_replies"]
+    assert not result.success and check.severity == dg.AssetCheckSeverity.ERROR and check.metadata["share"].value == 1.0
+
+
+def test_replies_cut_at_the_budget_are_counted_from_the_ledger(tmp_path):
+    with StubServer(responder=lambda body: "Answer: 1", cut_every_reply=True) as cutting:
+        cfg = stub_config(cutting, tmp_path, ib=IB)
+        result = materialize(build_definitions(cfg.source), ["ib_items", "ib_responses"], "fld")
+    check = evaluations(result)["truncated_replies"]
+    assert not result.success and check.severity == dg.AssetCheckSeverity.ERROR and check.metadata["share"].value == 1.0
