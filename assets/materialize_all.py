@@ -5,13 +5,19 @@ runs this: unpartitioned assets first in one run, then each partitioned asset
 group once per partition key, then the downstream summaries. Runs are recorded
 in the instance named by DAGSTER_HOME, so they show up in the UI.
 
-    python -m assets.materialize_all [--select GROUP ...]
+    python -m assets.materialize_all [--select FAMILY ...] [--partition KEY ...]
+
+FAMILY is an asset group (models, muso, waken, ib, s1); KEY a partition key
+(`timetabling_1-50`, `fld`, ...). Every step runs even when an earlier one
+failed; the command ends with a table of the steps (time, failed and warning
+checks) and exits 1 if any step failed.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections import defaultdict
 
 import dagster as dg
@@ -67,17 +73,30 @@ def plan(defs: dg.Definitions) -> list[tuple[list[dg.AssetsDefinition], str | No
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Materialise every asset at the configured scale.")
-    parser.parse_args(argv)
+    parser.add_argument("--select", action="append", metavar="FAMILY",
+                        help="only the assets of this group (models, muso, waken, ib, s1); repeatable")
+    parser.add_argument("--partition", action="append", metavar="KEY",
+                        help="only these partition keys of the partitioned assets; repeatable")
+    args = parser.parse_args(argv)
     from assets.definitions import defs
 
-    instance = dg.DagsterInstance.get()
     resources = defs.resources
     all_assets = raw_assets(defs)
     checks = list(defs.asset_checks or [])
-    for group, partition_key in plan(defs):
-        keys = [a.key for a in group]
+    groups = {a.group_names_by_key[k] for a in all_assets for k in a.keys}
+    unknown = sorted(set(args.select or []) - groups)
+    if unknown:
+        parser.error(f"--select {unknown[0]!r}: not an asset group; expected one of {sorted(groups)}")
+    instance = dg.DagsterInstance.get()
+    steps = plan(defs)
+    summary = []
+    for group, partition_key in steps:
+        keys = [k for a in group for k in a.keys if not args.select or a.group_names_by_key[k] in args.select]
+        if not keys or (args.partition and partition_key is not None and partition_key not in args.partition):
+            continue
         label = ", ".join(k.to_user_string() for k in keys) + (f" [{partition_key}]" if partition_key else "")
         print(f"materialising {label}", flush=True)
+        t0 = time.monotonic()
         result = dg.materialize(
             [*all_assets, *checks],
             selection=dg.AssetSelection.assets(*keys) | dg.AssetSelection.checks_for_assets(*keys),
@@ -86,14 +105,26 @@ def main(argv: list[str] | None = None) -> int:
             partition_key=partition_key,
             raise_on_error=False,
         )
+        evals = result.get_asset_check_evaluations()
+        failed = [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
+        warned = [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.WARN]
+        summary.append((label, result.success, time.monotonic() - t0, failed, warned))
         if not result.success:
-            print(f"FAILED: {label}", file=sys.stderr)
-            return 1
+            print(f"FAILED: {label}" + (f" (checks: {', '.join(failed)})" if failed else ""), file=sys.stderr)
+    _print_summary(summary)
     wh_path = resources["warehouse"].path
     print(f"\nWarehouse: {wh_path}")
     n = Warehouse(wh_path).scalar("SELECT count(*) FROM llm.calls")
     print(f"llm.calls rows: {n}")
-    return 0
+    return 0 if all(ok for _, ok, _, _, _ in summary) else 1
+
+
+def _print_summary(summary: list[tuple[str, bool, float, list[str], list[str]]]) -> None:
+    print("\nstep" + " " * 60 + "status   seconds  checks")
+    for label, ok, seconds, failed, warned in summary:
+        notes = "; ".join(x for x in (f"failed: {', '.join(failed)}" if failed else "",
+                                      f"warnings: {', '.join(sorted(set(warned)))}" if warned else "") if x)
+        print(f"{label[:62]:<64}{'ok' if ok else 'FAILED':<9}{seconds:>7.1f}  {notes}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import socket
 import dagster as dg
 
 from assets.definitions import build_definitions
+from configuration import CONFIG_ENV_VAR
 from llm_calls.stub_server import StubServer
 from tests.conftest import materialize, stub_config
 from warehouse import Warehouse
@@ -77,3 +78,38 @@ def test_replies_cut_at_the_budget_are_counted_from_the_ledger(tmp_path):
         result = materialize(build_definitions(cfg.source), ["ib_items", "ib_responses"], "fld")
     check = evaluations(result)["truncated_replies"]
     assert not result.success and check.severity == dg.AssetCheckSeverity.ERROR and check.metadata["share"].value == 1.0
+
+
+def test_the_main_command_selects_a_family_and_partition_and_fails_when_a_step_fails(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    port = closed_port()
+    (tmp_path / "good").mkdir()
+    (tmp_path / "bad").mkdir()
+    with StubServer(responder=lambda body: "Answer: 1") as ok_stub:
+        good = stub_config(ok_stub, tmp_path / "good", ib=IB)
+        bad = stub_config(ok_stub, tmp_path / "bad", ib=IB, ledger={"max_attempts": 1},
+                          models={"stub": {"base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}})
+        runs = {}
+        for name, cfg in (("good", good), ("bad", bad)):
+            env = {**os.environ, CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(tmp_path / name)}
+            runs[name] = subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "ib",
+                                         "--partition", "fld"], cwd=root, env=env, capture_output=True, text=True,
+                                        timeout=300)
+    good_out = runs["good"].stdout
+    assert runs["good"].returncode == 0, runs["good"].stderr[-2000:]
+    assert "ib_items, ib_responses [fld]" in good_out and "[arithmetic]" not in good_out and "muso" not in good_out
+    assert runs["bad"].returncode == 1 and "FAILED" in runs["bad"].stdout and "failed_calls" in runs["bad"].stdout
+
+
+def test_the_main_command_refuses_an_unknown_family():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "nope"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and "not an asset group" in out.stderr
