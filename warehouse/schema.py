@@ -8,6 +8,7 @@ Tables are created if missing; a family adds its DDL to `TABLES` below.
 from __future__ import annotations
 
 import hashlib
+import re
 
 import duckdb
 
@@ -568,7 +569,8 @@ VIEWS.update({
 def _schema_version() -> str:
     """A digest of every DDL statement: any new table, column or view changes it, so an existing
     warehouse is brought up to date without anyone bumping a number."""
-    text = repr(sorted(TABLES.items())) + repr(sorted(VIEWS.items()))
+    text = repr(sorted(TABLES.items())) + repr(sorted(VIEWS.items())) + repr(sorted(TABLE_DOCS.items())) \
+        + repr(sorted(COLUMN_DOCS.items()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -612,6 +614,190 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
         _add_missing_columns(con, name, columns)
     for name, query in VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {query}")
+    comment_schema(con)
     con.execute("DROP TABLE IF EXISTS llm.schema_version")
     con.execute("CREATE TABLE llm.schema_version (version VARCHAR)")
+    con.execute("COMMENT ON TABLE llm.schema_version IS 'the schema this file was last brought up to'")
+    con.execute("COMMENT ON COLUMN llm.schema_version.version IS 'digest of every table, view and comment'")
     con.execute("INSERT INTO llm.schema_version VALUES (?)", [version])
+
+
+# -- documentation inside the warehouse: COMMENT ON every table, view and column ----------------
+
+TABLE_DOCS: dict[str, str] = {
+    "llm.calls": "One row per distinct model call (the ledger and cache): request, response, tokens, status, error.",
+    "llm.models": "One row per configured model: whether its endpoint answered a probe, and why not.",
+    "sources.records": "Rows loaded from source datasets (hub or local files) for WakenLLM and Instruction Boundary.",
+    "muso.instances": "MuSoBench instances (TimeTabling, SubsetSum) with their complexity bin and generator parameters.",
+    "muso.solutions": "Every solution of every MuSoBench instance, enumerated exactly.",
+    "muso.responses": "One MuSoBench conversation (solve, confidence, recheck) per model x paradigm x variant x instance.",
+    "muso.metrics": "MuSoBench precision, recall, ECE and stability per model x paradigm x temperature x variant x bin.",
+    "waken.items": "WakenLLM items: half solvable (True/False or an option), half Unknown.",
+    "waken.outcomes": "One WakenLLM reading per model x item x step x setting (direct, stages, RtG, baselines, causes).",
+    "waken.metrics": "WakenLLM metrics (TCR/FCR/UCR, OCR, Conf, RPC, CGR, Deg, accuracies) in long form.",
+    "ib.items": "Instruction Boundary items: judging and choice questions with tense or sparse correct labels.",
+    "ib.prompts": "The prompt each model was sent per setting and item (suggestions, examples, rewrites in details).",
+    "ib.responses": "One Instruction Boundary answer per model x setting x item, read and scored.",
+    "ib.metrics": "Instruction Boundary metrics (Acc, SR, GR, RR, RS, OR, FR, judge share) per model x setting x form.",
+    "s1.candidates": "Every S1-Bench candidate version: generated, reduced or edited by a person.",
+    "s1.rounds": "Every decision of the S1-Bench construction loop, with its actor and reasons.",
+    "s1.validations": "Every validator answer to an S1-Bench candidate (30 per validator), checked or judged.",
+    "s1.items": "The accepted S1-Bench questions, with the candidate they descend from.",
+    "s1.annotations": "Human decisions on S1-Bench candidates (written by people; they override discriminators).",
+    "s1.responses": "One S1-Bench answer per model x item x mode x sample: format type, correctness, tokens.",
+    "s1.metrics": "S1-Bench metrics (pass@1, acc@k, f-acc, format rates, tokens, awareness) per scope.",
+    "llm.call_summary": "Calls per model x purpose x status: counts, truncated, tokens, latency, attempts.",
+    "muso.table1": "MuSoBench paper table 1 (percent): CSR, ESC, NSD per task and paradigm.",
+    "muso.table2": "MuSoBench paper table 2 (percent): precision, recall, ECE (r) of self-consistency strategies.",
+    "waken.table3": "WakenLLM paper table 3 (percent): TCR1, TCR2, OCR, Conf_s, Conf_u, CGR, RPC.",
+    "waken.table5": "WakenLLM paper table 5 (percent): TCR2 and Deg.",
+    "waken.table6": "WakenLLM paper table 6 (percent): accuracy of the direct pass, the baselines and WakenLLM.",
+    "waken.table8": "WakenLLM paper table 8 (percent): vague-perception shares V and U.",
+    "waken.table9_11": "WakenLLM paper tables 9-11 (percent): TCR1 and TCR2 by sample type per misguiding rate.",
+    "waken.table12": "WakenLLM paper table 12 (percent): TCR1 and TCR2 split into solvable and unsolvable samples.",
+    "ib.summary": "Instruction Boundary metrics per model x setting x form in one row (fractions).",
+    "ib.table3": "Instruction Boundary paper table 3 (percent): Acc_b^1, SR1, GR1, Acc_b^2, SR2, GR2, GR3.",
+    "ib.figure7": "Instruction Boundary figure 7 (percent): the judging robustness score RS.",
+    "ib.miscellany": "Instruction Boundary disturbing miscellany: accuracy by number of options (paper table 6).",
+    "s1.table3": "S1-Bench paper table 3: pass@1, acc@k, f-acc (percent) and mean response tokens.",
+    "s1.table5": "S1-Bench paper table 5: mean response tokens per language and category.",
+    "s1.table8": "S1-Bench paper table 8 (greedy decoding): accuracy, f-acc (percent), tokens.",
+    "s1.table19": "S1-Bench paper table 19: the rate (percent) of each response format type under top-p sampling.",
+    "s1.table20": "S1-Bench paper table 20: the rate (percent) of each response format type under greedy decoding.",
+}
+
+# Columns that mean the same in every table they appear in (a DDL comment overrides).
+COLUMN_DOCS: dict[str, str] = {
+    "model": "configured model name (see llm.models)", "dataset": "configured dataset name (the partition)",
+    "partition_key": "the Dagster partition the row belongs to", "item_id": "the item's id, stable for a seed",
+    "instance_id": "the instance's id, stable for a seed", "candidate_id": "the candidate version's id",
+    "task": "timetabling or subsetsum", "question": "the question text as asked", "answer": "the reference answer",
+    "context": "the facts or passage the question is about", "reply": "the model's reply as it produced it",
+    "call_key": "key of the call in llm.calls", "error": "why the call or step failed (secrets masked)",
+    "value": "the metric's value (a fraction unless the metric is a count or tokens)",
+    "numerator": "the count the value's numerator is", "denominator": "the count the value is a share of",
+    "gold": "the correct answer", "round": "construction round: 0 generated, n after n reductions",
+    "served_model": "model id at the endpoint", "endpoint_host": "host:port of the endpoint (never credentials)",
+    "sample_index": "sample number of a repeated prompt", "split": "source split (train, validation, test)",
+    "source_id": "the row's id in its source", "row_number": "row position in the source file",
+    "original_label": "the label as the source spells it", "choices": "answer options (JSON list)",
+    "answer_index": "0-based index of the correct choice in the source", "topic": "source topic",
+    "extra": "further fields (JSON)", "dataset_seed": "seed derived from the config seed for this dataset",
+    "items_version": "version of the item builder", "config_seed": "the configuration's seed",
+    "generator_version": "version of the generator", "solution_count": "number of solutions (complexity)",
+    "solution_index": "position of the solution in its instance", "level_hi": "bin upper bound (NULL: open)",
+    "n_first": "solutions in the first answer", "n_first_correct": "correct solutions in the first answer",
+    "answers_second": "parsed solutions after the recheck turn", "n_second": "solutions after the recheck",
+    "n_second_correct": "correct solutions after the recheck", "precision": "share of stated solutions that are right",
+    "recall": "share of all solutions that were stated", "retention": "CSR: correct solutions kept by the recheck",
+    "correction": "ESC: wrong solutions removed by the recheck", "discovery": "NSD: new correct solutions in the recheck",
+    "paradigm": "short_cot or long_cot", "variant": "standard, exploration or a self-consistency aggregate",
+    "n_instances": "instances in the group", "n_failed_calls": "conversations whose solve call failed",
+    "n_parse_failures": "answered conversations with no readable solution", "n_truncated": "conversations cut at the budget",
+    "n_confidence": "conversations with a usable confidence", "mean_confidence": "mean stated confidence (0-100)",
+    "ece_precision": "expected calibration error against precision", "ece_recall": "expected calibration error against recall",
+    "setting": "prompt setting or stage setting", "base_id": "the source question the item was built from",
+    "n_options": "number of options shown", "number_scheme": "how options are numbered in prompts",
+    "origin": "where the item came from (generator, hub id or file)", "form": "judging, single or multiple (IB); fact or story (WakenLLM)",
+    "label_type": "tense or sparse: the kind of the correct label", "subcategory": "S1-Bench subcategory",
+    "category": "the category (S1: reasoning, knowledge, instruction following, analysis)", "language": "en or zh",
+    "decision": "what was decided", "validator": "the validator model", "temperature": "decoding temperature",
+    "detail": "reasons, verdict explanation or similarity", "rounds_taken": "difficulty reductions before acceptance",
+    "check_spec": "exact-answer check (JSON); NULL: judged", "annotator": "who decided", "note": "the annotator's note",
+    "has_thinking": "a thinking part was found", "has_answer": "a final-answer part was found",
+    "completion_tokens": "tokens of the reply (server's count)", "finish_reason": "stop, length (truncated), ...",
+    "prompt_tokens": "tokens of the prompt (server's count)", "latency_s": "seconds the request took",
+    "run_id": "the Dagster run that made the call", "created_at": "when the call was sent (UTC)",
+    "finished_at": "when the call finished (UTC)", "name": "configured model name", "reachable": "the endpoint answered",
+    "probe_prompt": "the probe sent", "probe_answer": "the probe's reply", "probe_latency_s": "seconds the probe took",
+    "probe_cached": "the probe was answered from the ledger", "checked_at": "when the model was probed (UTC)",
+    "n_failed": "replies left out because the call or its judgement failed",
+}
+
+
+VIEW_COLUMN_DOCS: dict[str, str] = {
+    "Model": "model name", "Dataset": "dataset name", "Setting": "prompt setting", "Task": "TimeTabling or SubsetSum",
+    "Paradigm": "Short-CoT or Long-CoT", "Temperature": "decoding temperature", "Method": "single path or aggregation",
+    "OCR": "overall converting rate: Vague Perception items converted in stage 1 or 2, percent",
+    "Conf_s": "label conformity on solvable samples (M=0% minus M=100%), percent",
+    "Conf_u": "label conformity on unsolvable samples (M=0% minus M=100%), percent",
+    "CGR": "stage-2 true conversions with the earlier reasoning shown minus without, percent",
+    "RPC": "stage-1 true conversions with the stage-1 reasoning shown minus without, percent",
+    "Deg": "degradation: stage-1 false conversions answered Unknown in stage 2, percent",
+    "V": "solvable samples answered Unknown, percent", "U": "Unknown samples whose explanation failed, percent",
+    "M (%)": "misguiding rate: share of assigned labels that are wrong", "WakenLLM": "Acc(WakenLLM), percent",
+    "Direct": "accuracy of the direct pass, percent", "Acc_b^1": "judging balanced accuracy (SR1 + GR1) / 2, percent",
+    "Acc_b^2": "choice balanced accuracy (SR2 + GR2 + GR3) / 3, percent",
+    "SR1": "judging accuracy on tense-label items, percent", "GR1": "judging accuracy on sparse-label items, percent",
+    "SR2": "single-choice accuracy on tense-label items, percent",
+    "GR2": "single-choice accuracy on sparse-label items, percent",
+    "GR3": "multiple-choice accuracy on sparse-label items, percent",
+    "RS": "robustness score: harmonic mean of SR and GR, percent", "pass@1": "mean correctness over k samples, percent",
+    "acc@k": "share of items with all k samples correct, percent", "f-acc": "share of well formatted replies, percent",
+    "Tokens": "mean response tokens (endless replies left out)", "tokens": "mean response tokens (endless replies left out)",
+    "acc": "greedy accuracy, percent", "Avg": "mean response tokens over all items",
+    "Precision (%)": "mean precision", "Recall (%)": "mean recall", "ECE (r)": "calibration error against recall, percent",
+    "n_options": "options shown", "accuracy": "accuracy (fraction)", "items": "items behind the accuracy",
+    "purpose": "what the calls were for", "status": "ok or failed", "calls": "calls", "truncated": "calls cut at the budget",
+    "mean_latency_s": "mean seconds per call", "attempts": "attempts over all runs",
+}
+
+
+def _view_column_doc(col: str) -> str:
+    if col in VIEW_COLUMN_DOCS and VIEW_COLUMN_DOCS[col]:
+        return VIEW_COLUMN_DOCS[col]
+    m = re.fullmatch(r"TCR(\d)(?: ([SUV]))?", col)
+    if m:
+        part = {"S": ", solvable samples", "V": ", solvable samples", "U": ", unsolvable samples", None: ""}[m.group(2)]
+        return f"true converting rate at stage {m.group(1)}{part}, percent"
+    m = re.fullmatch(r"(TimeTabling|SubsetSum) (CSR|ESC|NSD) \(%\)", col)
+    if m:
+        what = {"CSR": "correct solutions retained", "ESC": "wrong solutions corrected", "NSD": "new solutions discovered"}
+        return f"{m.group(1)}: {what[m.group(2)]} in the recheck turn, percent"
+    m = re.fullmatch(r"(EN|ZH) (Rsn|Kno|If|Ana|Avg)", col)
+    if m:
+        return f"mean response tokens, {m.group(1)} questions, {m.group(2)}"
+    if re.fullmatch(r"[123]\d\d", col):
+        return f"share of replies of response format type {col} (paper table 9), percent"
+    if col in ("CoT", "Few-shot", "Tree-of-Thought", "Plan & Solve", "Self-Reflection"):
+        return f"accuracy with the {col} prompt baseline, percent"
+    return COLUMN_DOCS.get(col) or COLUMN_DOCS.get(col.lower(), "") or f"{col} (see the view's comment)"
+
+
+def _column_docs(columns_ddl: str) -> dict[str, str]:
+    """Column name -> its documentation: the DDL's own `--` comment (with continuation lines), else
+    COLUMN_DOCS."""
+    docs: dict[str, str] = {}
+    last = None
+    for line in columns_ddl.strip().splitlines():
+        stripped = line.strip()
+        if stripped.startswith("--") and last:
+            docs[last] += " " + stripped[2:].strip()
+            continue
+        m = re.match(r"(\w+)\s+[A-Z]", stripped)
+        if not m:
+            continue
+        last = m.group(1)
+        comment = stripped.split("--", 1)[1].strip() if "--" in stripped else COLUMN_DOCS.get(last, "")
+        docs[last] = comment
+    return docs
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def comment_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """COMMENT ON every table, view and column, so DESCRIBE and any SQL client explain the warehouse."""
+    for name, columns in TABLES.items():
+        con.execute(f"COMMENT ON TABLE {name} IS {_quote(TABLE_DOCS.get(name, ''))}")
+        for col, doc in _column_docs(columns).items():
+            if doc:
+                con.execute(f"COMMENT ON COLUMN {name}.{col} IS {_quote(doc)}")
+    for name in VIEWS:
+        con.execute(f"COMMENT ON VIEW {name} IS {_quote(TABLE_DOCS.get(name, ''))}")
+        schema, view = name.split(".")
+        for (col,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? "
+                                  "AND database_name = current_database()", [schema, view]).fetchall():
+            quoted = '"' + col.replace('"', '""') + '"'
+            con.execute(f"COMMENT ON COLUMN {name}.{quoted} IS {_quote(_view_column_doc(col))}")
