@@ -1,8 +1,10 @@
 """The embedded SmolLM2-135M server: a real model answering through the same ledger path."""
 
+import os
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 
 import dagster as dg
@@ -16,6 +18,13 @@ from tests.conftest import user, write_config
 from warehouse import Warehouse
 
 pytestmark = pytest.mark.embedded
+
+
+@pytest.fixture(autouse=True)
+def private_server_registry(tmp_path, monkeypatch):
+    """These tests watch a server's whole life: each gets its own state directory, so a server
+    another process shares (a demo running beside the suite) cannot keep theirs alive."""
+    monkeypatch.setenv("BENCHSMITH_RUN_DIR", str(tmp_path / "run"))
 
 
 def port_open(port: int) -> bool:
@@ -86,7 +95,7 @@ def test_server_survives_across_ledger_batches(tmp_path):
     assert len(hosts) == 1
 
 
-def test_server_exits_when_its_parent_is_killed():
+def test_server_exits_when_its_only_user_is_killed():
     child = subprocess.Popen(
         [sys.executable, "-c", "from llm_calls.embedded import EmbeddedServer; import time; "
                                "s = EmbeddedServer('smollm2-135m-instruct').start(); print(s.port, flush=True); time.sleep(60)"],
@@ -100,3 +109,46 @@ def test_server_exits_when_its_parent_is_killed():
     while port_open(port) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not port_open(port)
+
+
+def _servers_for(lock_dir) -> list[str]:
+    """Command lines of the embedded servers whose users file lies in `lock_dir`."""
+    out = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "llm_calls.serve_embedded" in line and str(lock_dir) in line]
+
+
+def test_concurrent_users_share_one_server_and_the_last_one_out_stops_it(tmp_path):
+    env = {**os.environ, "BENCHSMITH_RUN_DIR": str(tmp_path / "run")}
+    code = textwrap.dedent("""
+        import sys, time
+        from configuration import parse_config
+        from llm_calls import CallRequest, Ledger, ModelRegistry
+        from warehouse import Warehouse
+        cfg = parse_config({"warehouse": {"path": sys.argv[1]}}, sys.argv[1] + ".yaml")
+        with ModelRegistry(cfg) as reg:
+            r = Ledger(Warehouse(cfg.warehouse_path()), reg).complete(
+                "smollm2", [CallRequest([{"role": "user", "content": sys.argv[2]}], {"max_tokens": 4})])[0]
+            print(reg.endpoint("smollm2").host, r.ok, flush=True)
+            time.sleep(float(sys.argv[3]))
+    """)
+    first = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "a.duckdb"), "Say one.", "6"], env=env,
+                             stdout=subprocess.PIPE, text=True)
+    second = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "b.duckdb"), "Say two.", "1"], env=env,
+                              stdout=subprocess.PIPE, text=True)
+    host_a, host_b = first.stdout.readline().split(), second.stdout.readline().split()
+    assert host_a == host_b and host_a[1] == "True"  # the same server answered both processes
+    assert len(_servers_for(tmp_path / "run")) == 1  # never two at once on the same model file
+    second.wait(timeout=60)
+    port = int(host_a[0].split(":")[1])
+    assert port_open(port)  # the first process still uses it
+    first.wait(timeout=60)
+    deadline = time.monotonic() + 15
+    while (port_open(port) or _servers_for(tmp_path / "run")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not port_open(port) and not _servers_for(tmp_path / "run")  # the last user out stopped it
+
+
+def test_threads_match_the_usable_cores():
+    from llm_calls.embedded import _usable_cores
+
+    assert EmbeddedServer("smollm2-135m-instruct").n_threads == _usable_cores() == len(os.sched_getaffinity(0))
