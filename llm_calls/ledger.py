@@ -42,7 +42,6 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 import openai
-import pyarrow as pa
 
 from configuration import LedgerConfig
 from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling
@@ -246,10 +245,11 @@ class Ledger:
         """Finished calls among `keys`, and every key that has a row at all (a failed one too)."""
         if not keys:
             return {}, set()
+        # a list parameter, not a registered Arrow table: the first Arrow scan in a process costs ~0.2 s
         rows = writer.query(
             """SELECT key, status, response_text, finish_reason, prompt_tokens, completion_tokens, latency_s,
                       attempts, reasoning_text, reasoning_tokens
-               FROM llm.calls JOIN _wanted_keys USING (key)""", tables={"_wanted_keys": pa.table({"key": keys})})
+               FROM llm.calls WHERE key IN (SELECT unnest(?::VARCHAR[]))""", [keys])
         out = {}
         for key, status, text, finish, ptok, ctok, latency, attempts, reasoning, rtok in rows:
             if status == "ok":
@@ -289,7 +289,7 @@ class Ledger:
                 queue.put_nowait(row)
 
         drained = asyncio.Event()  # every request answered: the writer stops gathering
-        flusher = asyncio.create_task(self._flush(queue, writer, slots, known, drained))
+        flusher = asyncio.create_task(self._flush(queue, writer, slots, known, drained, max(1, unsaved // 2)))
         reporter = asyncio.create_task(self._report(progress))
         try:
             await asyncio.gather(*(worker() for _ in range(min(len(todo), 2 * ep.concurrency))))
@@ -402,7 +402,7 @@ class Ledger:
     # -- persistence and progress --------------------------------------------------
 
     async def _flush(self, queue: asyncio.Queue[dict[str, Any] | None], writer: Any,
-                     slots: asyncio.Semaphore, known: set[str], drained: asyncio.Event) -> None:
+                     slots: asyncio.Semaphore, known: set[str], drained: asyncio.Event, enough: int) -> None:
         """Commit finished calls as they arrive; each write takes all that queued meanwhile. Keys
         without a row yet are inserted plainly (an upsert costs DuckDB several times more); a key
         another process wrote meanwhile makes that write fall back to the upsert."""
@@ -415,11 +415,11 @@ class Ledger:
                 await asyncio.to_thread(writer.close)
                 first = await queue.get()
             batch = [first]
-            # gather a little more (each commit costs DuckDB a few ms of CPU), but never past half the
+            # gather a little more (each commit costs DuckDB a few ms of CPU), but only up to half the
             # back-pressure room, so requests keep flowing while this batch is written
             deadline = time.monotonic() + _FLUSH_GATHER_S
-            while (None not in batch and not drained.is_set() and slots._value > 0
-                   and time.monotonic() < deadline and queue.qsize() < 64):
+            while (None not in batch and not drained.is_set() and time.monotonic() < deadline
+                   and queue.qsize() + 1 < enough):
                 await asyncio.sleep(0.005)
             while not queue.empty():
                 batch.append(queue.get_nowait())
