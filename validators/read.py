@@ -140,8 +140,8 @@ def explicit_answers(text: str) -> list[str]:
                 found.append((line_start, following.strip()))
             continue
         cues = list(_CUE.finditer(line))
-        for k, m in enumerate(cues):
-            end = cues[k + 1].start() if k + 1 < len(cues) else len(line)
+        for j, m in enumerate(cues):
+            end = cues[j + 1].start() if j + 1 < len(cues) else len(line)
             body = line[m.end():end].strip()
             if body:
                 found.append((line_start + m.start(), body))
