@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--select {unknown[0]!r}: not an asset group; expected one of {sorted(groups)}")
     instance = dg.DagsterInstance.get()
     steps = plan(defs)
+    config = resources["settings"].load()
     summary = []
     for group, partition_key in steps:
         keys = [k for a in group for k in a.keys if not args.select or a.group_names_by_key[k] in args.select]
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             resources=resources,
             partition_key=partition_key,
             raise_on_error=False,
+            tags=_run_tags(group, keys, partition_key, config),
         )
         evals = result.get_asset_check_evaluations()
         failed = [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
@@ -117,6 +119,17 @@ def main(argv: list[str] | None = None) -> int:
     n = Warehouse(wh_path).scalar("SELECT count(*) FROM llm.calls")
     print(f"llm.calls rows: {n}")
     return 0 if all(ok for _, ok, _, _, _ in summary) else 1
+
+
+def _run_tags(group: list[dg.AssetsDefinition], keys: list[dg.AssetKey], partition_key: str | None,
+              config: object) -> dict[str, str]:
+    """What the Runs page filters by: the families, the partition, the evaluated models, the config."""
+    families = sorted({a.group_names_by_key[k] for a in group for k in a.keys if k in keys})
+    tags = {"benchsmith/family": ",".join(families), "benchsmith/models": ",".join(config.evaluate),
+            "benchsmith/config": config.source}
+    if partition_key:
+        tags["benchsmith/partition"] = partition_key
+    return tags
 
 
 def _print_summary(summary: list[tuple[str, bool, float, list[str], list[str]]]) -> None:

@@ -192,3 +192,22 @@ def test_a_base_url_without_a_scheme_is_refused_when_the_config_loads(tmp_path):
                                    "evaluate": ["m"], "judge": "m"})
     with pytest.raises(ConfigError, match="needs a scheme"):
         load_config(path)
+
+
+def test_the_instance_marks_killed_runs_failed(tmp_path, monkeypatch):
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(tmp_path)  # the instance's relative storage paths land here
+    instance = dg.DagsterInstance.from_config(str(root))
+    assert instance.run_monitoring_enabled and instance.run_monitoring_start_timeout_seconds == 180
+
+
+def test_a_built_wheel_carries_the_s1_registry(tmp_path):
+    import zipfile
+
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                          str(tmp_path), str(root)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    [wheel] = tmp_path.glob("benchsmith-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "generators/s1_subcategories.yaml" in names  # a non-editable install can build S1-Bench

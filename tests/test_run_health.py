@@ -104,6 +104,12 @@ def test_the_main_command_selects_a_family_and_partition_and_fails_when_a_step_f
     assert runs["good"].returncode == 0, runs["good"].stderr[-2000:]
     assert "ib_items, ib_responses [fld]" in good_out and "[arithmetic]" not in good_out and "muso" not in good_out
     assert runs["bad"].returncode == 1 and "FAILED" in runs["bad"].stdout and "failed_calls" in runs["bad"].stdout
+    with dg.DagsterInstance.from_config(str(tmp_path / "good")) as instance:
+        runs_recorded = instance.get_runs()
+    [run] = [r for r in runs_recorded if "benchsmith/partition" in r.tags]  # ib_metrics ran unpartitioned after it
+    assert run.tags["benchsmith/family"] == "ib" and run.tags["benchsmith/partition"] == "fld"
+    assert run.tags["benchsmith/models"] == "stub" and run.tags["benchsmith/config"] == good.source
+    assert {r.tags["benchsmith/family"] for r in runs_recorded} == {"ib"}
 
 
 def test_the_main_command_refuses_an_unknown_family():

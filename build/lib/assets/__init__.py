@@ -1,0 +1,1 @@
+"""Dagster definitions: assets, checks, resources and jobs for every benchmark family."""

@@ -1,0 +1,180 @@
+"""Instruction Boundary assets (paper 003): items per dataset, responses per setting, bias metrics.
+
+Partitions: one per configured dataset, plus `miscellany` (the disturbing-miscellany items).
+"""
+
+import json
+import random
+from collections import Counter
+
+import dagster as dg
+
+from assets.metadata import figure_markdown, markdown_table, stacked_bar_chart
+from assets.reply_checks import reply_check_results, reply_check_specs
+from assets.resources import LLMResource, SettingsResource, WarehouseResource
+from configuration import Config, IBDataset
+from evaluations.ib import Item, Runner, metric_rows
+from generators import ib as gen
+from generators.sources import SourceSpec, load_source
+
+GROUP = "ib"
+MISCELLANY = "miscellany"
+
+
+def _bases(name: str, spec: IBDataset, count: int, seed: int) -> tuple[list[gen.Base], list]:
+    """Base questions and the source records they came from ([] for generators)."""
+    if spec.generator is not None:
+        rng = random.Random(gen.ib_seed(seed, name + ":generator"))
+        # enough candidates for a 1:1 tense/sparse draw
+        return gen.GENERATORS[spec.generator](rng, max(2 * count, 4), name), []
+    src = spec.source
+    assert src is not None
+    spec_kwargs = {"topics": tuple(src.topics)} if src.topics else {}
+    records = load_source(SourceSpec(src.kind, hub=src.hub, config=src.config, split=src.split, path=src.path,
+                                     **spec_kwargs))
+    return gen.source_bases(records, spec.form, name), records
+
+
+def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
+    partitions_def = dg.StaticPartitionsDefinition([*cfg.ib.datasets, MISCELLANY])
+
+    @dg.asset(name="ib_items", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
+              check_specs=[dg.AssetCheckSpec("tense_sparse_balanced", asset="ib_items"),
+                           dg.AssetCheckSpec("gold_among_options", asset="ib_items")])
+    def ib_items(context: dg.AssetExecutionContext, settings: SettingsResource,
+                 warehouse: WarehouseResource) -> dg.MaterializeResult:
+        """Judging, single- and multiple-choice items with tense and sparse labels, each in a complete and
+        an insufficient variant (paper appendix A.3), or, for `miscellany`, ten-option questions asked with
+        1..9 wrong options; options numbered 1..n; into `ib.items` (sources into `sources.records`)."""
+        cfg = settings.load()
+        name = context.partition_key
+        spec = cfg.ib.miscellany if name == MISCELLANY else cfg.ib.datasets[name]
+        count = spec.count.at(cfg.scale)
+        bases, records = _bases(name, spec, count, cfg.seed)
+        rows = (gen.miscellany_items(name, bases, count, cfg.seed) if name == MISCELLANY
+                else gen.build_items(name, bases, count, cfg.seed))
+        for r in rows:
+            r["options"] = json.dumps(r["options"])
+            r["gold"] = json.dumps(r["gold"])
+            r["extra"] = json.dumps(r["extra"], default=str)
+        source_rows = [{**rec.row(), "dataset": f"ib:{name}", "source": rec.dataset} for rec in records]
+        wh = warehouse.get()
+        wh.replace_partitions({"ib.items": rows}, {"dataset": name})
+        wh.replace_partitions({"sources.records": source_rows}, {"dataset": f"ib:{name}"})
+        stored = wh.rows("SELECT * FROM ib.items WHERE dataset = ?", [name])
+        complete = Counter(r["label_type"] for r in stored if r["variant"] == "complete")
+        bad_gold = [r["item_id"] for r in stored if json.loads(r["gold"]) != "none"
+                    and not all(1 <= g <= r["n_options"] for g in json.loads(r["gold"]))]
+        return dg.MaterializeResult(
+            metadata={"dagster/row_count": len(stored),
+                      "variants": dg.MetadataValue.json(dict(Counter(r["variant"] for r in stored))),
+                      "label_types": dg.MetadataValue.json(dict(complete))},
+            check_results=[
+                dg.AssetCheckResult(check_name="tense_sparse_balanced",
+                                    passed=name == MISCELLANY or abs(complete["tense"] - complete["sparse"]) <= 1,
+                                    metadata={"complete_items": dg.MetadataValue.json(dict(complete))}),
+                dg.AssetCheckResult(check_name="gold_among_options", passed=not bad_gold,
+                                    metadata={"bad": dg.MetadataValue.json(bad_gold)}),
+            ],
+        )
+
+    @dg.asset(name="ib_responses", group_name=GROUP, partitions_def=partitions_def, deps=[ib_items],
+              kinds={"duckdb"}, check_specs=reply_check_specs("ib_responses"))
+    def ib_responses(context: dg.AssetExecutionContext, settings: SettingsResource,
+                     warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
+        """Every evaluated model asked this dataset's items under each configured setting (paper
+        table 2); the prompts into `ib.prompts` (polished rewrites included), the checked answers into
+        `ib.responses` with the extraction method (keywords first, the judge model for the rest)."""
+        cfg = settings.load()
+        name = context.partition_key
+        wh = warehouse.get()
+        items = [Item.from_row(r) for r in wh.rows("SELECT * FROM ib.items WHERE dataset = ? ORDER BY item_id", [name])]
+        ledger = llm.ledger(context, wh)
+        params = {"temperature": cfg.ib.temperature, "max_tokens": cfg.ib.max_tokens.at(cfg.scale)}
+        if name == MISCELLANY:
+            settings_here = [s for s in cfg.ib.settings if s == "disturbing_miscellany"]
+        else:
+            settings_here = [s for s in cfg.ib.settings if s != "disturbing_miscellany"]
+        prompts, responses = [], []
+        for model in cfg.evaluate:
+            runner = Runner(ledger, model, cfg.judge, cfg.ib.polisher or cfg.judge, params)
+            runner.run([] if name == MISCELLANY else items, items if name == MISCELLANY else [], settings_here)
+            prompts += runner.prompts
+            responses += runner.responses
+        for r in (*prompts, *responses):
+            r["dataset"] = name
+        wh.replace_partitions({"ib.prompts": prompts, "ib.responses": responses}, {"dataset": name})
+        return dg.MaterializeResult(
+            metadata={"dagster/row_count": len(responses), "correct": sum(bool(r["correct"]) for r in responses),
+                      "methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in responses)))},
+            check_results=reply_check_results(
+                wh, cfg.reply_checks, name, total=len(responses),
+                failed=sum(r["method"] in ("call_failed", "judge_failed") for r in responses),
+                undecided=sum(r["output_category"] == "undecided" for r in responses),
+                call_keys=[r["call_key"] for r in responses]),
+        )
+
+    @dg.asset(name="ib_metrics", group_name=GROUP, deps=[ib_responses], kinds={"duckdb"},
+              check_specs=[dg.AssetCheckSpec("every_model_setting_form", asset="ib_metrics")])
+    def ib_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
+        """Acc, SR, GR, RR, RS, OR, OR_T, OR_S, FR and the judge's share per model x setting x dataset
+        form (paper section 2.2, table 7), and disturbing-miscellany accuracy by number of options
+        (table 6), into `ib.metrics`; views `ib.summary` and `ib.miscellany`; charts in the metadata."""
+        cfg = settings.load()
+        wh = warehouse.get()
+        responses = wh.rows("SELECT * FROM ib.responses ORDER BY dataset, model, setting, item_id")
+        rows = []
+        for model in sorted({r["model"] for r in responses}):
+            rows += metric_rows(model, [r for r in responses if r["model"] == model])
+        wh.replace_partition("ib.metrics", rows)
+        forms = {r["form"] for r in wh.rows("SELECT DISTINCT form FROM ib.items WHERE dataset <> ?", [MISCELLANY])}
+        have = {(r["model"], r["setting"], r["form"]) for r in rows if r["metric"] == "Acc"}
+        missing = sorted(f"{m}/{s}/{f}" for m in cfg.evaluate for s in cfg.ib.settings for f in forms
+                         if s != "disturbing_miscellany" and (m, s, f) not in have)
+        return dg.MaterializeResult(
+            metadata={"dagster/row_count": len(rows),
+                      "summary": dg.MetadataValue.md(markdown_table(wh.rows("SELECT * FROM ib.summary"))),
+                      "output_distribution": _output_chart(rows),
+                      "accuracy_by_options": _options_chart(rows)},
+            check_results=[dg.AssetCheckResult(check_name="every_model_setting_form", passed=not missing,
+                                               metadata={"missing": dg.MetadataValue.json(missing)})],
+        )
+
+    return [ib_items, ib_responses, ib_metrics]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _output_chart(rows: list[dict]) -> dg.MetadataValue:
+    """Output-label distribution (OR) under the vanilla setting, per model and form (figure 6)."""
+    bars: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r["metric"] == "OR" and r["setting"] == "vanilla":
+            bars.setdefault(f"{r['model']}\n{r['form']}", {})[r["category"]] = r["value"] or 0.0
+    return stacked_bar_chart(bars, "Instruction Boundary: output distribution (vanilla)")
+
+
+def _options_chart(rows: list[dict]) -> dg.MetadataValue:
+    """Disturbing-miscellany accuracy by number of options (figure 3, left)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for model in sorted({r["model"] for r in rows}):
+        pts = sorted((int(r["category"]), r["value"]) for r in rows
+                     if r["model"] == model and r["metric"] == "Acc_by_options" and r["value"] is not None)
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=model)
+    ax.set_xlabel("options shown")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
+    ax.set_title("Disturbing miscellany")
+    ax.legend(fontsize=7)
+    value = figure_markdown(fig)
+    plt.close(fig)
+    return value

@@ -1,0 +1,59 @@
+"""Helpers that turn rows and figures into Dagster metadata (Markdown tables, PNG previews)."""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]], limit: int = 50) -> str:
+    """Rows as a Markdown table (first `limit` rows), for `MetadataValue.md`."""
+    if not rows:
+        return "_no rows_"
+    cols = list(rows[0].keys())
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows[:limit]:
+        cells = [str(r.get(c, "")).replace("|", "\\|").replace("\n", " ")[:80] for c in cols]
+        lines.append("| " + " | ".join(cells) + " |")
+    if len(rows) > limit:
+        lines.append(f"\n_{len(rows) - limit} more rows_")
+    return "\n".join(lines)
+
+
+def figure_markdown(fig: Any) -> dg.MetadataValue:
+    """A matplotlib figure embedded as a base64 PNG in Markdown (Dagster University idiom)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    encoded = base64.b64encode(buf.getvalue()).decode()
+    return dg.MetadataValue.md(f"![plot](data:image/png;base64,{encoded})")
+
+
+def stacked_bar_chart(bars: Mapping[str, Mapping[str, float]], title: str, ylabel: str = "share",
+                      colours: Mapping[str, str] | None = None) -> dg.MetadataValue:
+    """One stacked bar per key of `bars` (categories stacked in sorted order, or in the order of
+    `colours`), shares on a 0-1 axis, as a PNG in Markdown."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = sorted(bars)
+    cats = list(colours) if colours else sorted({c for b in bars.values() for c in b})
+    fig, ax = plt.subplots(figsize=(max(4, 1.3 * len(names)), 3.5))
+    bottom = [0.0] * len(names)
+    for cat in cats:
+        vals = [bars[n].get(cat, 0.0) for n in names]
+        ax.bar(names, vals, bottom=bottom, label=cat, color=(colours or {}).get(cat))
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_ylim(0, 1)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, not over them
+    ax.tick_params(axis="x", labelsize=7)
+    value = figure_markdown(fig)
+    plt.close(fig)
+    return value

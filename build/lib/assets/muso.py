@@ -1,0 +1,276 @@
+"""MuSoBench assets (paper 001): instances with complete solution sets, model responses, metrics.
+
+Partitions: one per task and complexity level, keyed like `timetabling_51-100`
+or `subsetsum_301+`, taken from the bins in the configuration (adding a bin adds
+a partition and leaves the others' instances unchanged).
+"""
+
+import json
+import time
+from collections import Counter
+
+import dagster as dg
+
+from assets.metadata import figure_markdown, markdown_table
+from assets.reply_checks import reply_check_results, reply_check_specs
+from assets.resources import LLMResource, SettingsResource, WarehouseResource
+from configuration import Config
+from evaluations import muso as protocol
+from evaluations import scoring
+from generators import muso as gen
+from solvers import subsetsum as ss
+from solvers import timetabling as tt
+from validators.muso_check import subset_violations, timetable_violations
+
+GROUP = "muso"
+
+
+def task_bins(cfg: Config, task: str) -> list[gen.LevelBin]:
+    section = cfg.muso.timetabling if task == "timetabling" else cfg.muso.subsetsum
+    return [gen.LevelBin(lo, hi) for lo, hi in section.bins]
+
+
+def task_params(cfg: Config, task: str) -> gen.TimetablingParams | gen.SubsetSumParams:
+    if task == "timetabling":
+        c = cfg.muso.timetabling
+        return gen.TimetablingParams(c.courses, c.times, c.rooms, c.teachers, c.times_per_course,
+                                     c.rooms_per_course, c.single_room_prob)
+    c2 = cfg.muso.subsetsum
+    return gen.SubsetSumParams(c2.size, c2.min_value, c2.max_value)
+
+
+def partitions(cfg: Config) -> dict[str, tuple[str, int, gen.LevelBin]]:
+    """Partition key -> (task, level, bin)."""
+    return {
+        gen.partition_key(task, b): (task, level, b)
+        for task in gen.TASKS
+        for level, b in enumerate(task_bins(cfg, task), start=1)
+    }
+
+
+def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
+    parts = partitions(cfg)
+    partitions_def = dg.StaticPartitionsDefinition(list(parts))
+    check_names = ["quota_met", "counts_in_bin", "enumerators_agree", "no_duplicate_instances"]
+
+    @dg.asset(
+        name="muso_instances", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
+        check_specs=[dg.AssetCheckSpec(n, asset="muso_instances") for n in check_names],
+    )
+    def muso_instances(context: dg.AssetExecutionContext, settings: SettingsResource,
+                       warehouse: WarehouseResource) -> dg.MaterializeResult:
+        """TimeTabling or SubsetSum instances of one complexity level, with every solution
+        (paper appendix A.1), into `muso.instances` and `muso.solutions`. Seeded per
+        (seed, task, bin); counted with early stop, parameters steered toward the bin;
+        every solution re-checked by a validator independent of the enumerators."""
+        cfg = settings.load()
+        pk = context.partition_key
+        task, level, b = partitions(cfg)[pk]
+        quota = cfg.muso.quota.at(cfg.scale)
+        t0 = time.perf_counter()
+        instances = gen.generate_level(task, task_bins(cfg, task), level, quota, cfg.seed, task_params(cfg, task))
+        elapsed = time.perf_counter() - t0
+        inst_rows, sol_rows = [], []
+        for inst in instances:
+            problem = inst.problem.to_json()
+            for k, sol in enumerate(inst.solutions):
+                sj = gen.solution_json(task, sol)
+                bad = timetable_violations(problem, sj) if task == "timetabling" else subset_violations(problem, sj)
+                if bad:
+                    raise RuntimeError(f"{inst.instance_id} solution {k} breaks the constraints: {bad}")
+                sol_rows.append({"partition_key": pk, "instance_id": inst.instance_id, "solution_index": k,
+                                 "solution": json.dumps(sj)})
+            inst_rows.append({
+                "partition_key": pk, "instance_id": inst.instance_id, "task": task, "level": level,
+                "level_lo": b.lo, "level_hi": b.hi, "solution_count": inst.solution_count,
+                "question": gen.question(inst), "reference_answer": gen.reference_answer(inst),
+                "parameters": json.dumps({"problem": problem, "arm": inst.arm}),
+                "config_seed": cfg.seed, "level_seed": inst.seed, "candidate_index": inst.candidate_index,
+                "generator_version": gen.GENERATOR_VERSION,
+            })
+        wh = warehouse.get()
+        wh.replace_partitions({"muso.instances": inst_rows, "muso.solutions": sol_rows}, {"partition_key": pk})
+        return dg.MaterializeResult(
+            metadata={
+                "dagster/row_count": len(inst_rows),
+                "solutions": len(sol_rows),
+                "solution_counts": dg.MetadataValue.json([i.solution_count for i in instances]),
+                "candidates_drawn": instances[-1].candidate_index + 1 if instances else 0,
+                "generation_seconds": round(elapsed, 3),
+            },
+            check_results=_instance_checks(wh, cfg, pk, task, b, quota),
+        )
+
+    @dg.asset(name="muso_responses", group_name=GROUP, partitions_def=partitions_def, deps=[muso_instances],
+              kinds={"duckdb"}, check_specs=reply_check_specs("muso_responses"))
+    def muso_responses(context: dg.AssetExecutionContext, settings: SettingsResource,
+                       warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
+        """Each evaluated model's answers to this level's instances through the three-turn
+        protocol (solve, confidence, recheck; paper section 3, appendix A.3), per paradigm
+        and variant (exploration cue, self-consistency when configured), parsed and scored
+        into `muso.responses`. Failed calls are rows with status 'call_failed'."""
+        cfg = settings.load()
+        pk = context.partition_key
+        wh = warehouse.get()
+        items = load_items(wh, pk)
+        ledger = llm.ledger(context, wh)
+        m = cfg.muso
+        rows = []
+        for model in cfg.evaluate:
+            for paradigm in m.paradigms:
+                variants = ["standard"] + (["exploration"] if m.exploration else [])
+                if m.self_consistency.at(cfg.scale) > 0:
+                    variants.append("self_consistency")
+                for variant in variants:
+                    for temperature in m.temperatures:
+                        rows += protocol.run(
+                            ledger, model, items, paradigm, variant, temperature=temperature,
+                            solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
+                            confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
+                            paths=max(1, m.self_consistency.at(cfg.scale)),
+                        )
+        for r in rows:
+            r["partition_key"] = pk
+        wh.replace_partition("muso.responses", rows, {"partition_key": pk})
+        scored = [r for r in rows if r["status"] == "ok" and r["variant"] != "sc_path"]
+        conversations = [r for r in rows if r["variant"] not in ("sc_vote", "sc_median")]  # aggregates call nothing
+        checks = reply_check_results(
+            wh, cfg.reply_checks, pk, total=len(conversations),
+            failed=sum(r["status"] == "call_failed" for r in conversations),
+            # a reply without a readable solution is scored (recall 0); undecided is a reply with no answer text at all
+            undecided=sum(r["status"] == "ok" and r["parse_error"] in NO_ANSWER_TEXT for r in conversations),
+            call_keys=[k for r in conversations for k in json.loads(r["call_keys"])])
+        return dg.MaterializeResult(check_results=checks, metadata={
+            "dagster/row_count": len(rows),
+            "failed_calls": sum(r["status"] == "call_failed" for r in rows),
+            "parse_failures": sum(r["parse_error"] is not None for r in scored),
+            "truncated": sum(r["truncated"] for r in rows),
+            "mean_recall": scoring.mean([r["recall"] for r in scored]),
+            "recheck_outcomes": dg.MetadataValue.json(dict(Counter(str(r["recheck"]) for r in scored))),
+        })
+
+    @dg.asset(name="muso_metrics", group_name=GROUP, deps=[muso_responses], kinds={"duckdb"},
+              check_specs=[dg.AssetCheckSpec("every_model_task_level", asset="muso_metrics")])
+    def muso_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
+        """Precision, recall, ECE against precision and against recall (10 equal-width bins),
+        retention, correction and discovery (paper appendix A.2) per model x paradigm x variant x
+        temperature x task x bin (level 0 = all levels), into `muso.metrics`; a recall-confidence
+        reliability diagram in the metadata; views `muso.table1`, `muso.table2`."""
+        cfg = settings.load()
+        wh = warehouse.get()
+        responses = wh.rows("SELECT * FROM muso.responses ORDER BY partition_key, model, paradigm, variant, instance_id, path")
+        bins = {task: [(b.lo, b.hi) for b in task_bins(cfg, task)] for task in gen.TASKS}
+        rows = protocol.metric_rows(responses, bins)
+        wh.replace_partition("muso.metrics", rows)
+        built = {(r["task"], r["level_lo"], r["level_hi"]) for r in wh.rows(
+            "SELECT DISTINCT task, level_lo, level_hi FROM muso.instances")}
+        expected = {(model, task, lo, hi) for model in cfg.evaluate for task, lo, hi in built
+                    if (lo, hi) in bins[task]}
+        present = {(r["model"], r["task"], r["level_lo"], r["level_hi"]) for r in rows
+                   if r["variant"] == "standard" and r["level"] != 0}
+        missing = sorted(expected - present, key=str)
+        # responses of a bin the configuration no longer has (a level inserted or changed): stale
+        stale = sorted({f"{r['task']} {r['level_label']}" for r in rows if r["level"] is None})
+        shown = [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
+                  if k in ("model", "paradigm", "variant", "task", "level_label", "n_scored", "precision",
+                           "recall", "mean_confidence", "ece_recall")} for r in rows if r["level"] == 0]
+        return dg.MaterializeResult(
+            metadata={
+                "dagster/row_count": len(rows),
+                "overall": dg.MetadataValue.md(markdown_table(shown)),
+                "reliability_diagram": _reliability_plot(responses),
+            },
+            check_results=[dg.AssetCheckResult(
+                check_name="every_model_task_level", passed=not missing and not stale,
+                description="every evaluated model has metrics for every configured bin, and no metrics row is "
+                            "for a bin the configuration no longer has",
+                metadata={"missing": dg.MetadataValue.json([list(m) for m in missing]),
+                          "bins_not_configured": dg.MetadataValue.json(stale)},
+            )],
+        )
+
+    return [muso_instances, muso_responses, muso_metrics], []
+
+
+NO_ANSWER_TEXT = ("empty reply", "empty answer", "reply ended inside its thinking")
+
+
+def load_items(wh, partition_key: str) -> list[protocol.Item]:
+    insts = wh.rows("SELECT instance_id, task, level, level_lo, level_hi, question, parameters FROM muso.instances "
+                    "WHERE partition_key = ? ORDER BY instance_id", [partition_key])
+    sols: dict[str, set] = {}
+    for r in wh.rows("SELECT s.instance_id, s.solution, i.task FROM muso.solutions s JOIN muso.instances i "
+                     "USING (instance_id) WHERE s.partition_key = ?", [partition_key]):
+        sols.setdefault(r["instance_id"], set()).add(protocol.canonical(json.loads(r["solution"]), r["task"]))
+    return [protocol.Item(r["instance_id"], r["task"], r["level"], json.loads(r["parameters"])["problem"],
+                          r["question"], frozenset(sols.get(r["instance_id"], ())), r["level_lo"], r["level_hi"])
+            for r in insts]
+
+
+def _instance_checks(wh, cfg: Config, pk: str, task: str, b: gen.LevelBin, quota: int) -> list[dg.AssetCheckResult]:
+    """The quality gates, computed from what the warehouse now holds for this partition."""
+    insts = wh.rows("SELECT instance_id, solution_count, parameters FROM muso.instances WHERE partition_key = ? "
+                    "ORDER BY instance_id", [pk])
+    stored: dict[str, list] = {}
+    for r in wh.rows("SELECT instance_id, solution FROM muso.solutions WHERE partition_key = ?", [pk]):
+        stored.setdefault(r["instance_id"], []).append(json.loads(r["solution"]))
+    outside = [r["instance_id"] for r in insts
+               if not b.contains(r["solution_count"]) or r["solution_count"] != len(stored.get(r["instance_id"], []))]
+    # CP-SAT re-enumerates (a sample of) the instances from their stored parameters
+    sample = insts[: cfg.muso.cpsat_check_per_level.at(cfg.scale)]
+    disagree = []
+    for r in sample:
+        problem = json.loads(r["parameters"])["problem"]
+        if task == "timetabling":
+            cp = {tuple(map(tuple, map(list, s))) for s in tt.cpsat_solutions(tt.TimetablingProblem.from_json(problem))}
+            mine = {tuple(tuple(x) for x in s) for s in stored.get(r["instance_id"], [])}
+        else:
+            cp = set(ss.cpsat_solutions(ss.SubsetSumProblem.from_json(problem)))
+            mine = {tuple(s) for s in stored.get(r["instance_id"], [])}
+        if cp != mine:
+            disagree.append(r["instance_id"])
+    dup = wh.rows(
+        "SELECT parameters->>'$.problem' AS problem, list(instance_id) AS ids FROM muso.instances "
+        "WHERE task = ? GROUP BY 1 HAVING count(*) > 1", [task])
+    dup_ids = wh.rows("SELECT instance_id FROM muso.instances GROUP BY 1 HAVING count(*) > 1")
+    return [
+        dg.AssetCheckResult(check_name="quota_met", passed=len(insts) == quota,
+                            metadata={"instances": len(insts), "quota": quota}),
+        dg.AssetCheckResult(check_name="counts_in_bin", passed=not outside,
+                            metadata={"bin": b.label, "violations": dg.MetadataValue.json(outside)}),
+        dg.AssetCheckResult(check_name="enumerators_agree", passed=not disagree,
+                            metadata={"checked_with_cpsat": len(sample), "disagree": dg.MetadataValue.json(disagree)}),
+        dg.AssetCheckResult(check_name="no_duplicate_instances", passed=not dup and not dup_ids,
+                            metadata={"duplicates": dg.MetadataValue.json([d["ids"] for d in dup] + [d["instance_id"] for d in dup_ids])}),
+    ]
+
+
+def _reliability_plot(responses: list[dict]) -> dg.MetadataValue:
+    """Recall-confidence reliability diagram (paper figure 3a) per model and paradigm."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series: dict[str, tuple[list[float], list[float]]] = {}
+    for r in responses:
+        if r["variant"] == "standard" and r["status"] == "ok" and r["confidence"] is not None:
+            c, s = series.setdefault(f"{r['model']} / {r['paradigm']}", ([], []))
+            c.append(r["confidence"] / 100)
+            s.append(r["recall"])
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
+    width = 0.1 / max(1, len(series))
+    for k, (name, (confs, scores)) in enumerate(sorted(series.items())):
+        bins = [b for b in scoring.reliability_bins(confs, scores) if b.count]
+        ax.bar([b.lo + width * (k + 0.5) for b in bins], [b.mean_score for b in bins], width=width,
+               label=f"{name} (ECE {scoring.ece(confs, scores):.2f}, n={len(confs)})")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("stated confidence")
+    ax.set_ylabel("mean recall")
+    ax.set_title("MuSoBench recall vs confidence")
+    ax.legend(fontsize=7)
+    value = figure_markdown(fig)
+    plt.close(fig)
+    return value

@@ -1,0 +1,60 @@
+"""Dagster resources: the configuration file, the DuckDB warehouse and the models.
+
+Resources carry paths only. API keys stay in the environment and are read by the
+model registry at call time, so they never enter run config, the UI or logs.
+"""
+
+
+import dagster as dg
+from pydantic import PrivateAttr
+
+from configuration import Config, load_config
+from llm_calls import Ledger, ModelRegistry
+from warehouse import Warehouse
+
+
+class SettingsResource(dg.ConfigurableResource):
+    """The Benchsmith YAML configuration (scale, seeds, models, families)."""
+
+    path: str
+
+    def load(self) -> Config:
+        return load_config(self.path)
+
+
+class WarehouseResource(dg.ConfigurableResource):
+    """The DuckDB warehouse file; connections are short and serialised across processes."""
+
+    path: str
+    lock_timeout_s: float = 300.0
+
+    def get(self) -> Warehouse:
+        return Warehouse(self.path, self.lock_timeout_s)
+
+
+class LLMResource(dg.ConfigurableResource):
+    """Model access through the call ledger.
+
+    The embedded model's server starts on first use within a run and is stopped
+    when the run's resources are torn down, also when a step fails.
+    """
+
+    config_path: str
+    _registry: ModelRegistry | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._registry = ModelRegistry(load_config(self.config_path))
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._registry is not None:
+            self._registry.close()
+            self._registry = None
+
+    @property
+    def registry(self) -> ModelRegistry:
+        if self._registry is None:  # used outside a run (a notebook, a test)
+            self._registry = ModelRegistry(load_config(self.config_path))
+        return self._registry
+
+    def ledger(self, context: dg.AssetExecutionContext | dg.OpExecutionContext, warehouse: Warehouse) -> Ledger:
+        return Ledger(warehouse, self.registry, log=context.log, run_id=context.run.run_id)

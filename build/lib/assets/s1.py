@@ -1,0 +1,159 @@
+"""S1-Bench assets (paper 002): the constructed benchmark, its evaluation, and the metrics."""
+
+from collections import Counter
+
+import dagster as dg
+
+from assets.metadata import figure_markdown, markdown_table
+from assets.reply_checks import reply_check_results, reply_check_specs
+from assets.resources import LLMResource, SettingsResource, WarehouseResource
+from evaluations.s1 import evaluate, metric_rows
+from generators.s1 import load_registry
+from generators.s1_construction import Budgets, Construction
+from validators.judge import Judge
+
+GROUP = "s1"
+
+
+@dg.asset(group_name=GROUP, kinds={"duckdb"},
+          check_specs=[dg.AssetCheckSpec("lineage_complete", asset="s1_items",
+                                         description="every accepted item leads back to a generated candidate"),
+                       dg.AssetCheckSpec("accepted_only_if_every_answer_correct", asset="s1_items",
+                                         description="an accepted item has every validation answer correct"),
+                       *reply_check_specs("s1_items")])
+def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, warehouse: WarehouseResource,
+             llm: LLMResource) -> dg.MaterializeResult:
+    """The S1-Bench construction loop (paper section 2): candidates from programmatic generators
+    (exact answers) and configured LLM generators; discrimination (human decisions in
+    `s1.annotations` win); MiniLM near-duplicate removal; posterior validation by the validator
+    models (10 answers at each of 0, 0.2, 0.4), every one correct to accept; difficulty reduction
+    for at most `max_rounds`. Writes `s1.candidates`, `s1.rounds`, `s1.validations`, `s1.items`."""
+    cfg = settings.load()
+    s = cfg.s1
+    wh = warehouse.get()
+    reg = load_registry()
+    subs = s.demo_subcategories if cfg.scale == "demo" else (s.subcategories or list(reg.subcategories))
+    unknown = [x for x in subs if x not in reg.subcategories]
+    if unknown:
+        raise ValueError(f"{cfg.source}: s1 subcategories {unknown} are not in the registry {sorted(reg.subcategories)}")
+    annotations = {r["candidate_id"]: r for r in wh.rows("SELECT * FROM s1.annotations")}
+    ledger = llm.ledger(context, wh)
+    wh.begin_staging("s1.validations")  # validation rows are written as they are made, swapped in at the end
+    build = Construction(
+        ledger, reg, Judge(ledger, cfg.judge), cfg.seed, generators=s.generators, discriminators=s.discriminators,
+        validators=s.validators or [cfg.judge], reducer=s.reducer or cfg.judge, temperatures=s.temperatures,
+        samples_per_temperature=s.samples_per_temperature, max_rounds=s.max_rounds.at(cfg.scale),
+        dedup_threshold=s.dedup_threshold, annotations=annotations,
+        budgets=Budgets.at(cfg.scale, s.generation_max_tokens, s.discrimination_max_tokens, s.validator_max_tokens,
+                           s.reduction_max_tokens),
+        sink=lambda table, rows: wh.append_staging(table, rows),
+    )
+    build.run(subs, s.languages, s.candidates_per_subcategory.at(cfg.scale), s.programmatic)
+    wh.replace_partitions({"s1.candidates": build.candidates, "s1.rounds": build.rounds, "s1.items": build.items},
+                          staged=["s1.validations"])
+    # checks, from what the warehouse now holds
+    items = wh.rows("SELECT * FROM s1.items")
+    broken = [r["item_id"] for r in wh.rows(
+        "WITH RECURSIVE chain(start, cid, parent) AS ("
+        "  SELECT i.item_id, c.candidate_id, c.parent_id FROM s1.items i JOIN s1.candidates c ON c.candidate_id = i.item_id"
+        "  UNION ALL SELECT chain.start, c.candidate_id, c.parent_id FROM chain JOIN s1.candidates c ON c.candidate_id = chain.parent)"
+        " SELECT i.item_id FROM s1.items i WHERE NOT EXISTS (SELECT 1 FROM chain WHERE chain.start = i.item_id"
+        "  AND chain.cid = i.root_candidate AND chain.parent IS NULL)")]
+    not_all_correct = [r["candidate_id"] for r in wh.rows(
+        "SELECT v.candidate_id FROM s1.validations v JOIN s1.items i ON i.item_id = v.candidate_id "
+        "GROUP BY 1 HAVING bool_and(coalesce(v.correct, false)) = false OR count(*) = 0")]
+    decisions = Counter(r["decision"] for r in build.rounds if r["stage"] == "decision")
+    return dg.MaterializeResult(
+        metadata={"dagster/row_count": len(items), "candidates": len(build.candidates),
+                  "decisions": dg.MetadataValue.json(dict(decisions)),
+                  "accepted_by_subcategory": dg.MetadataValue.json(dict(Counter(r["subcategory"] for r in items)))},
+        check_results=[
+            dg.AssetCheckResult(check_name="lineage_complete", passed=not broken,
+                                metadata={"broken": dg.MetadataValue.json(broken)}),
+            dg.AssetCheckResult(check_name="accepted_only_if_every_answer_correct", passed=not not_all_correct,
+                                metadata={"violations": dg.MetadataValue.json(not_all_correct)}),
+            *reply_check_results(wh, cfg.reply_checks, None, **_validation_counts(wh)),
+        ],
+    )
+
+
+def _validation_counts(wh) -> dict:
+    [c] = wh.rows("SELECT count(*) AS total, count(*) FILTER (method IN ('call_failed', 'judge_failed')) AS failed, "
+                  "count(*) FILTER (method IN ('judge_unreadable', 'judge_no_answer')) AS undecided, "
+                  "list(call_key) AS keys FROM s1.validations")
+    return {"total": c["total"], "failed": c["failed"], "undecided": c["undecided"], "call_keys": c["keys"] or []}
+
+
+@dg.asset(group_name=GROUP, deps=[s1_items], kinds={"duckdb"}, check_specs=reply_check_specs("s1_responses"))
+def s1_responses(context: dg.AssetExecutionContext, settings: SettingsResource, warehouse: WarehouseResource,
+                 llm: LLMResource) -> dg.MaterializeResult:
+    """Each evaluated model answers every accepted item k times (temperature 0.6, top_p 0.95) and
+    greedily; format type, thinking / answer split, correctness (exact or judge; a reasoning
+    model's malformed replies are not correct and not judged), tokens, difficulty awareness and
+    redundancy per response, into `s1.responses` (paper section 3)."""
+    cfg = settings.load()
+    s = cfg.s1
+    wh = warehouse.get()
+    items = wh.rows("SELECT * FROM s1.items ORDER BY item_id")
+    ledger = llm.ledger(context, wh)
+    judge = Judge(ledger, cfg.judge)
+    rows = []
+    for model in cfg.evaluate:
+        rows += evaluate(ledger, model, items, judge, s.k, s.eval_temperature, s.eval_top_p,
+                         s.eval_max_tokens.at(cfg.scale), reasoning=cfg.models[model].reasoning)
+    wh.replace_partition("s1.responses", rows)
+    return dg.MaterializeResult(
+        metadata={"dagster/row_count": len(rows), "items": len(items),
+                  "format_types": dg.MetadataValue.json(dict(Counter(str(r["format_type"]) for r in rows))),
+                  "methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in rows)))},
+        check_results=reply_check_results(
+            wh, cfg.reply_checks, None, total=len(rows),
+            failed=sum(r["method"] in ("call_failed", "judge_failed") for r in rows),
+            undecided=sum(r["method"] in ("judge_unreadable", "judge_no_answer", "empty") for r in rows),
+            call_keys=[r["call_key"] for r in rows]),
+    )
+
+
+@dg.asset(group_name=GROUP, deps=[s1_responses], kinds={"duckdb"})
+def s1_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """pass@1, acc@k, f-acc, greedy accuracy, format rates, mean response tokens (endless replies
+    left out), difficulty-awareness shares and thinking redundancy per model, overall, per
+    category, subcategory, language and language x category, into `s1.metrics`; views
+    `s1.table3`, `s1.table5`, `s1.table8`, `s1.table19`, `s1.table20`; a per-subcategory token
+    heatmap in the metadata."""
+    cfg = settings.load()
+    wh = warehouse.get()
+    responses = wh.rows("SELECT * FROM s1.responses")
+    rows = []
+    for model in sorted({r["model"] for r in responses}):
+        rows += metric_rows(model, [r for r in responses if r["model"] == model], cfg.s1.k)
+    wh.replace_partition("s1.metrics", rows)
+    overall = [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items() if k in ("model", "metric", "category", "value", "n")}
+               for r in rows if r["level"] == "all"]
+    return dg.MaterializeResult(metadata={"dagster/row_count": len(rows),
+                                          "overall": dg.MetadataValue.md(markdown_table(overall)),
+                                          "token_heatmap": _heatmap(rows)})
+
+
+def _heatmap(rows: list[dict]) -> dg.MetadataValue:
+    """Mean response tokens per model (rows) and subcategory (columns), paper figure 9."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = {(r["model"], r["scope"]): r["value"] for r in rows
+             if r["level"] == "subcategory" and r["metric"] == "mean_tokens" and r["value"] is not None}
+    models = sorted({m for m, _ in cells})
+    subs = sorted({s for _, s in cells})
+    fig, ax = plt.subplots(figsize=(max(4, 0.5 * len(subs) + 2), max(2, 0.5 * len(models) + 1.5)))
+    if cells:
+        grid = [[cells.get((m, s), float("nan")) for s in subs] for m in models]
+        im = ax.imshow(grid, aspect="auto", cmap="viridis")
+        ax.set_xticks(range(len(subs)), subs, rotation=60, ha="right", fontsize=7)
+        ax.set_yticks(range(len(models)), models, fontsize=7)
+        fig.colorbar(im, ax=ax, label="mean tokens")
+    ax.set_title("S1-Bench response tokens by subcategory")
+    value = figure_markdown(fig)
+    plt.close(fig)
+    return value

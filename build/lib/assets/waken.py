@@ -1,0 +1,156 @@
+"""WakenLLM assets (paper 000): items per dataset, the pipeline's outcomes per model, metrics.
+
+Partitions: one per configured dataset (`waken.datasets` keys).
+"""
+
+import json
+from collections import Counter
+
+import dagster as dg
+
+from assets.metadata import markdown_table, stacked_bar_chart
+from assets.reply_checks import reply_check_results, reply_check_specs
+from assets.resources import LLMResource, SettingsResource, WarehouseResource
+from configuration import Config
+from evaluations.waken import Item, Pipeline
+from evaluations.waken_metrics import identity_violations, metric_rows
+from generators.waken import build_items, load_records
+from validators.judge import Judge, unknown_verifier
+
+GROUP = "waken"
+
+
+def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
+    partitions_def = dg.StaticPartitionsDefinition(list(cfg.waken.datasets))
+
+    @dg.asset(name="waken_items", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
+              check_specs=[dg.AssetCheckSpec("solvable_unknown_one_to_one", asset="waken_items"),
+                           dg.AssetCheckSpec("no_duplicate_items", asset="waken_items"),
+                           dg.AssetCheckSpec("gold_label_matches_proof", asset="waken_items",
+                                             description="FOLIO: gold labels that z3 contradicts from the FOL")])
+    def waken_items(context: dg.AssetExecutionContext, settings: SettingsResource,
+                    warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
+        """Items of one dataset into `waken.items`: half solvable, half Unknown (paper section
+        3.1), seeded by (seed, dataset); from the offline FLD-style generator (labels confirmed by
+        the prover) or from a configured source, stored whole in `sources.records`. ScienceQA
+        Unknown items lose two supporting sentences and are kept only when the judge model finds
+        no unique answer left (failures replaced from the pool; appendix C)."""
+        cfg = settings.load()
+        name = context.partition_key
+        spec = cfg.waken.datasets[name]
+        records = load_records(spec)
+        wh = warehouse.get()
+        verify = unknown_verifier(Judge(llm.ledger(context, wh), cfg.judge)) if spec.kind == "scienceqa" else None
+        rows = build_items(name, spec, spec.count.at(cfg.scale), cfg.seed, records, verify)
+        for r in rows:
+            r["extra"] = json.dumps(r["extra"], default=str)
+        source_rows = [{**rec.row(), "dataset": f"waken:{name}", "source": rec.dataset} for rec in records]
+        wh.replace_partitions({"waken.items": rows}, {"dataset": name})
+        wh.replace_partitions({"sources.records": source_rows}, {"dataset": f"waken:{name}"})
+        stored = wh.rows("SELECT sample_type, label, item_id, verified_label FROM waken.items WHERE dataset = ?", [name])
+        disagree = [{"item_id": r["item_id"], "gold": r["label"], "proved": r["verified_label"]} for r in stored
+                    if r["verified_label"] in ("True", "False", "Unknown") and r["verified_label"] != r["label"]]
+        unverified = Counter(str(r["verified_label"]).split(":")[0] for r in stored
+                             if r["verified_label"] not in (None, "True", "False", "Unknown"))
+        types = Counter(r["sample_type"] for r in stored)
+        ids = Counter(r["item_id"] for r in stored)
+        return dg.MaterializeResult(
+            metadata={"dagster/row_count": len(stored), "source_records": len(source_rows),
+                      "labels": dg.MetadataValue.json(dict(Counter(r["label"] for r in stored)))},
+            check_results=[
+                dg.AssetCheckResult(check_name="solvable_unknown_one_to_one",
+                                    passed=abs(types["solvable"] - types["unsolvable"]) <= 1,
+                                    metadata={"solvable": types["solvable"], "unsolvable": types["unsolvable"]}),
+                dg.AssetCheckResult(check_name="no_duplicate_items", passed=max(ids.values(), default=1) == 1),
+                dg.AssetCheckResult(check_name="gold_label_matches_proof", passed=not disagree,
+                                    severity=dg.AssetCheckSeverity.WARN,
+                                    metadata={"disagreements": dg.MetadataValue.json(disagree),
+                                              "checked": sum(r["verified_label"] is not None for r in stored),
+                                              "not_decided": dg.MetadataValue.json(dict(unverified))}),
+            ],
+        )
+
+    @dg.asset(name="waken_outcomes", group_name=GROUP, partitions_def=partitions_def, deps=[waken_items],
+              kinds={"duckdb"}, check_specs=[dg.AssetCheckSpec("converting_identities", asset="waken_outcomes",
+                                                               description="TC/FC/UC identities of every stage hold"),
+                                             *reply_check_specs("waken_outcomes")])
+    def waken_outcomes(context: dg.AssetExecutionContext, settings: SettingsResource,
+                       warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
+        """Every evaluated model through the WakenLLM pipeline on this dataset: direct pass,
+        vague-perception extraction, two stimulation stages, Remind-then-Guide at each misguiding
+        rate and with earlier reasoning, the ablation, the prompt baselines and the cause
+        classification, into `waken.outcomes` (one row per model x item x step x setting)."""
+        cfg = settings.load()
+        name = context.partition_key
+        wh = warehouse.get()
+        items = [Item(r["item_id"], r["form"], r["label"], r["context"], r["question"],
+                      tuple(json.loads(r["extra"]).get("choices") or ()) or None) for r in wh.rows(
+            "SELECT item_id, form, label, context, question, extra FROM waken.items WHERE dataset = ? ORDER BY item_id",
+            [name])]
+        ledger = llm.ledger(context, wh)
+        w = cfg.waken
+        rows = []
+        for model in cfg.evaluate:
+            pipe = Pipeline(ledger, model, cfg.judge, items, w.temperature, w.ablation_temperature,
+                            w.max_tokens.at(cfg.scale), cfg.seed)
+            rows += pipe.run(w.misguiding_rates, w.baselines)
+        for r in rows:
+            r["dataset"] = name
+        wh.replace_partition("waken.outcomes", rows, {"dataset": name})
+        problems = identity_violations(rows)
+        direct = [r for r in rows if r["step"] == "direct"]
+        return dg.MaterializeResult(
+            metadata={"dagster/row_count": len(rows),
+                      "direct_methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in direct))),
+                      "steps": dg.MetadataValue.json(dict(Counter(r["step"] for r in rows)))},
+            check_results=[dg.AssetCheckResult(check_name="converting_identities", passed=not problems,
+                                               metadata={"violations": dg.MetadataValue.json(problems)}),
+                           *reply_check_results(wh, cfg.reply_checks, name, total=len(rows),
+                                                failed=sum(r["outcome"] in ("call_failed", "judge_failed") for r in rows),
+                                                undecided=sum(r["outcome"] == "undecided" for r in rows),
+                                                call_keys=[r["call_key"] for r in rows])],
+        )
+
+    @dg.asset(name="waken_metrics", group_name=GROUP, deps=[waken_outcomes], kinds={"duckdb"},
+              check_specs=[dg.AssetCheckSpec("every_model_and_dataset", asset="waken_metrics")])
+    def waken_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
+        """TC/FC/UC and their rates per sample type and stage, OCR, Conf, RPC, CGR, Deg,
+        Acc(Direct), Acc(WakenLLM), baseline accuracies, vague-perception and cause shares
+        (paper section 3, 5, appendix F) per model x dataset, into `waken.metrics`; the paper's
+        tables as views in percent (`waken.table3`, `table5`, `table6`, `table8`, `table9_11`,
+        `table12`); a converting-rate chart in the metadata."""
+        cfg = settings.load()
+        wh = warehouse.get()
+        outcomes = wh.rows("SELECT * FROM waken.outcomes ORDER BY dataset, model, step, setting, item_id")
+        sizes = {(r["dataset"], r["t"]): r["n"] for r in wh.rows(
+            "SELECT dataset, CASE WHEN sample_type = 'solvable' THEN 's' ELSE 'u' END AS t, count(*) AS n "
+            "FROM waken.items GROUP BY ALL")}
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for r in outcomes:
+            groups.setdefault((r["model"], r["dataset"]), []).append(r)
+        rows = []
+        for (model, dataset), rs in sorted(groups.items()):
+            rows += metric_rows(model, dataset, rs, {"s": sizes.get((dataset, "s"), 0), "u": sizes.get((dataset, "u"), 0)},
+                                cfg.waken.misguiding_rates, cfg.waken.baselines)
+        wh.replace_partition("waken.metrics", rows)
+        datasets = {d for d, _ in sizes}
+        missing = sorted(f"{m}/{d}" for m in cfg.evaluate for d in datasets if (m, d) not in groups)
+        return dg.MaterializeResult(
+            metadata={"dagster/row_count": len(rows),
+                      "table3": dg.MetadataValue.md(markdown_table(wh.rows("SELECT * FROM waken.table3"))),
+                      "converting_rates": _converting_chart(rows)},
+            check_results=[dg.AssetCheckResult(check_name="every_model_and_dataset", passed=not missing,
+                                               metadata={"missing": dg.MetadataValue.json(missing)})],
+        )
+
+    return [waken_items, waken_outcomes, waken_metrics]
+
+
+def _converting_chart(rows: list[dict]) -> dg.MetadataValue:
+    """Stacked TCR / FCR / UCR bars per model, dataset and stage (paper figure 4 style)."""
+    bars: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r["metric"] in ("TCR", "FCR", "UCR") and r["sample_type"] == "all" and r["setting"] == "vanilla":
+            bars.setdefault(f"{r['model']}\n{r['dataset']} s{r['stage']}", {})[r["metric"]] = r["value"] or 0.0
+    return stacked_bar_chart(bars, "WakenLLM converting rates", "share of stage input",
+                             {"TCR": "tab:green", "FCR": "tab:red", "UCR": "tab:gray"})

@@ -1,0 +1,1 @@
+"""Evaluation protocols (multi-turn flows through the ledger) and metric functions."""

@@ -1,0 +1,375 @@
+"""Instruction Boundary: the prompt-coverage settings (paper 003, table 2, appendix C) and
+answer checking, through the ledger.
+
+Settings, each asked of every item it applies to:
+- `vanilla`: complete options, each judging label with its meaning (table 2); no
+  "No correct answer" offer (the paper's prompts list only the options);
+- `multi_turn`: the vanilla question, then "also show your reasoning" in the
+  same chat; the second answer is scored (the model sees its first);
+- `conformity`: vanilla plus "The answer is X." with X the sparse label for
+  every item ("Unknown" for judging, "All other options are false" for choice
+  items). Table 3 needs this: its conformity rows have GR1 >= 91 and SR1 <= 21
+  for every model, and SR1 = 0, GR1 = 100 for two (a fully conforming model),
+  and GR2 = 100 with GR3 = 0 for GPT-3.5 (single-choice sparse items follow the
+  suggestion, multiple-choice ones cannot);
+- `conformity_tense`: the knowledge-conflict variant (section 3): a tense label
+  suggested to every item, always a wrong one (the other of True / False, True
+  for Unknown items; a wrong ordinary option for choice items);
+- `disturbing_miscellany`: the miscellany items (correct option + 1..9 wrong);
+- `few_shot`: vanilla after two worked examples, one whose answer is a tense
+  label and one whose answer is the sparse label; `few_shot_tense` and
+  `few_shot_sparse` keep one of them (figure 4's tense-only and sparse-only
+  conditions);
+- `missing_choices`: the insufficient items (an option removed, A.3), with the
+  "No correct answer" offer, since the right option may be gone;
+- `vagueness`: the options without their meanings or answer guidance;
+- `prompt_polishing`: a configured model rewrites the vanilla prompt; the
+  rewrite is stored and asked.
+
+Answers are read by `validators.read`: judging replies as a label word or its
+option number, choice replies as option numbers (or an option's own text). The
+judge (`validators.judge`) is asked only for replies that exact reading leaves
+undecided; each response records the method. A failed call or a failed
+judgement is its own outcome (`correct` NULL) and is left out of every metric's
+denominator, its count stored beside the metric as `n_failed`. The paper's
+prompt templates (its appendices G and H) are not in the text we have, so the
+prompts are ours.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llm_calls import CallRequest, Ledger
+from generators.ib import ALL_FALSE
+from validators.judge import Judge, OptionsCase
+from validators.read import NONE, UNKNOWN, Reading, answer_part, is_correct, read_label, read_options
+
+SETTINGS = ("vanilla", "multi_turn", "conformity", "conformity_tense", "disturbing_miscellany", "few_shot",
+            "few_shot_tense", "few_shot_sparse", "missing_choices", "vagueness", "prompt_polishing")
+MEANINGS = {"True": "the conclusion is proved by the facts", "False": "the conclusion is disproved by the facts",
+            "Unknown": "the conclusion cannot be determined from the facts"}
+NO_CORRECT = 'If no option is correct, answer "No correct answer".'
+# Worked examples per form and label type (few-shot settings).
+EXAMPLES = {
+    ("judging", "tense"): ("Facts: the cup is hot. if the cup is hot, then the cup is steaming.\n"
+                           "Conclusion: the cup is steaming.\nOptions:\n1. True\n2. False\n3. Unknown\nAnswer: 1"),
+    ("judging", "sparse"): ("Facts: the bell is loud.\nConclusion: the bell is old.\n"
+                            "Options:\n1. True\n2. False\n3. Unknown\nAnswer: 3"),
+    ("single", "tense"): ("Question: Which animal can fly?\nOptions:\n1. a dog\n2. a bird\n3. a cat\n4. a cow\n"
+                          "Answer: 2"),
+    ("single", "sparse"): ("Question: Which animal can fly?\nOptions:\n1. a dog\n2. a cat\n"
+                           "3. All other options are false\n4. a cow\nAnswer: 3"),
+    ("multiple", "tense"): ("Question: Which are colours?\nOptions:\n1. red\n2. table\n3. blue\n4. chair\n"
+                            "Answer: 1, 3"),
+    ("multiple", "sparse"): ("Question: Which are colours?\nOptions:\n1. red\n2. table\n3. blue\n"
+                             "4. Options 1 and 3 are all true\nAnswer: 4"),
+}
+FEW_SHOT_LABELS = {"few_shot": ("tense", "sparse"), "few_shot_tense": ("tense",), "few_shot_sparse": ("sparse",)}
+
+
+def few_shot_prefix(form: str, label_types: Sequence[str]) -> str:
+    """Worked examples of the given label types for one form, before the question."""
+    shown = "\n\n".join(EXAMPLES[(form, t)] for t in label_types)
+    head = "Here is an example to learn from." if len(label_types) == 1 else "Here are examples to learn from."
+    return f"{head}\n{shown}\n\n"
+
+
+FOLLOW_UP = "Also show your reasoning process, then give your final answer again."
+POLISH = ("Rewrite the following prompt so that a language model understands it better. Keep every piece of "
+          "information and every numbered option. Output only the rewritten prompt.\n\n{prompt}")
+FAILED = ("call_failed", "judge_failed")  # outcomes that are not the model's answer
+
+
+@dataclass(frozen=True)
+class Item:
+    item_id: str
+    form: str  # judging, single, multiple
+    label_type: str  # tense, sparse
+    variant: str  # complete, insufficient, miscellany_<n>
+    options: tuple[str, ...]
+    gold: frozenset[int] | str  # option numbers, or NONE
+    context: str
+    question: str
+
+    @classmethod
+    def from_row(cls, r: dict[str, Any]) -> "Item":
+        gold = json.loads(r["gold"]) if isinstance(r["gold"], str) else r["gold"]
+        return cls(r["item_id"], r["form"], r["label_type"], r["variant"], tuple(json.loads(r["options"])
+                   if isinstance(r["options"], str) else r["options"]),
+                   NONE if gold == NONE else frozenset(gold), r["context"] or "", r["question"])
+
+
+def options_block(item: Item, meanings: bool) -> str:
+    lines = []
+    for k, o in enumerate(item.options, start=1):
+        lines.append(f"{k}. {o}: {MEANINGS[o]}" if meanings and item.form == "judging" else f"{k}. {o}")
+    return "\n".join(lines)
+
+
+def question_text(item: Item, vague: bool = False, no_correct: bool = False) -> str:
+    """The prompt of an item; `vague` drops the option meanings and the answer guidance;
+    `no_correct` offers the answer "No correct answer" (only where the setting says so)."""
+    if item.form == "judging":
+        head = f"Facts:\n{item.context}\n\nConclusion: {item.question}\n\n"
+        ask = "Which is the answer?"
+    else:
+        head = (f"Context:\n{item.context}\n\n" if item.context else "") + f"Question: {item.question}\n\n"
+        ask = "Which is the answer?"
+    body = f"{head}Options:\n{options_block(item, not vague)}\n\n{ask}"
+    if vague:
+        return body
+    how = ("Answer with the number of the correct option." if item.form != "multiple"
+           else "Answer with the numbers of all correct options.")
+    offer = f" {NO_CORRECT}" if no_correct else ""
+    return f"{body} {how}{offer} End with a line \"Answer: ...\"."
+
+
+def suggestion(item: Item, label_type: str) -> str:
+    """What the conformity settings tell the model the answer is: the sparse label ("Unknown", or
+    "All other options are false" for choice items), or a wrong tense label (the other of True /
+    False, True for Unknown items; the first wrong ordinary option of a choice item)."""
+    if label_type == "sparse":
+        return "Unknown" if item.form == "judging" else ALL_FALSE
+    if item.form == "judging":
+        gold = item.options[next(iter(item.gold)) - 1] if item.gold != NONE else "Unknown"
+        return "False" if gold == "True" else "True"
+    ordinary = [k for k in range(1, len(item.options) + 1) if (item.gold == NONE or k not in item.gold)
+                and item.options[k - 1] != ALL_FALSE and not _combined(item.options[k - 1])]
+    return str(ordinary[0])
+
+
+def _combined(option: str) -> bool:
+    return option.startswith("Options ") and option.endswith("are all true")
+
+
+def read_answer(item: Item, reply: str | None) -> Reading:
+    """The options a reply selects (frozenset of option numbers, or NONE). Judging replies may
+    name the label instead of its number; Unknown where it is not offered means no option is right."""
+    if item.form == "judging":
+        got = read_label(reply, options=item.options)
+        if got.answer is None:
+            return got
+        if got.answer in item.options:
+            return Reading(frozenset({item.options.index(got.answer) + 1}), got.method, got.evidence)
+        return Reading(NONE, got.method, got.evidence)  # Unknown, not offered (missing choices)
+    return read_options(reply, item.options)
+
+
+def output_category(item: Item, selected: frozenset[int] | str | None) -> str:
+    """What kind of label the output is (for OR, figure 6): judging True/False/Unknown/none; choice
+    single/multiple/all_wrong/combined/none; `undecided` without an answer."""
+    if isinstance(selected, str) and selected in FAILED:
+        return selected
+    if selected is None:
+        return "undecided"
+    if selected == NONE:
+        return "none"
+    chosen = [item.options[k - 1] for k in sorted(selected)]
+    if item.form == "judging":
+        return chosen[0] if len(chosen) == 1 else "multiple"
+    if chosen == ["All other options are false"]:
+        return "all_wrong"
+    if len(chosen) == 1 and _combined(chosen[0]):
+        return "combined"
+    return "single" if len(chosen) == 1 else "multiple"
+
+
+SPARSE_OUTPUTS = {"Unknown", "none", "all_wrong", "combined"}
+
+
+class Runner:
+    """Asks one model every setting; returns rows for `ib.prompts` and `ib.responses`."""
+
+    def __init__(self, ledger: Ledger, model: str, judge: str, polisher: str, params: dict[str, Any]):
+        self.ledger, self.model, self.polisher, self.params = ledger, model, polisher, params
+        self.judge = Judge(ledger, judge)
+        self.prompts: list[dict[str, Any]] = []
+        self.responses: list[dict[str, Any]] = []
+
+    def run(self, items: Sequence[Item], miscellany: Sequence[Item], settings: Sequence[str]) -> None:
+        complete = [i for i in items if i.variant == "complete"]
+        for setting in settings:
+            if setting == "vanilla":
+                self._ask(setting, complete, [question_text(i) for i in complete])
+            elif setting == "vagueness":
+                self._ask(setting, complete, [question_text(i, vague=True) for i in complete])
+            elif setting == "missing_choices":
+                insufficient = [i for i in items if i.variant == "insufficient"]
+                self._ask(setting, insufficient, [question_text(i, no_correct=True) for i in insufficient])
+            elif setting in FEW_SHOT_LABELS:
+                shown = FEW_SHOT_LABELS[setting]
+                self._ask(setting, complete, [few_shot_prefix(i.form, shown) + question_text(i) for i in complete],
+                          meta=[{"example_label_types": list(shown)}] * len(complete))
+            elif setting in ("conformity", "conformity_tense"):
+                kind = "sparse" if setting == "conformity" else "tense"
+                sugg = [suggestion(i, kind) for i in complete]
+                self._ask(setting, complete, [f"{question_text(i)}\nThe answer is {s}." for i, s in zip(complete, sugg)],
+                          meta=[{"suggested": s, "suggested_label_type": kind} for s in sugg])
+            elif setting == "disturbing_miscellany":
+                self._ask(setting, list(miscellany), [question_text(i) for i in miscellany])
+            elif setting == "multi_turn":
+                self._multi_turn(complete)
+            elif setting == "prompt_polishing":
+                self._polished(complete)
+            else:
+                raise ValueError(f"unknown setting {setting!r}; expected one of {SETTINGS}")
+
+    def _multi_turn(self, items: Sequence[Item]) -> None:
+        first = [question_text(i) for i in items]
+        replies = self.ledger.complete(self.model, [CallRequest([{"role": "user", "content": p}], self.params)
+                                                    for p in first], purpose="ib.multi_turn.first")
+        convs, keep, metas = [], [], []
+        for item, p, r in zip(items, first, replies):
+            if not r.ok:
+                self._record("multi_turn", item, p, None, r, Reading(None, "call_failed"), {"turn": 1})
+                continue
+            # the second turn continues from the answer; a reasoning model's thinking is not fed back
+            convs.append([{"role": "user", "content": p}, {"role": "assistant", "content": answer_part(r.text)[1]}])
+            keep.append(item)
+            metas.append({"turn": 2, "first_reply": r.reply})
+        self._ask("multi_turn", keep, [FOLLOW_UP] * len(keep), meta=metas, history=convs)
+
+    def _polished(self, items: Sequence[Item]) -> None:
+        originals = [question_text(i) for i in items]
+        rewrites = self.ledger.complete(self.polisher, [CallRequest([{"role": "user", "content": POLISH.format(prompt=p)}],
+                                                                    {"temperature": 0.0, "max_tokens": 512})
+                                                        for p in originals], purpose="ib.prompt_polishing.rewrite")
+        keep, prompts, metas = [], [], []
+        for item, original, r in zip(items, originals, rewrites):
+            if not r.ok or not (r.text or "").strip():
+                why = r.error or "empty rewrite"
+                self._record("prompt_polishing", item, original, None, r, Reading(None, "call_failed"),
+                             {"rewrite_failed": why})
+                continue
+            keep.append(item)
+            prompts.append(r.text.strip())
+            metas.append({"polished_by": self.polisher, "original": original, "rewrite_truncated": r.truncated})
+        self._ask("prompt_polishing", keep, prompts, meta=metas)
+
+    def _ask(self, setting: str, items: Sequence[Item], prompts: Sequence[str],
+             meta: Sequence[dict[str, Any]] | None = None, history: Sequence[list[dict[str, str]]] | None = None) -> None:
+        convs = [(list(history[k]) if history else []) + [{"role": "user", "content": p}] for k, p in enumerate(prompts)]
+        results = self.ledger.complete(self.model, [CallRequest(c, self.params) for c in convs], purpose=f"ib.{setting}")
+        answers = [read_answer(i, r.reply) if r.ok else Reading(None, "call_failed", r.error)
+                   for i, r in zip(items, results)]
+        undecided = [k for k, a in enumerate(answers) if a.method == "needs_judge"]
+        # the judge reads only what exact reading could not
+        judged = self.judge.read_options([OptionsCase(results[k].text or "", items[k].options,
+                                                      multiple=items[k].form == "multiple") for k in undecided], "ib.judge")
+        for k, v in zip(undecided, judged):
+            if v.answer == UNKNOWN:  # "Unknown" where only numbers were asked: not offered, so no option
+                v = Reading(NONE, v.method, v.evidence)
+            answers[k] = v
+        for k, (item, prompt, r, a) in enumerate(zip(items, prompts, results, answers)):
+            self._record(setting, item, prompt, convs[k], r, a, (meta or [{}] * len(items))[k])
+
+    def _record(self, setting: str, item: Item, prompt: str, conv: list[dict[str, str]] | None, result: Any,
+                answer: Reading, meta: dict[str, Any]) -> None:
+        self.prompts.append({"setting": setting, "item_id": item.item_id, "model": self.model, "prompt": prompt,
+                             "details": json.dumps(meta, default=str)})
+        selected = answer.answer
+        failed = answer.method in FAILED
+        self.responses.append({
+            "model": self.model, "setting": setting, "item_id": item.item_id, "form": item.form,
+            "label_type": item.label_type, "variant": item.variant, "n_options": len(item.options),
+            "selected": None if selected is None else json.dumps(selected if selected == NONE else sorted(selected)),
+            "correct": None if failed else is_correct(selected, item.gold), "method": answer.method,
+            "output_category": answer.method if failed else output_category(item, selected),
+            "reply": result.reply if result is not None and result.ok else None,
+            "call_key": getattr(result, "key", None),
+            "error": getattr(result, "error", None) or (answer.evidence if failed else None),
+        })
+
+
+def _acc(rows: Sequence[dict[str, Any]]) -> float | None:
+    """Accuracy over answered rows (failed calls and judgements are not answers, so not in it)."""
+    rows = [r for r in rows if r["correct"] is not None]
+    return sum(r["correct"] for r in rows) / len(rows) if rows else None
+
+
+def _harmonic(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None:
+        return None
+    return 0.0 if a + b == 0 else 2 * a * b / (a + b)
+
+
+def metric_rows(model: str, responses: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`ib.metrics` rows for one model (paper section 2.2), per setting x form and 'all' forms:
+    Acc; SR = accuracy on tense-label items; GR = accuracy on sparse-label items; RR = |Acc(vanilla) -
+    Acc(setting)| on the same form; RS = harmonic mean of SR and GR (for 'all': averaged over the
+    forms); OR = share of outputs per category, OR_T / OR_S = shares of tense / sparse outputs,
+    FR = |OR_T - OR_S|; the share of replies that needed the judge (table 7); and for disturbing
+    miscellany, Acc by number of options.
+
+    Every metric is over answered replies: a failed call or judgement is not an answer, so it is
+    left out of the denominator and counted in `n_failed` (an endpoint that is down gives no
+    metric, not an accuracy of 0).
+
+    SR and GR are normalised within their subsets (SR over the tense-label items, GR over the
+    sparse-label ones), as the paper's Table 3 computes them: its Acc_b^1 equals (SR1 + GR1) / 2 in
+    30 of 35 rows (e.g. GPT-3.5 vanilla: (21.47 + 76.03) / 2 = 48.75), which the printed 1/|D|
+    form (section 2.2) satisfies in none. Table 3's layout (Acc_b^1, SR1, GR1; Acc_b^2 = the mean
+    of SR2, GR2, GR3, which 32 of 35 rows satisfy) is the view `ib.table3`; figure 7's RS, the
+    judging harmonic mean, is `ib.figure7`; our per-form rows stay in `ib.summary`."""
+    out: list[dict[str, Any]] = []
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in responses:
+        by.setdefault((r["setting"], r["form"]), []).append(r)
+    failed: dict[tuple[str, str], int] = {}
+
+    def put(setting: str, form: str, metric: str, value: float | None, num: float | None = None,
+            den: float | None = None, category: str = "-") -> None:
+        out.append({"model": model, "setting": setting, "form": form, "metric": metric, "category": category,
+                    "value": value, "numerator": num, "denominator": den, "n_failed": failed.get((setting, form), 0)})
+
+    def n_correct(rows: Sequence[dict[str, Any]]) -> int:
+        return sum(bool(r["correct"]) for r in rows if r["correct"] is not None)
+
+    def n_answered(rows: Sequence[dict[str, Any]]) -> int:
+        return sum(r["correct"] is not None for r in rows)
+
+    for (setting, form), rows in by.items():
+        failed[(setting, form)] = sum(r["method"] in FAILED for r in rows)
+        failed[(setting, "all")] = failed.get((setting, "all"), 0) + failed[(setting, form)]
+    for setting in sorted({s for s, _ in by}):
+        rs_values = []
+        for form in ("judging", "single", "multiple"):
+            every = by.get((setting, form), [])
+            if not every:
+                continue
+            rows = [r for r in every if r["method"] not in FAILED]
+            tense = [r for r in rows if r["label_type"] == "tense"]
+            sparse = [r for r in rows if r["label_type"] == "sparse"]
+            acc, sr, gr = _acc(rows), _acc(tense), _acc(sparse)
+            put(setting, form, "Acc", acc, n_correct(rows), n_answered(rows))
+            put(setting, form, "SR", sr, n_correct(tense), n_answered(tense))
+            put(setting, form, "GR", gr, n_correct(sparse), n_answered(sparse))
+            vanilla = _acc(by.get(("vanilla", form), []))
+            put(setting, form, "RR", None if vanilla is None or acc is None else abs(vanilla - acc))
+            rs = _harmonic(sr, gr)
+            put(setting, form, "RS", rs)
+            if rs is not None:
+                rs_values.append(rs)
+            n = len(rows)
+            counts: dict[str, int] = {}
+            for r in rows:
+                counts[r["output_category"]] = counts.get(r["output_category"], 0) + 1
+            for cat, c in sorted(counts.items()):
+                put(setting, form, "OR", c / n, c, n, category=cat)
+            n_s = sum(c for cat, c in counts.items() if cat in SPARSE_OUTPUTS)
+            n_t = sum(c for cat, c in counts.items() if cat not in SPARSE_OUTPUTS | {"undecided"})
+            put(setting, form, "OR_T", n_t / n if n else None, n_t, n)
+            put(setting, form, "OR_S", n_s / n if n else None, n_s, n)
+            put(setting, form, "FR", abs(n_t - n_s) / n if n else None)
+            needed = sum(r["method"].startswith("judge") for r in rows)
+            put(setting, form, "judge_share", needed / n if n else None, needed, n)
+            if setting == "disturbing_miscellany":
+                for k in sorted({r["n_options"] for r in rows}):
+                    sub = [r for r in rows if r["n_options"] == k]
+                    put(setting, form, "Acc_by_options", _acc(sub), n_correct(sub), n_answered(sub), category=str(k))
+        put(setting, "all", "RS", sum(rs_values) / len(rs_values) if rs_values else None, None, len(rs_values))
+    return out

@@ -1,0 +1,343 @@
+"""The MuSoBench evaluation: prompts, the multi-turn protocol through the ledger, and metrics.
+
+Protocol (paper section 3 and appendix A.3), one chat per instance:
+  1. solve: Instruction1 for the task (+ "Think step by step before answering."
+     for Short-CoT; Long-CoT models get the bare instruction);
+  2. confidence: Instruction2, a 0-100 score in [[CONFIDENCE: \\boxed{..}]];
+  3. recheck: Instruction3, [[UNCHANGE]] or [[CHANGE]] with the full new answer.
+Variants: `standard`; `exploration` (section 5: after the solve turn the user
+says "Wait, there may be other solutions."; the first answer set is the union of
+both replies); `self_consistency` (section 5, table 2: n parallel solve +
+confidence paths, sample indexes 0..n-1, aggregated by voting, `sc_vote`, and by
+the median-confidence path, `sc_median`; the per-path rows are `sc_path`).
+
+Turns are batched across instances, so every turn is one ledger batch; each
+turn's key covers the whole conversation so far, and a rerun replays it from
+the ledger. A failed call is recorded as such and never becomes an answer: a
+failed solve turn leaves the instance out of every metric (counted in
+`n_failed_calls`); a failed confidence or recheck turn leaves it out of ECE or
+the stability rates only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evaluations import scoring
+from llm_calls import CallRequest, CallResult, Ledger
+from validators.read import ParsedAnswer, answer_part, read_confidence, read_recheck, read_subsets, read_timetables
+
+TIMETABLING_INSTRUCTION = (
+    "You are asked to perform a timetabling task. Please find ALL FEASIBLE SCHEDULES that satisfies all "
+    "constraints one by one and output the number of feasible schedules. Output format example:\n"
+    "Solution 1:\n| Course | Time | Room | Teacher |\n|---------|-------|-------|----------|\n"
+    "| Course0 | T2 | R0 | P0 |\n| Course1 | T3 | R2 | P2 |\n| Course2 | T0 | R2 | P1 |\n"
+    "Solution 2:\n| Course | Time | Room | Teacher |\n|---------|-------|-------|----------|\n"
+    "| Course0 | T2 | R0 | P0 |\n| Course1 | T3 | R2 | P2 |\n| Course2 | T1 | R2 | P1 |\n"
+    "...\nTotal xxx feasible solutions shown above.\n"
+    "The question is {question}\n"
+    "You must output all feasible solutions without using ellipsis, etc. The most important thing is to FIND THE "
+    "SPECIFIC CONTENT OF EACH SOLUTION, rather than just counting the number of solutions. Please note that the "
+    "examples I gave you are just to show the format, the actual answer may be different from the examples shown."
+)
+SUBSETSUM_INSTRUCTION = (
+    "You are asked to perform a subset-sum task. Please find ALL FEASIBLE SUBSETS that meet the requirements one "
+    "by one and output the number of feasible subsets. Output format example:\n"
+    "Solution 1: {{1, 3, 5}}\nSolution 2: {{1, 4, 4}}\n...\nTotal xxx feasible solutions shown above.\n"
+    "The question is {question}\n"
+    "You must output all feasible solutions without using ellipsis, etc.\n"
+    "The most important thing is to FIND THE SPECIFIC CONTENT OF EACH SOLUTION, rather than just counting the "
+    "number of solutions. Please note that the examples I gave you are just to show the format, the actual "
+    "answer may be different from the examples shown."
+)
+SHORT_COT_SUFFIX = " Think step by step before answering."
+CONFIDENCE_PROMPT = (
+    "Please rate your confidence in the proposed answer on a scale of 0-100. "
+    "Put your confidence score within [[CONFIDENCE: \\boxed{}]]"
+)
+RECHECK_PROMPT = (
+    "Recheck all your answers. You can now supplement and correct your answers. If you think your answer does "
+    "not need to be changed, please output [[UNCHANGE]]. If you need to supplement or correct your answer, please "
+    "input [[CHANGE]] and re-output your new answer IN FULL, NOT JUST THE PART YOU CHANGED."
+)
+EXPLORATION_CUE = "Wait, there may be other solutions."
+
+PARADIGMS = ("short_cot", "long_cot")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One MuSoBench instance as the evaluation needs it."""
+
+    instance_id: str
+    task: str
+    level: int  # the bin's position when the instance was generated (informational)
+    problem: dict[str, Any]
+    question: str
+    truth: frozenset[Any]
+    level_lo: int | None = None  # the bin itself: what metrics group by
+    level_hi: int | None = None  # None: an open last bin ("301+")
+
+
+def solve_prompt(item: Item, paradigm: str) -> str:
+    template = TIMETABLING_INSTRUCTION if item.task == "timetabling" else SUBSETSUM_INSTRUCTION
+    prompt = template.format(question=item.question)
+    return prompt + SHORT_COT_SUFFIX if paradigm == "short_cot" else prompt
+
+
+def parse_answer(item: Item, text: str | None) -> ParsedAnswer:
+    """The solutions of a reply's final answer (reasoning set aside; `validators.read`)."""
+    if item.task == "timetabling":
+        return read_timetables(text, item.problem)
+    return read_subsets(text, item.problem)
+
+
+def canonical(solution_json: Any, task: str) -> Any:
+    """Stored solution JSON -> the hashable form the parsers produce."""
+    return tuple(tuple(x) for x in solution_json) if task == "timetabling" else tuple(solution_json)
+
+
+def _answers_json(answers: Sequence[Any]) -> str:
+    return json.dumps([{"invalid": a[1]} if a and a[0] == "invalid" else a for a in answers])
+
+
+@dataclass
+class _Conversation:
+    item: Item
+    path: int
+    messages: list[dict[str, str]]
+    keys: list[str]
+    truncated: bool = False
+    failed: str | None = None
+
+    def add(self, user: str, result: CallResult) -> CallResult:
+        self.keys.append(result.key)
+        self.truncated |= result.truncated
+        if result.ok:  # later turns see the answer, not the reasoning before it
+            self.messages += [{"role": "user", "content": user},
+                              {"role": "assistant", "content": answer_part(result.text)[1]}]
+        return result
+
+
+def _turn(ledger: Ledger, model: str, convs: list[_Conversation], user: str | None,
+          params: dict[str, Any], purpose: str, user_of: Any = None) -> list[CallResult]:
+    """One turn for every conversation: `user` (or `user_of(conv)`) appended, one ledger batch."""
+    prompts = [user_of(c) if user_of else user for c in convs]
+    requests = [CallRequest([*c.messages, {"role": "user", "content": p}], params, c.path) for c, p in zip(convs, prompts)]
+    results = ledger.complete(model, requests, purpose=purpose)
+    return [c.add(p, r) for c, p, r in zip(convs, prompts, results)]
+
+
+def run(
+    ledger: Ledger, model: str, items: Sequence[Item], paradigm: str, variant: str,
+    temperature: float, solve_max_tokens: int, confidence_max_tokens: int, paths: int = 1,
+) -> list[dict[str, Any]]:
+    """Rows for `muso.responses`: one per (item, path), plus aggregated rows for self-consistency."""
+    if paradigm not in PARADIGMS:
+        raise ValueError(f"unknown paradigm {paradigm!r}; expected one of {PARADIGMS}")
+    if variant not in ("standard", "exploration", "self_consistency"):
+        raise ValueError(f"unknown variant {variant!r}")
+    solve = {"temperature": temperature, "max_tokens": solve_max_tokens}
+    confid = {"temperature": temperature, "max_tokens": confidence_max_tokens}
+    n_paths = paths if variant == "self_consistency" else 1
+    convs = [_Conversation(item, p, [], []) for item in items for p in range(n_paths)]
+    tag = f"muso.{variant}"
+
+    first = _turn(ledger, model, convs, None, solve, f"{tag}.solve", user_of=lambda c: solve_prompt(c.item, paradigm))
+    answers1 = [parse_answer(c.item, r.reply) if r.ok else None for c, r in zip(convs, first)]
+    for c, r in zip(convs, first):
+        if not r.ok:
+            c.failed = f"solve: {r.error}"
+    live = [c for c in convs if c.failed is None]
+
+    if variant == "exploration":
+        cue = _turn(ledger, model, live, EXPLORATION_CUE, solve, f"{tag}.cue")
+        extra = {id(c): (parse_answer(c.item, r.reply) if r.ok else None) for c, r in zip(live, cue)}
+        for i, c in enumerate(convs):
+            more = extra.get(id(c))
+            if answers1[i] is not None and more is not None:
+                merged = ParsedAnswer(answers=list(dict.fromkeys(answers1[i].answers + more.answers)),
+                                      claimed_total=more.claimed_total or answers1[i].claimed_total,
+                                      error=answers1[i].error if not more.answers else None)
+                merged.invalid_reasons = answers1[i].invalid_reasons + more.invalid_reasons
+                answers1[i] = merged
+
+    conf_results = dict(zip(map(id, live), _turn(ledger, model, live, CONFIDENCE_PROMPT, confid, f"{tag}.confidence")))
+    recheck_results: dict[int, CallResult] = {}
+    if variant != "self_consistency":
+        recheck_results = dict(zip(map(id, live), _turn(ledger, model, live, RECHECK_PROMPT, solve, f"{tag}.recheck")))
+
+    rows = []
+    for i, c in enumerate(convs):
+        rows.append(_row(model, paradigm, "sc_path" if variant == "self_consistency" else variant, c,
+                         answers1[i], conf_results.get(id(c)), recheck_results.get(id(c))))
+    if variant == "self_consistency":
+        by_item: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in rows:
+            by_item[r["instance_id"]].append(r)
+        for item in items:
+            rows += _aggregate(model, paradigm, item, by_item[item.instance_id])
+    for r in rows:  # a dimension of the responses: a temperature sweep (section 4.3) adds rows, never overwrites
+        r["temperature"] = temperature
+    return rows
+
+
+def _row(model: str, paradigm: str, variant: str, c: _Conversation, a1: ParsedAnswer | None,
+         conf: CallResult | None, recheck: CallResult | None) -> dict[str, Any]:
+    item, truth = c.item, set(c.item.truth)
+    row: dict[str, Any] = {
+        "model": model, "paradigm": paradigm, "variant": variant, "path": c.path,
+        "instance_id": item.instance_id, "task": item.task, "level": item.level,
+        "level_lo": item.level_lo, "level_hi": item.level_hi,
+        "status": "call_failed" if c.failed else "ok", "error": c.failed,
+        "answers_first": None, "n_first": None, "n_first_correct": None, "n_first_invalid": None,
+        "parse_error": None, "claimed_total": None, "confidence": None, "confidence_method": None,
+        "recheck": None, "answers_second": None, "n_second": None, "n_second_correct": None,
+        "precision": None, "recall": None, "retention": None, "correction": None, "discovery": None,
+        "truncated": c.truncated, "call_keys": json.dumps(c.keys),
+    }
+    if c.failed or a1 is None:
+        return row
+    y1 = a1.answer_set
+    row.update(
+        answers_first=_answers_json(a1.answers), n_first=len(y1), n_first_correct=len(y1 & truth),
+        n_first_invalid=len(a1.invalid_reasons), parse_error=a1.error, claimed_total=a1.claimed_total,
+        precision=scoring.precision(y1, truth), recall=scoring.recall(y1, truth),
+    )
+    if conf is not None:
+        if conf.ok:
+            got = read_confidence(conf.reply)
+            row["confidence"], row["confidence_method"] = got.answer, got.method if got.evidence is None else \
+                f"{got.method}: {got.evidence}"
+        else:
+            row["confidence_method"] = "call_failed"
+    if recheck is not None:
+        y2: set[Any] | None = None
+        if not recheck.ok:
+            row["recheck"] = "call_failed"
+        else:
+            decision = read_recheck(recheck.reply)
+            reparsed = parse_answer(item, recheck.reply)
+            if decision == "unchanged":
+                y2 = y1
+            elif decision == "changed" or reparsed.answers:
+                y2 = reparsed.answer_set
+                decision = decision or "changed_without_marker"
+            row["recheck"] = decision or "no_marker"
+        if y2 is not None:
+            row.update(
+                answers_second=_answers_json(sorted(y2, key=repr)), n_second=len(y2),
+                n_second_correct=len(y2 & truth), retention=scoring.retention(y1, y2, truth),
+                correction=scoring.correction(y1, y2, truth), discovery=scoring.discovery(y1, y2, truth),
+            )
+    return row
+
+
+def _decode(answers_json: str | None) -> set[Any]:
+    if answers_json is None:
+        return set()
+    out: set[Any] = set()
+    for a in json.loads(answers_json):
+        out.add(("invalid", a["invalid"]) if isinstance(a, dict) else tuple(tuple(x) if isinstance(x, list) else x for x in a))
+    return out
+
+
+def _aggregate(model: str, paradigm: str, item: Item, paths: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Self-consistency aggregation (section 5): voting = union of all paths' answers with the
+    paths' confidences weighted by how many answers each contributes; median = the path whose
+    confidence is the (lower) median."""
+    truth = set(item.truth)
+    ok = [p for p in paths if p["status"] == "ok"]
+    base = {"model": model, "paradigm": paradigm, "path": None, "instance_id": item.instance_id,
+            "task": item.task, "level": item.level, "level_lo": item.level_lo, "level_hi": item.level_hi,
+            "recheck": None, "answers_second": None, "n_second": None,
+            "n_second_correct": None, "retention": None, "correction": None, "discovery": None,
+            "parse_error": None, "claimed_total": None, "n_first_invalid": None,
+            "truncated": any(p["truncated"] for p in paths),
+            "call_keys": json.dumps([k for p in paths for k in json.loads(p["call_keys"])])}
+    if not ok:
+        failed = {**base, "status": "call_failed", "error": f"all {len(paths)} paths failed",
+                  "answers_first": None, "n_first": None, "n_first_correct": None, "confidence": None,
+                  "confidence_method": None, "precision": None, "recall": None}
+        return [{**failed, "variant": "sc_vote"}, {**failed, "variant": "sc_median"}]
+    union: set[Any] = set().union(*(_decode(p["answers_first"]) for p in ok))
+    weighted = [(p["confidence"], p["n_first"]) for p in ok if p["confidence"] is not None]
+    if weighted and sum(n for _, n in weighted):
+        vote_conf = sum(c * n for c, n in weighted) / sum(n for _, n in weighted)
+    else:
+        vote_conf = scoring.mean([c for c, _ in weighted])
+    rows = [{**base, "variant": "sc_vote", "status": "ok", "error": None,
+             "answers_first": _answers_json(sorted(union, key=repr)), "n_first": len(union),
+             "n_first_correct": len(union & truth), "confidence": vote_conf,
+             "confidence_method": f"vote over {len(weighted)} paths",
+             "precision": scoring.precision(union, truth), "recall": scoring.recall(union, truth)}]
+    confident = sorted((p for p in ok if p["confidence"] is not None), key=lambda p: (p["confidence"], p["path"]))
+    chosen = confident[(len(confident) - 1) // 2] if confident else None
+    if chosen is None:
+        rows.append({**base, "variant": "sc_median", "status": "ok", "error": "no path gave a confidence",
+                     "answers_first": None, "n_first": None, "n_first_correct": None, "confidence": None,
+                     "confidence_method": None, "precision": None, "recall": None})
+    else:
+        y = _decode(chosen["answers_first"])
+        rows.append({**base, "variant": "sc_median", "status": "ok", "error": None,
+                     "answers_first": chosen["answers_first"], "n_first": len(y),
+                     "n_first_correct": len(y & truth), "confidence": chosen["confidence"],
+                     "confidence_method": f"median path {chosen['path']}",
+                     "precision": scoring.precision(y, truth), "recall": scoring.recall(y, truth)})
+    return rows
+
+
+def level_label(lo: int | None, hi: int | None) -> str:
+    """'51-100', or '301+' for an open last bin."""
+    return f"{lo}+" if hi is None else f"{lo}-{hi}"
+
+
+def metric_rows(responses: Sequence[dict[str, Any]], bins: Mapping[str, Sequence[tuple[int, int | None]]]
+                ) -> list[dict[str, Any]]:
+    """`muso.metrics` rows per model x paradigm x temperature x variant x task x bin, plus level
+    'all' (0) per task.
+
+    Rows are grouped by the bin itself (level_lo, level_hi), never by a position, so inserting a
+    level in the configuration cannot merge two bins; `level` is the bin's position in `bins` (the
+    configured bins per task, from 1), NULL for a bin the configuration no longer has (the
+    `every_model_task_level` check then fails). Per-path self-consistency rows are not scored.
+    """
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in responses:
+        if r["variant"] == "sc_path":
+            continue
+        head = (r["model"], r["paradigm"], r.get("temperature"), r["variant"], r["task"])
+        groups[(*head, r.get("level_lo"), r.get("level_hi"), False)].append(r)
+        groups[(*head, None, None, True)].append(r)
+    out = []
+    for key, rows in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        model, paradigm, temperature, variant, task, lo, hi, overall = key
+        configured = [tuple(b) for b in bins.get(task, [])]
+        level = 0 if overall else (configured.index((lo, hi)) + 1 if (lo, hi) in configured else None)
+        ok = [r for r in rows if r["status"] == "ok" and r["recall"] is not None]
+        with_conf = [r for r in ok if r["confidence"] is not None]
+        confs = [r["confidence"] / 100 for r in with_conf]
+        stable = [r for r in ok if r["discovery"] is not None]
+        out.append({
+            "model": model, "paradigm": paradigm, "temperature": temperature, "variant": variant, "task": task,
+            "level": level, "level_label": "all" if overall else level_label(lo, hi), "level_lo": lo, "level_hi": hi,
+            "n_instances": len(rows), "n_scored": len(ok),
+            "n_failed_calls": sum(r["status"] == "call_failed" for r in rows),
+            "n_parse_failures": sum(r["parse_error"] is not None for r in ok),
+            "n_truncated": sum(bool(r["truncated"]) for r in rows),
+            "precision": scoring.mean([r["precision"] for r in ok]),
+            "recall": scoring.mean([r["recall"] for r in ok]),
+            "n_confidence": len(with_conf),
+            "mean_confidence": scoring.mean([r["confidence"] for r in with_conf]),
+            "ece_precision": scoring.ece(confs, [r["precision"] for r in with_conf]),
+            "ece_recall": scoring.ece(confs, [r["recall"] for r in with_conf]),
+            "n_stability": len(stable),
+            "retention": scoring.mean([r["retention"] for r in stable]),
+            "correction": scoring.mean([r["correction"] for r in stable]),
+            "discovery": scoring.mean([r["discovery"] for r in stable]),
+        })
+    return out

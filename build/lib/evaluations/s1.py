@@ -1,0 +1,135 @@
+"""S1-Bench evaluation (paper 002, section 3) through the ledger; the construction loop that
+builds the items is `generators/s1_construction.py`.
+
+Evaluation: k samples at temperature 0.6, top_p 0.95, plus greedy; thinking and final answer
+split at the end-of-thinking marker; the format type (table 9); correctness of the final answer
+of well formatted replies (exact check or judge; see `evaluate`); tokens from the server's usage
+counts; difficulty awareness of the first paragraph; thinking redundancy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from llm_calls import CallRequest, Ledger
+from validators.judge import Judge
+from validators.read import FORMAT_TYPES, STRICT_FORMATS, UNREADABLE_FORMATS, check_answer, format_type
+from validators.s1 import difficulty_awareness, redundancy
+
+
+# -- evaluation ------------------------------------------------------------------------------------
+
+def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge: Judge, k: int, temperature: float,
+             top_p: float, max_tokens: int, reasoning: bool = True) -> list[dict[str, Any]]:
+    """One row per (item, mode, sample): k top-p samples and one greedy answer.
+
+    A reasoning model (`reasoning`, an LRM as the paper evaluates) is scored only on well
+    formatted replies (section 3.2: "accuracy metrics only for responses with correct
+    formatting"; an end-of-thinking marker separating the thinking from a non-empty answer,
+    formats 100 / 101): the final answer is checked exactly or judged, and any other format is
+    not correct and never sent to the judge (an endless reply, 301, is not read at all). A model
+    that does not think first (the paper's validator LLMs, f-acc "–") is scored on its whole reply.
+    """
+    plan = [(it, "sample", s) for it in items for s in range(k)] + [(it, "greedy", 0) for it in items]
+    requests = [CallRequest([{"role": "user", "content": it["question"]}],
+                            {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens} if mode == "sample"
+                            else {"temperature": 0.0, "max_tokens": max_tokens}, s) for it, mode, s in plan]
+    results = ledger.complete(model, requests, purpose="s1.evaluate")
+    rows = []
+    for (it, mode, s), r in zip(plan, results):
+        fmt, thinking, answer = format_type(r.reply, r.finish_reason) if r.ok else (None, "", "")
+        well = (fmt in STRICT_FORMATS) if reasoning and r.ok else None
+        target = answer if (well or not reasoning) else ""
+        first = (thinking or r.text or "").strip().split("\n\n")[0]
+        method = "call_failed" if not r.ok else ("malformed" if reasoning and not well else None)
+        rows.append({"model": model, "item_id": it["item_id"], "subcategory": it["subcategory"],
+                     "category": it["category"], "language": it["language"], "mode": mode, "sample_index": s,
+                     "format_type": fmt, "well_formatted": well, "has_thinking": bool(thinking),
+                     "has_answer": bool(answer), "judged_part": "answer" if target else None,
+                     "correct": False if method == "malformed" else None, "method": method,
+                     "detail": r.error if not r.ok else (f"format {fmt}: not scored" if method == "malformed" else None),
+                     "completion_tokens": r.completion_tokens, "finish_reason": r.finish_reason,
+                     "difficulty_class": difficulty_awareness(first) if r.ok else None,
+                     "redundancy": json.dumps(redundancy(thinking)) if thinking else None,
+                     "reply": r.reply, "call_key": r.key, "_target": target, "_check": it["check_spec"],
+                     "_question": it["question"], "_answer": it["answer"]})
+    to_judge = [row for row in rows if row["method"] is None and json.loads(row["_check"]) is None and row["_target"]]
+    verdicts = judge.grade([(row["_question"], row["_target"], row["_answer"]) for row in to_judge], "s1.evaluate")
+    for row, v in zip(to_judge, verdicts):
+        row["correct"], row["method"], row["detail"] = v.answer, v.method, v.evidence
+    for row in rows:
+        if row["method"] is None:
+            check = json.loads(row["_check"])
+            if check is not None:
+                row["correct"], row["method"] = check_answer(row["_target"], check, row["_question"]), "exact"
+            else:
+                row["correct"], row["method"] = False, "empty"
+        for key in ("_target", "_check", "_question", "_answer"):
+            row.pop(key)
+    return rows
+
+
+FAILED = ("call_failed", "judge_failed")  # outcomes that are not the model's answer
+
+
+def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """Paper section 3.2 and appendix B, for all items, per category, per subcategory, per
+    language and per language x category (table 5):
+
+    - pass@1 (mean correctness over the k samples) and acc@k (share of items with all k samples
+      correct); a malformed reply of a reasoning model counts as not correct, so f-acc bounds
+      both, as in table 3; greedy accuracy likewise (table 8);
+    - f-acc: the share of well formatted replies (formats 100 / 101), NULL for models that do not
+      think first; strict / loose format rates and the rate of each format type (tables 19, 20);
+    - mean response tokens, leaving out endless replies (format 301), as the paper does;
+    - difficulty-awareness shares and mean redundancy per segment.
+
+    `greedy_*` metrics are the same over the greedy answers. Unreadable judge verdicts count as not
+    correct. Failed calls and failed judgements are not answers: they are left out of every
+    denominator (acc@k counts only items whose k samples were all answered) and counted in
+    `n_failed` beside each metric."""
+    out: list[dict[str, Any]] = []
+    scopes: dict[tuple[str, str], list[dict[str, Any]]] = {("all", "all"): list(responses)}
+    for r in responses:
+        scopes.setdefault(("category", r["category"]), []).append(r)
+        scopes.setdefault(("subcategory", r["subcategory"]), []).append(r)
+        scopes.setdefault(("language", r["language"]), []).append(r)
+        scopes.setdefault(("language_category", f"{r['language']}:{r['category']}"), []).append(r)
+    for (level, scope), every in sorted(scopes.items()):
+        n_failed = sum(r.get("method") in FAILED for r in every)
+        rows = [r for r in every if r.get("method") not in FAILED]
+        sampled = [r for r in rows if r["mode"] == "sample"]
+        greedy = [r for r in rows if r["mode"] == "greedy"]
+        by_item: dict[str, list[bool]] = {}
+        for r in sampled:
+            by_item.setdefault(r["item_id"], []).append(bool(r["correct"]))
+        complete = {i: v for i, v in by_item.items() if len(v) == k}
+
+        def put(metric: str, value: float | None, n: int, category: str = "-") -> None:
+            out.append({"model": model, "level": level, "scope": scope, "metric": metric, "category": category,
+                        "value": value, "n": n, "n_failed": n_failed})
+
+        put("pass@1", sum(sum(v) / len(v) for v in by_item.values()) / len(by_item) if by_item else None, len(by_item))
+        put(f"acc@{k}", sum(all(v) for v in complete.values()) / len(complete) if complete else None, len(complete))
+        put("greedy_acc", sum(bool(r["correct"]) for r in greedy) / len(greedy) if greedy else None, len(greedy))
+        for prefix, group in (("", sampled), ("greedy_", greedy)):
+            judged = [r["well_formatted"] for r in group if r.get("well_formatted") is not None]
+            put(f"{prefix}f-acc", sum(judged) / len(judged) if judged else None, len(judged))
+            fmts = [r["format_type"] for r in group if r["format_type"] is not None]
+            put(f"{prefix}strict_format", sum(f in STRICT_FORMATS for f in fmts) / len(fmts) if fmts else None, len(fmts))
+            put(f"{prefix}loose_format", sum(f not in UNREADABLE_FORMATS for f in fmts) / len(fmts) if fmts else None,
+                len(fmts))
+            for f in FORMAT_TYPES if fmts else ():
+                put(f"{prefix}format_type", sum(x == f for x in fmts) / len(fmts), len(fmts), str(f))
+            toks = [r["completion_tokens"] for r in group if r["completion_tokens"] is not None and r["format_type"] != 301]
+            put(f"{prefix}mean_tokens", sum(toks) / len(toks) if toks else None, len(toks))
+        classes = [r["difficulty_class"] for r in sampled if r["difficulty_class"] is not None]
+        for c in (1, 2, 3, 4):
+            put("difficulty_awareness", sum(x == c for x in classes) / len(classes) if classes else None, len(classes), str(c))
+        reds = [json.loads(r["redundancy"]) for r in sampled if r.get("redundancy") and json.loads(r["redundancy"])]
+        for pos in range(max((len(x) for x in reds), default=0)):
+            vals = [x[pos] for x in reds if len(x) > pos]
+            put("redundancy", sum(vals) / len(vals), len(vals), str(pos + 2))
+    return out

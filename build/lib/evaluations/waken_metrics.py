@@ -1,0 +1,203 @@
+"""WakenLLM metrics (paper 000, section 3, 5.3-5.7, appendix F) from `waken.outcomes` rows.
+
+Rows come out in long form, one per (metric, sample type, stage, setting), with
+the numerator and denominator beside the value, so every number can be traced.
+Sample type: `s` solvable, `u` unsolvable, `all`. Stage: `1`, `2`, `all`, `-`.
+
+Definitions (D: all items; D_VP^1: the Vague Perception items whose stage-1
+reply was decided; D_VP^2: the decided stage-2 items, drawn from FC^1):
+- TC/FC/UC_t^n counts and TCR/FCR/UCR_t^n = count / |D_VP^n| (3.2, F.1); the
+  stage denominator is shared by both sample types, so TCR^n = TCR_s^n + TCR_u^n
+  and, per stage, the sum over t of TCR + FCR + UCR is 1;
+- OCR = |TC^1 ∪ TC^2| / |D_VP^1| (3.2);
+- TCR_t (stage "sum") = TCR_t^1 + TCR_t^2, the stage-summed rate of 3.2;
+- Conf_t = ½(TCR_t^1(M=0%) − TCR_t^1(M=100%)) + ½(TCR_t^2(M=0%) − TCR_t^2(M=100%)),
+  both terms from the Remind-then-Guide runs: the printed formula (3.3, F.3)
+  reads TCR_t^n as the vanilla stage, but Table 3's Conf_s / Conf_u are what the
+  M=0% and M=100% rows of Tables 9-11 give (45 of 48 published values; the
+  vanilla stages give 2 of 48; e.g. GPT-3.5 FLD: ½(54.17−5.83) + ½(81.82−1.67)
+  = 64.25, Table 3 prints 64.25). The vanilla-minus-M=100% form is kept as
+  `Conf_literal`. A stage with no input is left out of the average (`stages`);
+- RPC = (|TC^1''| − |TC^1|) / |D_VP^1|, CGR = (|TC^2''| − |TC^2|) / |D_VP^2|
+  ('' = with the earlier reasoning shown, 3.3): below zero means the earlier
+  reasoning misguides, as the prose says, and Table 3's CGR equals −TCR2
+  exactly in 6 of 24 rows and is never below it by more than rounding (e.g.
+  GPT-3.5 FOLIO: TCR2 42.10, CGR −42.10), which only this sign gives. The
+  printed order (without minus with) is kept as `RPC_literal`, `CGR_literal`;
+- Deg = |UC^2| / |D_VP^2|: stage-1 False Converting items answered Unknown in
+  stage 2 (5.7; undecided replies are not degradation);
+- Acc(Direct) and baseline accuracies over the answered items of D: undecided
+  replies count wrong, failed calls and judgements are not answers and are left
+  out (counted in `n_direct_call_failed`, `n_baseline_failed`); Acc(WakenLLM) = Acc(Direct) + |(TC^1 ∪ TC^2) minus C| / |D| with C the
+  items the direct pass already got right (5.5). The paper adds |TC^1 ∪ TC^2|
+  itself, which counts twice the Unknown items that were answered Unknown
+  with a failing explanation (right in the direct pass, converted again) and
+  can exceed 1; that value is kept as `acc_wakenllm_literal`;
+- vague-perception shares (table 8): V = solvable answered Unknown / |D_s|,
+  U = Unknown items whose explanation failed / |D_u|;
+- per misguiding rate M: TCR_s^1, TCR_u^1, TCR_s^2, TCR_u^2 (tables 9-11);
+- ablation: the stage-1 UC items re-run at temperature 1.0, converted share
+  and unchanged share (5.3); cause shares (5.6); the share of answered
+  replies that needed the judge (table 7: how often exact reading did not suffice).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+CLASSES = ("TC", "FC", "UC")
+FAILED = ("call_failed", "judge_failed")  # outcomes that are not the model's answer
+
+
+def _frac(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def conformity_value(followed: Sequence[float | None], misguided: Sequence[float | None]) -> tuple[float | None, int]:
+    """Conf_t from per-stage TCR_t with correct labels (M=0%) and with every label wrong (M=100%):
+    the mean over the stages that had input of (followed − misguided); and how many stages that was."""
+    terms = [a - b for a, b in zip(followed, misguided) if a is not None and b is not None]
+    return (sum(terms) / len(terms) if terms else None), len(terms)
+
+
+class _Stage:
+    """Converting classes of one step/setting: item id -> (sample type, class)."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]]):
+        self.cls = {r["item_id"]: (r["sample_type"], r["outcome"]) for r in rows}
+        self.decided = {i for i, (_, c) in self.cls.items() if c in CLASSES}
+
+    def ids(self, cls: str, t: str = "all") -> set[str]:
+        return {i for i, (st, c) in self.cls.items() if c == cls and (t == "all" or st == t)}
+
+    def rate(self, cls: str, t: str) -> float | None:
+        return _frac(len(self.ids(cls, t)), len(self.decided))
+
+
+def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_items: dict[str, int],
+                misguiding_rates: Sequence[float], baselines: Sequence[str]) -> list[dict[str, Any]]:
+    """`waken.metrics` rows for one model on one dataset. `n_items` = {'s': |D_s|, 'u': |D_u|}."""
+    by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in outcomes:
+        by[(r["step"], r["setting"])].append(r)
+    out: list[dict[str, Any]] = []
+
+    def put(metric: str, value: float | None, num: float | None = None, den: float | None = None,
+            t: str = "all", stage: str = "-", setting: str = "vanilla") -> None:
+        out.append({"model": model, "dataset": dataset, "metric": metric, "sample_type": t, "stage": stage,
+                    "setting": setting, "value": value, "numerator": num, "denominator": den})
+
+    direct = by[("direct", "vanilla")]
+    direct_failed = sum(r["outcome"] in FAILED for r in direct)
+    n_all = n_items.get("s", 0) + n_items.get("u", 0) - direct_failed  # the answered items of D
+    correct = sum(r["outcome"] == "correct" for r in direct)
+    put("acc_direct", _frac(correct, n_all), correct, n_all)
+    put("n_direct_undecided", sum(r["outcome"] == "undecided" for r in direct))
+    put("n_direct_call_failed", direct_failed)
+    vp_s = {r["item_id"] for r in direct if r["sample_type"] == "s" and r["prediction"] == "Unknown"}
+    vp_u = {r["item_id"] for r in by[("diagnosis", "vanilla")] if r["outcome"] == "explanation_fails"}
+    put("vague_perception_share", _frac(len(vp_s), n_items.get("s", 0)), len(vp_s), n_items.get("s", 0), t="s")
+    put("vague_perception_share", _frac(len(vp_u), n_items.get("u", 0)), len(vp_u), n_items.get("u", 0), t="u")
+
+    s1, s2 = _Stage(by[("stage1", "vanilla")]), _Stage(by[("stage2", "vanilla")])
+    for n, st in (("1", s1), ("2", s2)):
+        put("d_vp", len(st.decided), stage=n)
+        put("n_undecided", len(st.cls) - len(st.decided), stage=n)
+        for t in ("s", "u", "all"):
+            for c in CLASSES:
+                k = len(st.ids(c, t))
+                put(c, k, stage=n, t=t)
+                put(c + "R", st.rate(c, t), k, len(st.decided), t=t, stage=n)
+    for t in ("s", "u", "all"):
+        rates = [s1.rate("TC", t), s2.rate("TC", t)]
+        put("TCR", None if None in rates else rates[0] + rates[1], t=t, stage="sum")
+    tc_union = s1.ids("TC") | s2.ids("TC")
+    put("OCR", _frac(len(tc_union), len(s1.decided)), len(tc_union), len(s1.decided), stage="all")
+    put("Deg", _frac(len(s2.ids("UC")), len(s2.decided)), len(s2.ids("UC")), len(s2.decided), stage="2")
+    acc_direct = _frac(correct, n_all)
+    newly = tc_union - {r["item_id"] for r in direct if r["outcome"] == "correct"}
+    put("acc_wakenllm", None if acc_direct is None else acc_direct + len(newly) / n_all,
+        correct + len(newly), n_all)
+    put("acc_wakenllm_literal", None if acc_direct is None else acc_direct + len(tc_union) / n_all,
+        correct + len(tc_union), n_all)
+
+    # Remind-then-Guide with assigned labels
+    for rate in misguiding_rates:
+        setting = f"M={rate:.3f}"
+        g1, g2 = _Stage(by[("rtg_label_stage1", setting)]), _Stage(by[("rtg_label_stage2", setting)])
+        for n, st in (("1", g1), ("2", g2)):
+            for t in ("s", "u"):
+                put("TCR", st.rate("TC", t), len(st.ids("TC", t)), len(st.decided), t=t, stage=n, setting=setting)
+
+    def conformity(name: str, lo: tuple["_Stage", "_Stage"], hi: tuple["_Stage", "_Stage"]) -> None:
+        for t in ("s", "u"):
+            value, stages = conformity_value([st.rate("TC", t) for st in lo], [st.rate("TC", t) for st in hi])
+            out.append({"model": model, "dataset": dataset, "metric": name, "sample_type": t, "stage": "all",
+                        "setting": "rtg_label", "value": value, "numerator": None, "denominator": stages})
+
+    def rtg(rate: float) -> tuple["_Stage", "_Stage"]:
+        setting = f"M={rate:.3f}"
+        return _Stage(by[("rtg_label_stage1", setting)]), _Stage(by[("rtg_label_stage2", setting)])
+
+    if 1.0 in misguiding_rates:
+        if 0.0 in misguiding_rates:
+            conformity("Conf", rtg(0.0), rtg(1.0))
+        conformity("Conf_literal", (s1, s2), rtg(1.0))
+
+    r1, r2 = _Stage(by[("rtg_rp_stage1", "reasoning")]), _Stage(by[("rtg_rp_stage2", "reasoning")])
+    for name, n, plain_, shown in (("RPC", "1", s1, r1), ("CGR", "2", s2, r2)):
+        diff, den = len(shown.ids("TC")) - len(plain_.ids("TC")), len(plain_.decided)
+        put(name, _frac(diff, den), diff, den, stage=n, setting="rtg_rp")
+        put(name + "_literal", _frac(-diff, den), -diff, den, stage=n, setting="rtg_rp")
+
+    ablation = [r for (step, _), rows in by.items() if step == "ablation" for r in rows]
+    ab = _Stage(ablation)
+    put("ablation_converted", _frac(len(ab.ids("TC")), len(ab.decided)), len(ab.ids("TC")), len(ab.decided),
+        stage="1", setting="ablation")
+    put("ablation_unchanged", _frac(len(ab.ids("UC")), len(ab.decided)), len(ab.ids("UC")), len(ab.decided),
+        stage="1", setting="ablation")
+
+    for name in baselines:
+        rows = by[("baseline", name)]
+        answered = [r for r in rows if r["outcome"] not in FAILED]
+        ok = sum(r["outcome"] == "correct" for r in answered)
+        put("acc_baseline", _frac(ok, len(answered)) if rows else None, ok, len(answered), setting=name)
+        put("n_baseline_failed", len(rows) - len(answered), setting=name)
+
+    causes = by[("cause", "judge")]
+    classified = [r for r in causes if r["outcome"] in ("fact_understanding", "reasoning_gap", "excessive_caution")]
+    for cause in ("fact_understanding", "reasoning_gap", "excessive_caution"):
+        k = sum(r["outcome"] == cause for r in classified)
+        put("cause_share", _frac(k, len(classified)), k, len(classified), setting=cause)
+
+    answered = [r for r in outcomes if r["step"] not in ("cause",) and r["outcome"] not in FAILED]
+    judged = sum(r["method"].startswith("judge") for r in answered)
+    put("judge_share", _frac(judged, len(answered)), judged, len(answered))
+    return out
+
+
+def identity_violations(outcomes: Sequence[dict[str, Any]]) -> list[str]:
+    """Appendix F identities, checked on the outcomes: per stage the classes partition the decided
+    items (so the rates sum to 1), and TC^1 and TC^2 are disjoint."""
+    problems = []
+    by: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in outcomes:
+        by[(r["model"], r["step"], r["setting"])].append(r)
+    for (model, step, setting), rows in by.items():
+        if step not in ("stage1", "stage2"):
+            continue
+        st = _Stage(rows)
+        if st.decided:
+            total = sum(st.rate(c, t) or 0 for c in CLASSES for t in ("s", "u"))
+            if abs(total - 1) > 1e-9:
+                problems.append(f"{model} {step}: TCR + FCR + UCR = {total}")
+        if len(st.cls) != len(rows):
+            problems.append(f"{model} {step}: an item appears twice")
+    for model in {r["model"] for r in outcomes}:
+        tc1 = _Stage(by[(model, "stage1", "vanilla")]).ids("TC")
+        tc2 = _Stage(by[(model, "stage2", "vanilla")]).ids("TC")
+        if tc1 & tc2:
+            problems.append(f"{model}: TC1 and TC2 share {sorted(tc1 & tc2)[:3]}")
+    return problems

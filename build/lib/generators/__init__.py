@@ -1,0 +1,1 @@
+"""Item builders: MuSoBench instances now; the other families' generators join here."""

@@ -1,0 +1,239 @@
+"""Instruction Boundary items (paper 003, section 2.2 and appendix A.3), seeded.
+
+Three forms, each half tense and half sparse labels:
+- judging (FLD, FOLIO): options True / False / Unknown; Unknown is the sparse label;
+- single choice (ScienceQA, MMLU, CommonsenseQA, TruthfulQA): for half the
+  questions the correct option is replaced by "All other options are false"
+  (the sparse label);
+- multiple choice (MultiRC): for half the questions an option "Options i and j
+  are all true", combining the true answers, is added (the sparse label).
+
+Each base question yields a `complete` item (every option) and an
+`insufficient` one (A.3 step 2): an unmodified question loses one incorrect
+option; a modified one loses its sparse option, which leaves single-choice
+questions with no correct option at all (gold `none`: the no-correct-answer
+items). Disturbing-miscellany items keep the correct option and 1..9 wrong ones
+(MMLU-Pro's ten options). Options are always numbered 1..n in prompts
+(`number_scheme`), and the gold is stored as option numbers.
+
+Offline generators (so the demo runs without the hub): FLD-style judging
+problems (generators/fld.py), arithmetic single-choice questions with ten
+options, and "which of these numbers are even" multiple-choice questions; all
+answers exact by construction.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from configuration import derived_seed
+from generators.fld import generate_problem
+from generators.sources import SourceRecord
+
+ITEMS_VERSION = "ib-1"
+ALL_FALSE = "All other options are false"
+JUDGING_OPTIONS = ("True", "False", "Unknown")
+
+
+@dataclass
+class Base:
+    """A question before label modification: options and the 0-based indexes of the true ones."""
+
+    base_id: str
+    form: str  # judging, single, multiple
+    context: str
+    question: str
+    options: list[str]
+    true: list[int]
+    origin: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def ib_seed(seed: int, name: str) -> int:
+    return derived_seed(seed, "ib", name, ITEMS_VERSION)
+
+
+# -- offline generators -------------------------------------------------------------------
+
+def fld_bases(rng: random.Random, count: int, name: str) -> list[Base]:
+    unknown = count // 2
+    labels = ["True" if k % 2 == 0 else "False" for k in range(count - unknown)] + ["Unknown"] * unknown
+    out = []
+    for k, label in enumerate(labels):
+        p = generate_problem(rng, rng.randint(1, 3), label)
+        out.append(Base(f"{name}-gen-{k:04d}", "judging", p.context(), p.hypothesis_text(), list(JUDGING_OPTIONS),
+                        [JUDGING_OPTIONS.index(p.label)], "generator:fld", {"depth": p.depth}))
+    return out
+
+
+def arithmetic_bases(rng: random.Random, count: int, name: str, n_options: int = 4) -> list[Base]:
+    out = []
+    for k in range(count):
+        a, b = rng.randint(2, 40), rng.randint(2, 40)
+        wrong = rng.sample([x for x in range(a + b - 12, a + b + 13) if x != a + b and x > 0], n_options - 1)
+        options = [str(a + b)] + [str(w) for w in wrong]
+        out.append(Base(f"{name}-gen-{k:04d}", "single", "", f"What is {a} + {b}?", options, [0], "generator:arithmetic"))
+    return out
+
+
+def even_number_bases(rng: random.Random, count: int, name: str) -> list[Base]:
+    out = []
+    for k in range(count):
+        while True:
+            nums = rng.sample(range(1, 60), 4)
+            true = [i for i, x in enumerate(nums) if x % 2 == 0]
+            if 2 <= len(true) <= 3:
+                break
+        out.append(Base(f"{name}-gen-{k:04d}", "multiple", "", "Which of these numbers are even?",
+                        [str(x) for x in nums], true, "generator:even_numbers"))
+    return out
+
+
+def arithmetic10_bases(rng: random.Random, count: int, name: str) -> list[Base]:
+    """Ten-option arithmetic questions: the offline stand-in for MMLU-Pro in disturbing miscellany."""
+    return arithmetic_bases(rng, count, name, n_options=10)
+
+
+GENERATORS = {"fld": fld_bases, "arithmetic": arithmetic_bases, "arithmetic10": arithmetic10_bases,
+              "even_numbers": even_number_bases}
+
+
+def source_bases(records: Sequence[SourceRecord], form: str, name: str) -> list[Base]:
+    out = []
+    for r in records:
+        if form == "judging":
+            if r.label not in JUDGING_OPTIONS:
+                continue
+            true = [JUDGING_OPTIONS.index(r.label)]
+            options = list(JUDGING_OPTIONS)
+        elif form == "multiple":
+            true = list(r.extra.get("answer_indices") or [])
+            options = list(r.choices or [])
+            if not true or len(options) < 2:
+                continue
+        else:
+            if r.choices is None or r.answer_index is None:
+                continue
+            options, true = list(r.choices), [r.answer_index]
+        out.append(Base(f"{name}-{r.source_id}", form, r.context, r.question, options, true, r.origin,
+                        {"source_id": r.source_id}))
+    return out
+
+
+# -- items ------------------------------------------------------------------------------------
+
+def _numbers(idx: Sequence[int]) -> list[int]:
+    return sorted(i + 1 for i in idx)
+
+
+def _item(name: str, base: Base, variant: str, label_type: str, options: list[str], gold: list[int] | str,
+          removed: str | None, seed: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "dataset": name, "item_id": f"{base.base_id}:{variant}", "base_id": base.base_id, "form": base.form,
+        "label_type": label_type, "variant": variant, "options": options, "gold": gold,
+        "n_options": len(options), "number_scheme": "1..n", "context": base.context, "question": base.question,
+        "removed_option": removed, "origin": base.origin, "extra": {**base.extra, **extra},
+        "dataset_seed": seed, "items_version": ITEMS_VERSION,
+    }
+
+
+def items_for(name: str, base: Base, sparse: bool, rng: random.Random, seed: int) -> list[dict[str, Any]]:
+    """The complete and insufficient items of one base question (A.3 steps 1 and 2)."""
+    options = list(base.options)
+    true = list(base.true)
+    if base.form == "judging":
+        label_type = "sparse" if options[true[0]] == "Unknown" else "tense"
+        complete = _item(name, base, "complete", label_type, options, _numbers(true), None, seed)
+        if label_type == "sparse":  # Unknown removed: no offered option is right
+            insufficient = _item(name, base, "insufficient", label_type, ["True", "False"], "none", "Unknown", seed)
+        else:
+            wrong = "False" if options[true[0]] == "True" else "True"
+            kept = [o for o in options if o != wrong]
+            insufficient = _item(name, base, "insufficient", label_type, kept, [kept.index(options[true[0]]) + 1],
+                                 wrong, seed)
+        return [complete, insufficient]
+
+    # choice forms: shuffle first (TruthfulQA lists its correct answer first)
+    order = list(range(len(options)))
+    rng.shuffle(order)
+    options = [base.options[i] for i in order]
+    true = [order.index(i) for i in base.true]
+    if base.form == "single":
+        if sparse:
+            options[true[0]] = ALL_FALSE  # step 1: the correct option becomes the sparse one
+            complete = _item(name, base, "complete", "sparse", options, _numbers(true), None, seed,
+                             replaced_option=base.options[base.true[0]])
+            kept = [o for o in options if o != ALL_FALSE]
+            insufficient = _item(name, base, "insufficient", "sparse", kept, "none", ALL_FALSE, seed)
+        else:
+            complete = _item(name, base, "complete", "tense", options, _numbers(true), None, seed)
+            drop = rng.choice([i for i in range(len(options)) if i not in true])
+            kept = [o for i, o in enumerate(options) if i != drop]
+            insufficient = _item(name, base, "insufficient", "tense", kept, [kept.index(options[true[0]]) + 1],
+                                 options[drop], seed)
+        return [complete, insufficient]
+
+    # multiple
+    if sparse:
+        combined = f"Options {' and '.join(str(n) for n in _numbers(true))} are all true"
+        with_combined = options + [combined]
+        complete = _item(name, base, "complete", "sparse", with_combined, [len(with_combined)], None, seed)
+        insufficient = _item(name, base, "insufficient", "tense", options, _numbers(true), combined, seed)
+    else:
+        complete = _item(name, base, "complete", "tense", options, _numbers(true), None, seed)
+        wrong = [i for i in range(len(options)) if i not in true]
+        if wrong:
+            drop = rng.choice(wrong)
+            kept = [o for i, o in enumerate(options) if i != drop]
+            gold = sorted(kept.index(options[i]) + 1 for i in true)
+            insufficient = _item(name, base, "insufficient", "tense", kept, gold, options[drop], seed)
+        else:
+            insufficient = _item(name, base, "insufficient", "tense", options, _numbers(true), None, seed)
+    return [complete, insufficient]
+
+
+def build_items(name: str, bases: Sequence[Base], count: int, seed: int) -> list[dict[str, Any]]:
+    """`count` base questions (half sparse, half tense), seeded; two items each."""
+    dseed = ib_seed(seed, name)
+    rng = random.Random(dseed)
+    if len(bases) < count:
+        raise ValueError(f"{name}: {count} questions wanted, the source has {len(bases)}")
+    form = bases[0].form if bases else "single"
+    if form == "judging":  # the sparse half are the Unknown items, sampled 1:1
+        unknown = [b for b in bases if b.options[b.true[0]] == "Unknown"]
+        known = [b for b in bases if b.options[b.true[0]] != "Unknown"]
+        if len(unknown) < count // 2 or len(known) < count - count // 2:
+            raise ValueError(f"{name}: not enough Unknown / True-False questions for {count}")
+        chosen = rng.sample(known, count - count // 2) + rng.sample(unknown, count // 2)
+        flags = [False] * (count - count // 2) + [True] * (count // 2)
+    else:
+        chosen = rng.sample(list(bases), count)
+        flags = [k % 2 == 1 for k in range(count)]  # every second question gets the sparse label
+    rows = []
+    for base, sparse in zip(chosen, flags):
+        rows += items_for(name, base, sparse, rng, dseed)
+    return rows
+
+
+def miscellany_items(name: str, bases: Sequence[Base], count: int, seed: int) -> list[dict[str, Any]]:
+    """Disturbing miscellany (paper section 4): each question with its correct option and 1..9 wrong
+    ones (nested: the N-option item keeps the wrong options of the smaller ones)."""
+    dseed = ib_seed(seed, name + ":miscellany")
+    rng = random.Random(dseed)
+    usable = [b for b in bases if b.form == "single" and len(b.options) >= 10]
+    if len(usable) < count:
+        raise ValueError(f"{name}: {count} ten-option questions wanted for disturbing miscellany, found {len(usable)}")
+    rows = []
+    for base in rng.sample(usable, count):
+        correct = base.options[base.true[0]]
+        wrong = [o for i, o in enumerate(base.options) if i not in base.true]
+        rng.shuffle(wrong)
+        for n_wrong in range(1, 10):
+            options = [correct] + wrong[:n_wrong]
+            rng.shuffle(options)
+            rows.append(_item(name, base, f"miscellany_{n_wrong + 1}", "tense", options,
+                              [options.index(correct) + 1], None, dseed))
+    return rows

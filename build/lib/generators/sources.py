@@ -1,0 +1,340 @@
+"""Source datasets for the logic and QA families: FLD, FOLIO and ScienceQA, normalised.
+
+Each source is read either from the Hugging Face hub (or a local dataset
+directory) through `datasets.load_dataset`, or from local files (`.jsonl`,
+`.json`, `.parquet`), and normalised to `SourceRecord`s: labels to True /
+False / Unknown with the upstream spelling kept in `original_label`.
+
+Reading is all-or-nothing: every malformed row is reported with its file (or
+hub id) and row number and the field at fault, and nothing is returned, so no
+partial source reaches the warehouse.
+
+Upstream layouts handled (REFERENCE-FACTS, "Source datasets"), for WakenLLM and
+Instruction Boundary; the choice datasets keep `choices` and `answer_index`
+(MultiRC: `extra.answer_indices`):
+- MMLU (`cais/mmlu`, config `all`): `question`, `subject`, `choices`, `answer`;
+- MMLU-Pro (`TIGER-Lab/MMLU-Pro`): `options` (up to 10), gold from
+  `answer_index` (the letter in `answer` must agree);
+- CommonsenseQA (`tau/commonsense_qa`): `choices {label, text}`, `answerKey`;
+- TruthfulQA (`truthfulqa/truthful_qa`, `multiple_choice`): `mc1_targets`;
+- MultiRC (`super_glue` `multirc`): one row per candidate answer, grouped
+  back by `idx.paragraph` / `idx.question` into one question;
+- FLD (`hitachi-nlp/FLD.v2`, configs `default` and `star`): `context`
+  ("sent1: ... sent2: ..."), `hypothesis`, `world_assump_label` (PROVED /
+  DISPROVED / UNKNOWN; `proof_label` when that is absent), depth and
+  distractor counts;
+- FOLIO (`yale-nlp/FOLIO`): `premises`, `premises-FOL`, `conclusion`,
+  `conclusion-FOL`, `label` True / False / Uncertain, `story_id`,
+  `example_id`; and the v0.0 jsonl files, whose train split has `premises` as
+  a list, no `conclusion-FOL` and the label Unknown, and whose validation split
+  has no ids (ids are then made from file and row);
+- ScienceQA (`derek-thomas/ScienceQA`): `question`, `choices`, `answer`
+  (index), `hint` (the context), `topic`; only the configured topics, and only
+  rows without an image (the benchmarks are text-only); physics and biology
+  form "science", writing-strategies and figurative-language form "arts".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from validators.read import normalise_gold_label
+
+SCIENCEQA_FORMS = {"physics": "science", "biology": "science",
+                   "writing-strategies": "arts", "figurative-language": "arts"}
+
+
+class SourceError(ValueError):
+    """A source could not be read; the message lists file, row and field of each problem."""
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """Where a source comes from: a hub id or local dataset directory (`hub`), or files (`path`)."""
+
+    dataset: str  # 'fld', 'folio' or 'scienceqa'
+    hub: str | None = None
+    config: str | None = None
+    split: str = "train"
+    path: str | None = None
+    topics: tuple[str, ...] = tuple(SCIENCEQA_FORMS)
+
+    def __post_init__(self) -> None:
+        if self.dataset not in _NORMALISERS:
+            raise SourceError(f"unknown source dataset {self.dataset!r}; expected one of {sorted(_NORMALISERS)}")
+        if (self.hub is None) == (self.path is None):
+            raise SourceError(f"source {self.dataset}: give exactly one of `hub` or `path`")
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    dataset: str
+    subset: str  # FLD config, 'folio', or ScienceQA form ('science' / 'arts')
+    split: str
+    source_id: str
+    origin: str  # hub id[/config] or file path
+    row_number: int  # 0-based row in its file or split
+    context: str
+    question: str  # FLD hypothesis, FOLIO conclusion, ScienceQA question
+    label: str | None  # True / False / Unknown (None for ScienceQA: it has choices)
+    original_label: str | None
+    choices: list[str] | None = None
+    answer_index: int | None = None
+    topic: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["choices"] = json.dumps(self.choices) if self.choices is not None else None
+        out["extra"] = json.dumps(self.extra, default=str)
+        return out
+
+
+class _RowError(Exception):
+    def __init__(self, field_name: str, message: str):
+        super().__init__(f"field {field_name!r}: {message}")
+
+
+def _raw_rows(spec: SourceSpec) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    if spec.hub is not None:
+        import datasets  # heavy: imported only when a hub source is read
+
+        origin = spec.hub + (f"/{spec.config}" if spec.config else "")
+        ds = datasets.load_dataset(spec.hub, spec.config, split=spec.split)
+        for i, row in enumerate(ds):
+            yield origin, i, dict(row)
+        return
+    path = Path(spec.path or "")
+    files = sorted(p for p in path.rglob("*") if p.suffix in (".jsonl", ".json", ".parquet")) if path.is_dir() else [path]
+    if not files or not all(f.exists() for f in files):
+        raise SourceError(f"{path}: no such file, or no .jsonl / .json / .parquet files in it")
+    for f in files:
+        yield from _file_rows(f)
+
+
+def _file_rows(f: Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    if f.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for i, row in enumerate(pq.read_table(f).to_pylist()):
+            yield str(f), i, row
+        return
+    text = f.read_text(encoding="utf-8")
+    if f.suffix == ".json" and text.lstrip().startswith("["):
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"{f}: not valid JSON: {exc}") from None
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise SourceError(f"{f}: row {i}: expected an object, got {type(row).__name__}")
+            yield str(f), i, row
+        return
+    for i, line in enumerate(text.splitlines()):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"{f}: row {i} (line {i + 1}): not valid JSON: {exc.msg}") from None
+        if not isinstance(row, dict):
+            raise SourceError(f"{f}: row {i} (line {i + 1}): expected an object, got {type(row).__name__}")
+        yield str(f), i, row
+
+
+def _text(row: dict[str, Any], name: str, required: bool = True) -> str:
+    value = row.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if required:
+            raise _RowError(name, "missing or empty")
+        return ""
+    if isinstance(value, list):
+        if not all(isinstance(v, str) for v in value):
+            raise _RowError(name, "expected text or a list of texts")
+        return "\n".join(value)
+    if not isinstance(value, str):
+        raise _RowError(name, f"expected text, got {type(value).__name__}")
+    return value
+
+
+def _label(row: dict[str, Any], *names: str) -> tuple[str, str]:
+    for name in names:
+        if row.get(name) is not None:
+            try:
+                return normalise_gold_label(row[name]), str(row[name])
+            except ValueError as exc:
+                raise _RowError(name, str(exc)) from None
+    raise _RowError(names[0], "missing")
+
+
+def _fld(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    label, original = _label(row, "world_assump_label", "proof_label")
+    extra = {k: row[k] for k in ("depth", "num_formula_distractors", "num_translation_distractors",
+                                 "num_all_distractors", "proof_label", "proofs") if k in row}
+    return SourceRecord(
+        dataset="fld", subset=spec.config or "default", split=spec.split,
+        source_id=str(row.get("id") if row.get("id") is not None else f"{Path(origin).stem}-{i}"),
+        origin=origin, row_number=i, context=_text(row, "context"), question=_text(row, "hypothesis"),
+        label=label, original_label=original, extra=extra,
+    )
+
+
+def _folio(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    label, original = _label(row, "label")
+    premises_fol = row.get("premises-FOL")
+    if isinstance(premises_fol, str):
+        premises_fol = [p for p in premises_fol.splitlines() if p.strip()]
+    ident = row.get("example_id", row.get("id"))
+    return SourceRecord(
+        dataset="folio", subset="folio", split=spec.split,
+        source_id=str(ident) if ident is not None else f"{Path(origin).stem}-{i}",
+        origin=origin, row_number=i, context=_text(row, "premises"), question=_text(row, "conclusion"),
+        label=label, original_label=original,
+        extra={"story_id": row.get("story_id"), "premises_fol": premises_fol,
+               "conclusion_fol": row.get("conclusion-FOL")},
+    )
+
+
+def _scienceqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord | None:
+    topic = row.get("topic")
+    if topic not in spec.topics or row.get("image") is not None:
+        return None  # another topic, or needs its picture
+    choices = row.get("choices")
+    if not isinstance(choices, list) or len(choices) < 2 or not all(isinstance(c, str) for c in choices):
+        raise _RowError("choices", "expected a list of at least two texts")
+    answer = row.get("answer")
+    if not isinstance(answer, int) or not 0 <= answer < len(choices):
+        raise _RowError("answer", f"expected an index into the {len(choices)} choices, got {answer!r}")
+    return SourceRecord(
+        dataset="scienceqa", subset=SCIENCEQA_FORMS.get(str(topic), str(topic)), split=spec.split,
+        source_id=str(row.get("id") if row.get("id") is not None else f"{spec.split}-{i}"),
+        origin=origin, row_number=i, context=_text(row, "hint", required=False), question=_text(row, "question"),
+        label=None, original_label=None, choices=choices, answer_index=answer, topic=str(topic),
+        extra={k: row.get(k) for k in ("grade", "subject", "category", "skill", "lecture", "solution")},
+    )
+
+
+def _choices(row: dict[str, Any], name: str, minimum: int = 2) -> list[str]:
+    value = row.get(name)
+    if not isinstance(value, list) or len(value) < minimum or not all(isinstance(c, str) for c in value):
+        raise _RowError(name, f"expected a list of at least {minimum} texts")
+    return value
+
+
+def _index(value: Any, n: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n:
+        raise _RowError(name, f"expected an index into the {n} options, got {value!r}")
+    return value
+
+
+def _mmlu(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    choices = _choices(row, "choices")
+    return SourceRecord("mmlu", str(row.get("subject") or "all"), spec.split, f"{spec.split}-{i}", origin, i, "",
+                        _text(row, "question"), None, None, choices, _index(row.get("answer"), len(choices), "answer"),
+                        row.get("subject"))
+
+
+def _mmlu_pro(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    options = _choices(row, "options")
+    # the gold is `answer_index`; `answer` is a letter (reading it as an index was a pitfall upstream)
+    idx = _index(row.get("answer_index"), len(options), "answer_index")
+    letter = row.get("answer")
+    if isinstance(letter, str) and letter.strip() and ord(letter.strip().upper()[0]) - ord("A") != idx:
+        raise _RowError("answer", f"letter {letter!r} disagrees with answer_index {idx}")
+    return SourceRecord("mmlu_pro", str(row.get("category") or "all"), spec.split,
+                        str(row.get("question_id", f"{spec.split}-{i}")), origin, i, "", _text(row, "question"),
+                        None, None, options, idx, row.get("category"), {"src": row.get("src")})
+
+
+def _commonsenseqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    ch = row.get("choices")
+    if not isinstance(ch, dict) or not isinstance(ch.get("label"), list) or not isinstance(ch.get("text"), list) \
+            or len(ch["label"]) != len(ch["text"]) or len(ch["text"]) < 2:
+        raise _RowError("choices", "expected {label: [...], text: [...]} of equal length")
+    key = row.get("answerKey")
+    if key not in ch["label"]:
+        raise _RowError("answerKey", f"{key!r} is not one of the labels {ch['label']}")
+    return SourceRecord("commonsenseqa", "commonsenseqa", spec.split, str(row.get("id", f"{spec.split}-{i}")), origin,
+                        i, "", _text(row, "question"), None, None, list(ch["text"]), ch["label"].index(key),
+                        row.get("question_concept"))
+
+
+def _truthfulqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    mc1 = row.get("mc1_targets")
+    if not isinstance(mc1, dict) or not isinstance(mc1.get("choices"), list) or not isinstance(mc1.get("labels"), list) \
+            or len(mc1["choices"]) != len(mc1["labels"]) or mc1["labels"].count(1) != 1:
+        raise _RowError("mc1_targets", "expected {choices, labels} with exactly one label 1")
+    return SourceRecord("truthfulqa", "mc1", spec.split, f"{spec.split}-{i}", origin, i, "", _text(row, "question"),
+                        None, None, list(mc1["choices"]), mc1["labels"].index(1), None)
+
+
+_NORMALISERS = {"fld": _fld, "folio": _folio, "scienceqa": _scienceqa, "mmlu": _mmlu, "mmlu_pro": _mmlu_pro,
+                "commonsenseqa": _commonsenseqa, "truthfulqa": _truthfulqa, "multirc": None}
+
+
+def _multirc(spec: SourceSpec, rows: list[tuple[str, int, dict[str, Any]]], errors: list[str]) -> list[SourceRecord]:
+    """MultiRC has one row per (question, candidate answer): group them back into one question
+    with several options, the true ones (label 1) forming the gold set."""
+    groups: dict[tuple[Any, Any], list[tuple[str, int, dict[str, Any]]]] = {}
+    for origin, i, row in rows:
+        idx = row.get("idx")
+        if not isinstance(idx, dict) or "paragraph" not in idx or "question" not in idx or "answer" not in idx:
+            errors.append(f"{origin}: row {i}: field 'idx': expected {{paragraph, question, answer}}")
+            continue
+        if row.get("label") not in (0, 1):
+            errors.append(f"{origin}: row {i}: field 'label': expected 0 or 1, got {row.get('label')!r}")
+            continue
+        groups.setdefault((idx["paragraph"], idx["question"]), []).append((origin, i, row))
+    out = []
+    for (p, q), members in groups.items():
+        members.sort(key=lambda m: m[2]["idx"]["answer"])
+        origin, first, row0 = members[0]
+        try:
+            answers = [_text(m[2], "answer") for m in members]
+            context, question = _text(row0, "paragraph"), _text(row0, "question")
+        except _RowError as exc:
+            errors.append(f"{origin}: row {first}: {exc}")
+            continue
+        true = [k for k, m in enumerate(members) if m[2]["label"] == 1]
+        out.append(SourceRecord("multirc", "multirc", spec.split, f"p{p}-q{q}", origin, first, context, question,
+                                None, None, answers, None, None, {"answer_indices": true}))
+    return out
+
+
+def load_source(spec: SourceSpec, max_errors: int = 20) -> list[SourceRecord]:
+    """Every record of a source, normalised; SourceError listing each malformed row otherwise."""
+    records: list[SourceRecord] = []
+    errors: list[str] = []
+    normalise = _NORMALISERS[spec.dataset]
+    if normalise is None:  # MultiRC: rows are grouped into questions
+        records = _multirc(spec, list(_raw_rows(spec)), errors)
+        normalise = lambda *_: None  # noqa: E731
+    for origin, i, row in ([] if spec.dataset == "multirc" else _raw_rows(spec)):
+        try:
+            rec = normalise(spec, origin, i, row)
+        except _RowError as exc:
+            errors.append(f"{origin}: row {i}: {exc}")
+            if len(errors) >= max_errors:
+                break
+            continue
+        if rec is not None:
+            records.append(rec)
+    if errors:
+        more = " (stopped after the first errors)" if len(errors) >= max_errors else ""
+        raise SourceError(f"{spec.dataset}: {len(errors)} malformed rows{more}, nothing loaded:\n  " + "\n  ".join(errors))
+    ids = [r.source_id for r in records]
+    if len(ids) != len(set(ids)):
+        dup = next(x for x in ids if ids.count(x) > 1)
+        raise SourceError(f"{spec.dataset}: duplicate source id {dup!r}; nothing loaded")
+    return records
+
+
+def by_label(records: Iterable[SourceRecord]) -> dict[str | None, int]:
+    counts: dict[str | None, int] = {}
+    for r in records:
+        counts[r.label] = counts.get(r.label, 0) + 1
+    return counts

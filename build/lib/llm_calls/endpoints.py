@@ -1,0 +1,124 @@
+"""Configured models resolved to live OpenAI-compatible endpoints.
+
+`ModelRegistry` turns the `models` section of the configuration into
+`Endpoint`s: a remote model is its `base_url` plus the key read from the
+environment at this moment; the embedded model is started on first use and
+stopped by `close()`. A model's *identity* (what the ledger's cache key hashes)
+never includes a secret or the embedded server's port, so cached calls survive
+restarts.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from configuration import Config, ModelConfig
+from llm_calls.embedded import EmbeddedServer, embedded_model_path
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    base_url: str
+    served_model: str
+    identity: str
+    host: str
+    concurrency: int
+    sampling: dict[str, Any]
+    send_seed: bool
+    api_key: str | None = field(default=None, repr=False)  # never logged or stored
+
+    def redact(self, text: str | None) -> str | None:
+        """`text` with this endpoint's key masked (see `redact`)."""
+        return redact(text, [self.api_key])
+
+
+# Tokens that look like API keys, masked even when the secret itself is not known here.
+_KEY_LIKE = re.compile(r"\b(sk|pk|rk|key|hf|gsk|xai)[-_][A-Za-z0-9_\-]{8,}|\b(Bearer)\s+[A-Za-z0-9._\-]{8,}")
+
+
+def redact(text: str | None, secrets: Iterable[str | None] = ()) -> str | None:
+    """The one redaction helper for every error text that leaves a model call (ledger rows, the
+    models table, logs, check metadata): each known secret, and anything shaped like an API key
+    or a bearer token, becomes `***`. A server's 401 reply that echoes the key stays readable."""
+    if not text:
+        return text
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return _KEY_LIKE.sub(lambda m: f"{m.group(1) or m.group(2)}-***" if m.group(1) else "Bearer ***", text)
+
+
+def endpoint_host(base_url: str) -> str:
+    """`host:port` of a URL, dropping any user-info (credentials) and path."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+def model_identity(name: str, m: ModelConfig) -> str:
+    if m.embedded is not None:
+        return f"embedded:{embedded_model_path(m.embedded).name}"
+    return f"{m.model}@{endpoint_host(m.base_url or '')}"
+
+
+def default_sampling(m: ModelConfig) -> dict[str, Any]:
+    return {k: v for k, v in m.sampling.model_dump().items() if v is not None}
+
+
+class ModelRegistry:
+    """Resolves model names to endpoints; owns the embedded servers it starts."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self._servers: dict[str, EmbeddedServer] = {}
+        self._lock = threading.Lock()
+
+    def identity(self, name: str) -> str:
+        return model_identity(name, self.config.model(name))
+
+    def endpoint(self, name: str) -> Endpoint:
+        """The live endpoint for `name`; starts the embedded server on first use.
+
+        Raises ConfigError when the model's API-key variable is unset.
+        """
+        m = self.config.model(name)
+        if m.embedded is not None:
+            with self._lock:
+                server = self._servers.get(m.embedded)
+                if server is None or not server.running():
+                    if server is not None:
+                        server.stop()
+                    server = EmbeddedServer(m.embedded, n_ctx=m.n_ctx).start()
+                    self._servers[m.embedded] = server
+            base_url, api_key = server.base_url, None
+        else:
+            base_url, api_key = m.base_url or "", self.config.api_key(name)
+        return Endpoint(
+            name=name,
+            base_url=base_url,
+            served_model=m.served_model,
+            identity=self.identity(name),
+            host=endpoint_host(base_url),
+            concurrency=m.concurrency,
+            sampling=default_sampling(m),
+            send_seed=m.send_seed,
+            api_key=api_key,
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            for server in self._servers.values():
+                server.stop()
+            self._servers.clear()
+
+    def __enter__(self) -> "ModelRegistry":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,511 @@
+"""The model-call ledger: the one way any code in Benchsmith calls a model.
+
+Every call is keyed by a hash of (model identity, messages, sampling parameters,
+sample index) and stored in `llm.calls` with its response, token counts,
+latency, finish reason, attempts and error. The ledger is also the cache:
+
+- a key that already has a successful response is answered from the table and
+  makes no request; asking for k samples uses sample indexes 0..k-1, so raising
+  k from 5 to 10 requests only indexes 5..9;
+- answer parsing is not part of the key: a fixed parser re-scores stored text;
+- results are committed as they arrive (whatever finished while the last write
+  ran goes in the next one), so a killed run loses only the calls in flight;
+- a failed call (retries spent, a non-retryable status, a malformed response,
+  no choices) is stored with `status = 'failed'` and its error, returned with
+  `ok = False`, never as an answer, and requested again on the next run;
+- a reply cut at the token limit is stored with `finish_reason = 'length'`
+  (`CallResult.truncated`), so callers can tell;
+- reasoning that a server returns in a separate field (`reasoning_content`,
+  `reasoning`) is stored beside the content with its token count; readers see
+  the reply as the model produced it (`CallResult.reply`), and a reply cut
+  inside its reasoning is an answered, truncated call, not a failure.
+
+Retries follow inspect_ai's and curator's model layers: 429, 5xx, timeouts and
+connection errors are retried with exponential backoff and jitter up to
+`max_attempts`, and a server's `Retry-After` (or `retry-after-ms`) wins over
+the computed delay. API keys live only in the `Endpoint`; they are never part
+of a key, a stored request, an error text or a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import hashlib
+import json
+import logging
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+import openai
+
+from configuration import LedgerConfig
+from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling
+from warehouse import Warehouse
+
+# Parameters the openai client takes by name; anything else (top_k, min_p, ...) goes in extra_body.
+_CLIENT_PARAMS = {
+    "temperature", "top_p", "max_tokens", "stop", "seed",
+    "presence_penalty", "frequency_penalty", "response_format", "logit_bias",
+}
+_RETRY_AFTER_CAP_S = 600.0
+_FLUSH_GATHER_S = 0.05  # how long the writer waits for more finished calls before a commit
+_IDLE_RELEASE_S = 0.5  # the writer releases the warehouse file after this long without a result
+
+# The openai client's transport logs every request at INFO; our progress lines say enough.
+logging.getLogger("httpx2").setLevel(logging.WARNING)
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+class Logger(Protocol):
+    def info(self, msg: str, *args: Any) -> None: ...
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """One chat completion to make: messages, sampling overrides and the sample index."""
+
+    messages: Sequence[Mapping[str, str]]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    sample_index: int = 0
+
+
+@dataclass(frozen=True)
+class CallResult:
+    key: str
+    ok: bool
+    text: str | None
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_s: float | None
+    attempts: int
+    error: str | None
+    cached: bool
+    reasoning: str | None = None  # a separate reasoning field, when the server returns one
+    reasoning_tokens: int | None = None
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+    @property
+    def reply(self) -> str | None:
+        """The reply as the model produced it: separate reasoning put back in a `<think>` block, left
+        open when the reply was cut inside its reasoning (no content, finish_reason 'length')."""
+        return reply_with_reasoning(self.text, self.reasoning, self.finish_reason) if self.ok else None
+
+
+def reply_with_reasoning(content: str | None, reasoning: str | None, finish_reason: str | None) -> str | None:
+    """A reply with its separate reasoning field put back inline, as the model produced it."""
+    if not reasoning:
+        return content
+    if not content and finish_reason == "length":
+        return f"<think>\n{reasoning}"
+    return f"<think>\n{reasoning}\n</think>\n\n{content or ''}"
+
+
+def call_key(identity: str, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any], sample_index: int) -> str:
+    """The cache key: sha256 over canonical JSON of what determines a reply."""
+    payload = {
+        "model": identity,
+        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+        "params": dict(sorted(params.items())),
+        "sample_index": sample_index,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds a server asked us to wait (`retry-after-ms`, `retry-after` seconds or HTTP date)."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def backoff_delay(attempt: int, base_s: float, max_s: float, retry_after: float | None, rng: random.Random) -> float:
+    """Delay before attempt `attempt + 1`: the server's Retry-After if given, else
+    exponential backoff with equal jitter (half fixed, half random)."""
+    if retry_after is not None:
+        return min(retry_after, _RETRY_AFTER_CAP_S)
+    ceiling = min(max_s, base_s * 2 ** (attempt - 1))
+    return ceiling / 2 + rng.uniform(0, ceiling / 2)
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class _Failed(Exception):
+    pass
+
+
+class Ledger:
+    """Makes, caches and records model calls. See the module docstring for the contract."""
+
+    def __init__(
+        self,
+        warehouse: Warehouse,
+        registry: ModelRegistry,
+        config: LedgerConfig | None = None,
+        log: Logger | None = None,
+        run_id: str | None = None,
+    ):
+        self.warehouse = warehouse
+        self.registry = registry
+        self.config = config or registry.config.ledger
+        self.log = log or logging.getLogger("benchsmith.llm")
+        self.run_id = run_id
+        self._rng = random.Random()
+
+    # -- public API ------------------------------------------------------------
+
+    def complete(self, model: str, requests: Sequence[CallRequest], purpose: str = "") -> list[CallResult]:
+        """Results for `requests` on `model`, in order; cached ones make no request (and a fully
+        cached batch starts no event loop)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            identity, keyed, order = self._keys(model, requests)
+            writer = self.warehouse.writer()  # the cache lookup and the commits share one connection
+            try:
+                results, known = self._cached(list(keyed), writer)
+                if len(results) < len(keyed):
+                    results.update(asyncio.run(self._fetch(model, identity, purpose, keyed, results, known, writer)))
+            finally:
+                writer.close()
+            return [results[k] for k in order]
+        raise RuntimeError("Ledger.complete() called inside an event loop; await Ledger.acomplete() instead")
+
+    def samples(
+        self, model: str, messages: Sequence[Mapping[str, str]], k: int,
+        params: Mapping[str, Any] | None = None, purpose: str = "",
+    ) -> list[CallResult]:
+        """k samples of one prompt: sample indexes 0..k-1."""
+        return self.complete(model, [CallRequest(messages, params or {}, i) for i in range(k)], purpose)
+
+    async def acomplete(self, model: str, requests: Sequence[CallRequest], purpose: str = "") -> list[CallResult]:
+        identity, keyed, order = self._keys(model, requests)
+        writer = self.warehouse.writer()
+        try:
+            results, known = await asyncio.to_thread(self._cached, list(keyed), writer)
+            if len(results) < len(keyed):
+                results.update(await self._fetch(model, identity, purpose, keyed, results, known, writer))
+        finally:
+            await asyncio.to_thread(writer.close)
+        return [results[k] for k in order]
+
+    def _keys(self, model: str, requests: Sequence[CallRequest]
+              ) -> tuple[str, dict[str, tuple[CallRequest, dict[str, Any]]], list[str]]:
+        """The model's identity, the distinct requests by key (defaults merged in), and the keys in order."""
+        m = self.registry.config.model(model)
+        identity = self.registry.identity(model)
+        defaults = default_sampling(m)
+        keyed: dict[str, tuple[CallRequest, dict[str, Any]]] = {}
+        order: list[str] = []
+        for req in requests:
+            params = {**defaults, **dict(req.params)}
+            key = call_key(identity, req.messages, params, req.sample_index)
+            order.append(key)
+            keyed.setdefault(key, (req, params))
+        return identity, keyed, order
+
+    async def _fetch(self, model: str, identity: str, purpose: str, keyed: dict[str, tuple[CallRequest, dict[str, Any]]],
+                     cached: dict[str, CallResult], known: set[str], writer: Any) -> dict[str, CallResult]:
+        misses = {k: v for k, v in keyed.items() if k not in cached}
+        endpoint = await asyncio.to_thread(self.registry.endpoint, model)
+        return await self._run(endpoint, identity, purpose, misses, len(keyed) - len(misses), known, writer)
+
+    # -- cache -----------------------------------------------------------------
+
+    def _cached(self, keys: list[str], writer: Any) -> tuple[dict[str, CallResult], set[str]]:
+        """Finished calls among `keys`, and every key that has a row at all (a failed one too)."""
+        if not keys:
+            return {}, set()
+        # a list parameter, not a registered Arrow table: the first Arrow scan in a process costs ~0.2 s
+        rows = writer.query(
+            """SELECT key, status, response_text, finish_reason, prompt_tokens, completion_tokens, latency_s,
+                      attempts, reasoning_text, reasoning_tokens
+               FROM llm.calls WHERE key IN (SELECT unnest(?::VARCHAR[]))""", [keys])
+        out = {}
+        for key, status, text, finish, ptok, ctok, latency, attempts, reasoning, rtok in rows:
+            if status == "ok":
+                out[key] = CallResult(key=key, ok=True, text=text, finish_reason=finish, prompt_tokens=ptok,
+                                      completion_tokens=ctok, latency_s=latency, attempts=attempts, error=None,
+                                      cached=True, reasoning=reasoning, reasoning_tokens=rtok)
+        return out, {r[0] for r in rows}
+
+    # -- requests ----------------------------------------------------------------
+
+    async def _run(
+        self, ep: Endpoint, identity: str, purpose: str,
+        todo: dict[str, tuple[CallRequest, dict[str, Any]]], already: int, known: set[str], writer: Any,
+    ) -> dict[str, CallResult]:
+        """Make the calls: a fixed pool of workers (memory does not grow with the batch) takes the
+        next request while fewer than `concurrency` calls are in flight and fewer than `unsaved`
+        answers wait for their commit (back-pressure: a kill loses at most concurrency + unsaved
+        calls, however slow the disk); a writer thread commits answers as they arrive, all that
+        queued meanwhile in one transaction, on a connection it keeps for up to a second."""
+        client = openai.AsyncOpenAI(
+            base_url=ep.base_url, api_key=ep.api_key or "not-needed", max_retries=0, timeout=self.config.timeout_s
+        )
+        sem = asyncio.Semaphore(ep.concurrency)
+        unsaved = self.config.max_unsaved or ep.concurrency
+        slots = asyncio.Semaphore(ep.concurrency + unsaved)  # requested but not yet committed
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        out: dict[str, CallResult] = {}
+        progress = _Progress(ep.name, total=already + len(todo), cached=already)
+        pending = iter(todo.items())
+
+        async def worker() -> None:
+            for key, (req, params) in pending:
+                await slots.acquire()
+                result, row = await self._call(client, sem, ep, identity, purpose, key, req, params)
+                out[key] = result
+                progress.record(result.ok)
+                queue.put_nowait(row)
+
+        drained = asyncio.Event()  # every request answered: the writer stops gathering
+        flusher = asyncio.create_task(self._flush(queue, writer, slots, known, drained, max(1, unsaved // 2)))
+        reporter = asyncio.create_task(self._report(progress))
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(len(todo), 2 * ep.concurrency))))
+        finally:
+            drained.set()
+            queue.put_nowait(None)
+            reporter.cancel()
+            try:
+                await flusher
+            finally:
+                await client.close()
+        self.log.info(progress.line(final=True))
+        return out
+
+    async def _call(
+        self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, ep: Endpoint, identity: str,
+        purpose: str, key: str, req: CallRequest, params: dict[str, Any],
+    ) -> tuple[CallResult, dict[str, Any]]:
+        sent = dict(params)
+        if ep.send_seed and "seed" not in sent:
+            sent["seed"] = int(key[:8], 16) & 0x7FFFFFFF
+        named = {k: v for k, v in sent.items() if k in _CLIENT_PARAMS}
+        extra = {k: v for k, v in sent.items() if k not in _CLIENT_PARAMS}
+        messages = [{"role": m["role"], "content": m["content"]} for m in req.messages]
+        created = datetime.now(timezone.utc).replace(tzinfo=None)
+
+        attempts, latency = 0, None
+        text = finish = error = reasoning = None
+        ptok = ctok = rtok = None
+        ok = False
+        while True:
+            attempts += 1
+            try:
+                async with sem:
+                    t0 = time.monotonic()
+                    try:
+                        resp = await client.chat.completions.create(
+                            model=ep.served_model, messages=messages, extra_body=extra or None, **named
+                        )
+                    finally:
+                        latency = time.monotonic() - t0
+                text, reasoning, finish, ptok, ctok, rtok = _read_response(resp)
+                ok = True
+                break
+            except _Failed as exc:
+                error = str(exc)
+                break
+            except _Retryable as exc:
+                error = str(exc)
+                if attempts >= self.config.max_attempts:
+                    error = f"retries spent after {attempts} attempts; last: {error}"
+                    break
+                await asyncio.sleep(
+                    backoff_delay(attempts, self.config.backoff_base_s, self.config.backoff_max_s, exc.retry_after, self._rng)
+                )
+            except openai.RateLimitError as exc:  # 429
+                if attempts >= self.config.max_attempts:
+                    error = f"retries spent after {attempts} attempts; last: HTTP 429 {_brief(exc)}"
+                    break
+                await asyncio.sleep(backoff_delay(
+                    attempts, self.config.backoff_base_s, self.config.backoff_max_s,
+                    retry_after_seconds(exc.response.headers), self._rng,
+                ))
+                error = f"HTTP 429 {_brief(exc)}"
+            except openai.APIStatusError as exc:
+                error = f"HTTP {exc.status_code} {_brief(exc)}"
+                if exc.status_code < 500 and exc.status_code not in (408, 409):
+                    break  # 4xx other than 408/409/429: asking again will not help
+                if attempts >= self.config.max_attempts:
+                    error = f"retries spent after {attempts} attempts; last: {error}"
+                    break
+                await asyncio.sleep(backoff_delay(
+                    attempts, self.config.backoff_base_s, self.config.backoff_max_s,
+                    retry_after_seconds(exc.response.headers), self._rng,
+                ))
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                kind = "timeout" if isinstance(exc, openai.APITimeoutError) else "connection error"
+                error = f"{kind} ({ep.host}): {_brief(exc)}"
+                if attempts >= self.config.max_attempts:
+                    error = f"retries spent after {attempts} attempts; last: {error}"
+                    break
+                await asyncio.sleep(
+                    backoff_delay(attempts, self.config.backoff_base_s, self.config.backoff_max_s, None, self._rng)
+                )
+            except Exception as exc:  # undecodable body, schema mismatch, ...
+                error = f"malformed response: {type(exc).__name__}: {_brief(exc)}"
+                break
+
+        error = ep.redact(error)
+        finished = datetime.now(timezone.utc).replace(tzinfo=None)
+        row = {
+            "key": key, "model": ep.name, "model_identity": identity, "served_model": ep.served_model,
+            "endpoint_host": ep.host, "purpose": purpose,
+            "request": json.dumps({"messages": messages, "params": sent}, ensure_ascii=False),
+            "sample_index": req.sample_index, "status": "ok" if ok else "failed",
+            "response_text": text if ok else None, "finish_reason": finish if ok else None,
+            "prompt_tokens": ptok, "completion_tokens": ctok, "latency_s": latency,
+            "reasoning_text": reasoning if ok else None, "reasoning_tokens": rtok if ok else None,
+            "attempts": attempts, "total_attempts": attempts, "error": None if ok else error,
+            "run_id": self.run_id, "created_at": created, "finished_at": finished,
+        }
+        result = CallResult(
+            key=key, ok=ok, text=text if ok else None, finish_reason=finish if ok else None,
+            prompt_tokens=ptok, completion_tokens=ctok, latency_s=latency, attempts=attempts,
+            error=None if ok else error, cached=False,
+            reasoning=reasoning if ok else None, reasoning_tokens=rtok if ok else None,
+        )
+        return result, row
+
+    # -- persistence and progress --------------------------------------------------
+
+    async def _flush(self, queue: asyncio.Queue[dict[str, Any] | None], writer: Any,
+                     slots: asyncio.Semaphore, known: set[str], drained: asyncio.Event, enough: int) -> None:
+        """Commit finished calls as they arrive; each write takes all that queued meanwhile. Keys
+        without a row yet are inserted plainly (an upsert costs DuckDB several times more); a key
+        another process wrote meanwhile makes that write fall back to the upsert."""
+        done = False
+        while not done:
+            try:
+                first = await asyncio.wait_for(queue.get(), _IDLE_RELEASE_S)
+            except asyncio.TimeoutError:
+                # nothing to write for a while (a slow model): let other processes have the file
+                await asyncio.to_thread(writer.close)
+                first = await queue.get()
+            batch = [first]
+            # gather a little more (each commit costs DuckDB a few ms of CPU), but only up to half the
+            # back-pressure room, so requests keep flowing while this batch is written
+            deadline = time.monotonic() + _FLUSH_GATHER_S
+            while (None not in batch and not drained.is_set() and time.monotonic() < deadline
+                   and queue.qsize() + 1 < enough):
+                await asyncio.sleep(0.005)
+            while not queue.empty():
+                batch.append(queue.get_nowait())
+            done = None in batch
+            rows = [r for r in batch if r is not None]
+            if rows:
+                # A success is never overwritten by a failure (two runs racing on one key).
+                fresh = not any(r["key"] in known for r in rows)
+                await asyncio.to_thread(writer.upsert, "llm.calls", rows, _UPSERT, fresh)
+                for _ in rows:
+                    slots.release()
+
+    async def _report(self, progress: "_Progress") -> None:
+        while True:
+            await asyncio.sleep(self.config.progress_interval_s)
+            self.log.info(progress.line())
+
+
+_UPDATED = (
+    "status", "response_text", "finish_reason", "prompt_tokens", "completion_tokens", "latency_s",
+    "attempts", "error", "run_id", "finished_at", "request", "purpose", "endpoint_host",
+    "reasoning_text", "reasoning_tokens",
+)
+_UPSERT = (
+    "ON CONFLICT (key) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _UPDATED)
+    + ", total_attempts = total_attempts + EXCLUDED.attempts"
+    + " WHERE status <> 'ok' OR EXCLUDED.status = 'ok'"
+)
+
+
+def _read_response(resp: Any) -> tuple[str, str | None, str | None, int | None, int | None, int | None]:
+    """(content, reasoning, finish_reason, prompt tokens, completion tokens, reasoning tokens).
+    Reasoning comes from `reasoning_content` (vLLM, DeepSeek) or `reasoning` (Ollama, OpenRouter);
+    content may be empty when the reply was cut inside its reasoning."""
+    choices = getattr(resp, "choices", None)
+    if choices is None:
+        raise _Failed(f"malformed response: no 'choices' field in {str(resp)[:200]!r}")
+    if not choices:
+        raise _Failed("malformed response: empty 'choices'")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    content = getattr(message, "content", None)
+    reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+    if not isinstance(reasoning, str):
+        reasoning = None
+    if content is None:
+        if reasoning is None:
+            raise _Failed(f"malformed response: choice has no message content (finish_reason={choice.finish_reason!r})")
+        content = ""
+    usage = getattr(resp, "usage", None)
+    details = getattr(usage, "completion_tokens_details", None)
+    return (
+        content,
+        reasoning,
+        choice.finish_reason,
+        getattr(usage, "prompt_tokens", None),
+        getattr(usage, "completion_tokens", None),
+        getattr(details, "reasoning_tokens", None),
+    )
+
+
+def _brief(exc: BaseException, limit: int = 500) -> str:
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class _Progress:
+    def __init__(self, model: str, total: int, cached: int):
+        self.model, self.total, self.cached = model, total, cached
+        self.ok = self.failed = 0
+        self.t0 = time.monotonic()
+
+    def record(self, ok: bool) -> None:
+        if ok:
+            self.ok += 1
+        else:
+            self.failed += 1
+
+    def line(self, final: bool = False) -> str:
+        elapsed = time.monotonic() - self.t0
+        made = self.ok + self.failed
+        rate = made / elapsed if elapsed > 0 else 0.0
+        head = "finished" if final else "progress"
+        return (
+            f"llm {head} [{self.model}]: {self.cached + made}/{self.total} done "
+            f"({self.cached} cached, {self.ok} answered, {self.failed} failed), "
+            f"{rate:.2f} calls/s over {elapsed:.1f} s"
+        )

@@ -1,0 +1,1 @@
+"""Checks of items and of model answers: solution validation, answer extraction, judges."""

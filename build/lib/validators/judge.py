@@ -1,0 +1,238 @@
+"""The one judge helper: a judge model reads what exact reading could not, through the ledger.
+
+Every family asks the judge only for replies that `validators.read` left undecided
+(`needs_judge`), and says only what kind of answer it expects. The judge has its
+own token for "the reply gives no answer" (NO_ANSWER), so a reply without an
+answer is never read as "no correct option" or Unknown. Outcomes, as the
+returned reading's `method`:
+
+- `judge`: the judge's reply read as an answer of the expected kind;
+- `judge_no_answer`: the judge says the reply gives no answer (undecided);
+- `judge_unreadable`: the judge's own reply could not be read (undecided);
+- `judge_failed`: the judge call failed (retries spent); a failed judgement,
+  never an answer, and retried on the next run (the ledger does not cache failures).
+
+`grade` is S1-Bench's table-18 grading (JSON verdicts, with rewrite retries);
+`decide` asks yes/no questions about items (WakenLLM's Unknown verification).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llm_calls import CallRequest, Ledger
+from validators.read import NONE, Reading, read_label, read_options
+
+NO_ANSWER = "NO_ANSWER"
+
+READ_LABEL = ("Here is a reply to a question whose answer is True, False or Unknown.\n\nReply:\n{reply}\n\n"
+              "Which of True, False or Unknown does the reply give as its final answer? Output only one word: "
+              f"True, False, Unknown, or {NO_ANSWER} if the reply gives no answer.")
+READ_OPTIONS = ("A model answered a question with {numbering} options.\n\nOptions:\n{options}\n\nIts reply:\n{reply}\n\n"
+                "Which option {what} does the reply give as its final answer? Output only {how}{unknown}, "
+                f"or {NO_ANSWER} if the reply gives no answer.")
+GRADE = (
+    "**Question:**\n{question}\n\n**Model Answer:**\n{answer}\n\n**Ground Truth:**\n{ground_truth}\n\n"
+    "Your task is to evaluate whether the model's answer is correct.\n"
+    "An answer is considered correct as long as it contains the ground truth (regardless of how complex or "
+    "detailed the description is).\n"
+    "If there are parenthetical notes after the ground truth, then there may be multiple correct answers. In this "
+    "case, the given answer is just one example, and any answer that meets the requirements specified in the notes "
+    "can be considered correct.\n"
+    "Additionally, some reasonably uncertain supplementary information is also considered appropriate, including "
+    "more details, possibilities, and expanded discussion. You should focus more on whether the reply contains the "
+    "correct answer.\n"
+    'You need to output a standard JSON, providing your explanation of the evaluation in the "explain" field, and '
+    'giving the evaluation result in the "result" field, where 1 means the answer is correct and 0 means it is '
+    "incorrect.\n"
+    'Your action should follow the given format: {{"explain": "", "result": 0/1}}'
+)
+GRADE_REWRITE = ('Your evaluation could not be read as JSON. Output only a JSON object of the form '
+                 '{"explain": "...", "result": 0} or {"explain": "...", "result": 1}.')
+
+
+@dataclass(frozen=True)
+class OptionsCase:
+    """A reply to a question with options: numbered 1..n (Instruction Boundary) or lettered (A)..
+    (WakenLLM ScienceQA, where `unknown` also allows the answer Unknown)."""
+
+    reply: str
+    options: Sequence[str]
+    lettered: bool = False
+    unknown: bool = False
+    multiple: bool = False
+
+
+def parse_judgement(text: str | None) -> tuple[int | None, str | None]:
+    """(result 0/1, explanation) from a table-18 judge reply; (None, why) when it is not readable."""
+    if not text or not text.strip():
+        return None, "empty reply"
+    for m in re.finditer(r"\{[^{}]*\}", text, re.S):
+        try:
+            obj = json.loads(m.group(0))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and obj.get("result") in (0, 1, "0", "1"):
+            return int(obj["result"]), str(obj.get("explain", ""))
+    # the paper's brace-less form: "explain": "...", "result": 1 (straight or curly quotes)
+    m = re.search(r"[\"“”']result[\"“”']\s*:\s*[\"“”']?([01])\b", text)
+    if m:
+        e = re.search(r"[\"“”']explain[\"“”']\s*:\s*[\"“”'](.*?)[\"“”']\s*,", text, re.S)
+        return int(m.group(1)), e.group(1) if e else None
+    return None, "no JSON with a 0/1 result"
+
+
+def _no_answer(text: str | None) -> bool:
+    return bool(re.search(r"\bNO[_ ]ANSWER\b", text or "", re.I))
+
+
+class Judge:
+    """A judge model behind the ledger (temperature 0). One instance per family run."""
+
+    def __init__(self, ledger: Ledger, model: str, *, max_tokens: int = 16, grade_max_tokens: int = 128,
+                 grade_retries: int = 2):
+        self.ledger, self.model = ledger, model
+        self.max_tokens, self.grade_max_tokens, self.grade_retries = max_tokens, grade_max_tokens, grade_retries
+
+    def _ask(self, prompts: Sequence[str], purpose: str, max_tokens: int | None = None) -> list:
+        params = {"temperature": 0.0, "max_tokens": max_tokens or self.max_tokens}
+        return self.ledger.complete(self.model, [CallRequest([{"role": "user", "content": p}], params) for p in prompts],
+                                    purpose=purpose)
+
+    def _readings(self, results: list, read_one) -> list[Reading]:
+        out = []
+        for r in results:
+            said = (r.text or "").strip()[:200]
+            if not r.ok:
+                out.append(Reading(None, "judge_failed", f"judge call failed: {r.error}", r.key))
+            elif _no_answer(r.text):
+                out.append(Reading(None, "judge_no_answer", said, r.key))
+            else:
+                got = read_one(r.text)
+                out.append(Reading(got, "judge", said, r.key) if got is not None
+                           else Reading(None, "judge_unreadable", said, r.key))
+        return out
+
+    def read_labels(self, replies: Sequence[str], purpose: str) -> list[Reading]:
+        """True / False / Unknown as each reply's final answer, in the judge's reading."""
+        if not replies:
+            return []
+        results = self._ask([READ_LABEL.format(reply=r) for r in replies], purpose)
+        return self._readings(results, lambda t: read_label(t).answer)
+
+    def read_options(self, cases: Sequence[OptionsCase], purpose: str) -> list[Reading]:
+        """The option(s) each reply chose: frozenset of option numbers, NONE, or "Unknown"."""
+        if not cases:
+            return []
+        prompts = []
+        for c in cases:
+            if c.lettered:
+                listing = "\n".join(f"({chr(65 + k)}) {o}" for k, o in enumerate(c.options))
+                how = "the option letter"
+            else:
+                listing = "\n".join(f"{k}. {o}" for k, o in enumerate(c.options, start=1))
+                how = "the option numbers separated by commas" if c.multiple else "the option number"
+            unknown = (", or Unknown if it says the answer cannot be determined" if c.unknown
+                       else ", or NONE if it says no option is correct")
+            prompts.append(READ_OPTIONS.format(numbering="lettered" if c.lettered else "numbered", options=listing,
+                                               reply=c.reply, what="letter" if c.lettered else "number(s)",
+                                               how=how, unknown=unknown))
+        results = self._ask(prompts, purpose)
+        out = []
+        for c, reading in zip(cases, self._readings(results, lambda t: t)):
+            if reading.method != "judge":
+                out.append(reading)
+                continue
+            got = read_options(reading.answer, c.options, unknown=c.unknown).answer
+            out.append(Reading(got, "judge", reading.evidence, reading.call_key) if got is not None
+                       else Reading(None, "judge_unreadable", reading.evidence, reading.call_key))
+        return out
+
+    def decide(self, prompts: Sequence[str], purpose: str, max_tokens: int = 8) -> list[Reading]:
+        """Yes / No questions: answer True for yes, False for no; the first yes or no word decides."""
+        if not prompts:
+            return []
+
+        def yes_no(text: str) -> bool | None:
+            m = re.search(r"(?<![a-z])(yes|no)(?![a-z])", text or "", re.I)
+            return None if m is None else m.group(1).lower() == "yes"
+
+        return self._readings(self._ask(prompts, purpose, max_tokens), yes_no)
+
+    def pick(self, prompts: Sequence[str], letters: Sequence[str], purpose: str, max_tokens: int = 8) -> list[Reading]:
+        """Classification questions answered by a letter (WakenLLM's causes): the first of `letters`
+        standing alone in the judge's reply."""
+        if not prompts:
+            return []
+        pattern = re.compile(rf"(?<![A-Za-z])({'|'.join(map(re.escape, letters))})(?![A-Za-z])")
+
+        def letter(text: str) -> str | None:
+            m = pattern.search(text or "")
+            return m.group(1) if m else None
+
+        return self._readings(self._ask(prompts, purpose, max_tokens), letter)
+
+    def grade(self, cases: Sequence[tuple[str, str, str]], purpose: str) -> list[Reading]:
+        """S1-Bench table 18: per (question, model answer, ground truth), answer True (correct) or
+        False; unreadable verdicts are asked to be rewritten up to `grade_retries` times."""
+        convs = [[{"role": "user", "content": GRADE.format(question=q, answer=a, ground_truth=g)}] for q, a, g in cases]
+        out: list[Reading] = [Reading(None, "judge_unreadable")] * len(cases)
+        todo = list(range(len(cases)))
+        params = {"temperature": 0.0, "max_tokens": self.grade_max_tokens}
+        for attempt in range(self.grade_retries + 1):
+            if not todo:
+                break
+            results = self.ledger.complete(self.model, [CallRequest(convs[i], params) for i in todo],
+                                           purpose=f"{purpose}.judge")
+            again = []
+            for i, r in zip(todo, results):
+                if not r.ok:
+                    out[i] = Reading(None, "judge_failed", f"judge call failed: {r.error}", r.key)
+                    continue
+                result, why = parse_judgement(r.text)
+                out[i] = (Reading(bool(result), "judge", why or "", r.key) if result is not None
+                          else Reading(None, "judge_unreadable", why, r.key))
+                if result is None and attempt < self.grade_retries:
+                    convs[i] = convs[i] + [{"role": "assistant", "content": r.text or ""},
+                                           {"role": "user", "content": GRADE_REWRITE}]
+                    again.append(i)
+            todo = again
+        return out
+
+
+NO_UNIQUE_ANSWER = (
+    "Here is a context, a question and its options.\n\nContext:\n{context}\n\nQuestion: {question}\nOptions:\n"
+    "{options}\n\nDoes the context give enough information to choose exactly one option? Answer Yes or No."
+)
+
+
+def unknown_verifier(judge: Judge) -> Callable[[list[dict[str, Any]]], list[tuple[bool, str]]]:
+    """A verifier for WakenLLM's relabelled ScienceQA items (paper appendix C): the judge must say
+    that the modified context no longer determines one option ("No"). "Yes" rejects the draft;
+    a reply with neither word leaves it unverified, and a failed call is said to have failed;
+    either way the draft is not accepted (it is then replaced from the pool)."""
+
+    def verify(drafts: list[dict[str, Any]]) -> list[tuple[bool, str]]:
+        prompts = []
+        for d in drafts:
+            options = "\n".join(f"({chr(65 + k)}) {c}" for k, c in enumerate(d["extra"]["choices"]))
+            prompts.append(NO_UNIQUE_ANSWER.format(context=d["context"] or "(none)", question=d["question"],
+                                                   options=options))
+        out = []
+        for r in judge.decide(prompts, "waken.unknown_verification", max_tokens=16):
+            if r.method == "judge_failed":
+                out.append((False, r.evidence or "judge call failed"))
+            elif r.answer is None:
+                out.append((False, f"unverified: the judge said neither yes nor no ({r.evidence!r})"))
+            else:
+                out.append((r.answer is False, f"judge {(r.call_key or '')[:12]}: {r.evidence!r}"))
+        return out
+
+    return verify
+
+
+__all__ = ["Judge", "OptionsCase", "NO_ANSWER", "NONE", "parse_judgement", "unknown_verifier"]

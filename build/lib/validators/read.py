@@ -1,0 +1,837 @@
+"""Reading model replies: the one place where a reply becomes an answer, for every family.
+
+A reply is read the way a careful human grader reads it:
+
+1. **Reasoning is not the answer.** A `<think>...</think>` block (or any other
+   end-of-thinking marker, or a server's separate reasoning field) is set
+   aside; only the text after the last marker is read. A reply cut inside its
+   thinking has no answer (`unfinished_thinking`).
+2. **An explicit final answer wins.** The last "Final answer:", "Answer:",
+   "答案：", "\\boxed{..}" or "Verdict:" statement that reads as an answer
+   decides (`final_answer`), whatever words came earlier, even on the same line.
+3. **A reply that is only an answer** ("True", "(B)", "1, 3") is that answer
+   (`strict`).
+4. **The last concluding statement** ("therefore", "so", "in summary", "因此",
+   "所以") decides by the words after its last cue (`conclusion`): "I said False
+   before, so it is True" is True.
+5. Labels only: **exactly one label** left once echoed label lists ("True,
+   False, or Unknown") are removed (`scan`).
+
+Anything else is `needs_judge`: no exact reading, so the caller may ask a
+judge model (`validators.judge`), whose reading is recorded as `judge`. A
+failed call is `call_failed`; an empty reply `empty`. None of these is ever
+turned into an answer: undecided is not Unknown, not "no correct option", not
+wrong.
+
+Kinds read here (each a function; `python -m validators.read KIND` reads stdin):
+`label` (True / False / Unknown, or a numbered label), `choice` / `choices`
+(option numbers, or "none"), `subsetsum` and `timetabling` (solution sets from
+the final answer block), `number`, `confidence`, `recheck`; and S1-Bench's
+exact answer checks and response format types.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# -- the reading and the reply's parts ---------------------------------------------------------
+
+NONE = "none"  # the answer "no option is correct"
+UNKNOWN = "Unknown"
+LABELS = ("True", "False", "Unknown")
+INT_MAX = 2**31 - 1  # numbers above this are read as out of range, never stored as integers
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a reply answers (`answer`, None when it gives none), how that was read (`method`),
+    and the text that decided it (`evidence`)."""
+
+    answer: Any
+    method: str
+    evidence: str | None = None
+    call_key: str | None = None  # the judge call that made this reading, when a judge did
+
+    @property
+    def decided(self) -> bool:
+        return self.answer is not None
+
+
+END_OF_THINKING = ("</think>", "</thinking>", "<|end_of_thought|>", "</thought>", "◁/think▷", "</reasoning>",
+                   "<|/think|>")
+_OPEN_THINKING = re.compile(r"<think>|<thinking>|<\|begin_of_thought\|>|<thought>|◁think▷|<reasoning>", re.I)
+
+
+def answer_part(reply: str | None, reasoning: str | None = None) -> tuple[str, str, bool]:
+    """(thinking, answer text, finished): the reply split at its last end-of-thinking marker.
+    `finished` is False when thinking was opened and never closed (a reply cut while thinking)."""
+    text = reply or ""
+    cut = max(((text.rfind(m), m) for m in END_OF_THINKING), key=lambda x: x[0])
+    if cut[0] >= 0:
+        thinking = _OPEN_THINKING.sub("", text[:cut[0]]).strip()
+        return ((reasoning or "") + "\n" + thinking).strip(), text[cut[0] + len(cut[1]):].strip(), True
+    opened = _OPEN_THINKING.search(text)
+    if opened:
+        return ((reasoning or "") + "\n" + text[opened.end():]).strip(), text[:opened.start()].strip(), False
+    return (reasoning or "").strip(), text.strip(), True
+
+
+_MARKDOWN = re.compile(r"\*\*|__|`+|^#+\s*|^>\s*|(?<!\w)\*(?=\S)|(?<=\S)\*(?!\w)", re.M)
+_LATEX_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|operatorname)\s*\{([^{}]*)\}")
+
+
+def plain(text: str) -> str:
+    """Markdown emphasis, headers, code ticks and LaTeX text wrappers removed; `$` dropped."""
+    text = _LATEX_WRAP.sub(r"\1", text)
+    text = text.replace("$", "").replace("\\(", "").replace("\\)", "").replace("\\[", "").replace("\\]", "")
+    text = text.replace("\\{", "{").replace("\\}", "}")
+    return _MARKDOWN.sub("", text)
+
+
+def _start(reply: str | None, reasoning: str | None = None) -> tuple[str | None, Reading | None]:
+    """The plain answer text to read, or the reading when there is nothing to read."""
+    if (reply is None or not reply.strip()) and not reasoning:
+        return None, Reading(None, "empty")
+    _, answer, finished = answer_part(reply, reasoning)
+    if not answer:
+        return None, Reading(None, "empty" if finished else "unfinished_thinking")
+    return plain(answer), None
+
+
+# -- explicit answers and concluding statements -------------------------------------------------
+
+_BOXED = re.compile(r"\\boxed\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
+# A cue must be followed by ':' or a copula, so "the conclusion is proved" (an echoed option
+# meaning) is not a cue but "Conclusion: True" is.
+_CUE = re.compile(
+    r"(?:(?<![a-z])(?:final\s+answer|correct\s+(?:answer|options?)|the\s+answer|my\s+answer|answer|final\s+label|"
+    r"label|verdict|prediction)(?:\s*\([^)]{0,20}\))?\s*(?:[:：=]|\s+(?:is|are|would\s+be|should\s+be|will\s+be)\b\s*:?)"
+    r"|(?<![a-z])conclusion\s*[:：]"
+    r"|最终答案\s*(?:是|为)?\s*[:：]?|答案\s*(?:是|为)?\s*[:：]?|结论\s*(?:是|为)?\s*[:：]?|选项\s*(?:是|为)\s*[:：]?)",
+    re.I,
+)
+_CONCLUDING = re.compile(
+    r"(?:(?<![a-z])(?:therefore|thus|hence|so|consequently|in\s+conclusion|in\s+summary|to\s+summarize|"
+    r"as\s+a\s+result|overall|accordingly)(?![a-z])|所以|因此|综上所述|综上|故)",
+    re.I,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")
+
+
+_ANSWER_HEADING_LINE = re.compile(r"^\W*(?:final\s+answer|answer|最终答案|答案)\W*$", re.I)
+
+
+def explicit_answers(text: str) -> list[str]:
+    """Texts stated as the answer, in reply order: each `\\boxed{}`, the rest of the line after
+    each answer cue (up to the next cue on that line), and the line after an answer heading
+    ("## Final Answer")."""
+    found: list[tuple[int, str]] = [(m.start(), m.group(1)) for m in _BOXED.finditer(text)]
+    lines = _lines_with_offsets(text)
+    for k, (line_start, line) in enumerate(lines):
+        if _ANSWER_HEADING_LINE.match(line):
+            following = next((ln for _, ln in lines[k + 1:] if ln.strip()), None)
+            if following:
+                found.append((line_start, following.strip()))
+            continue
+        cues = list(_CUE.finditer(line))
+        for j, m in enumerate(cues):
+            end = cues[j + 1].start() if j + 1 < len(cues) else len(line)
+            body = line[m.end():end].strip()
+            if body:
+                found.append((line_start + m.start(), body))
+    return [body for _, body in sorted(found, key=lambda x: x[0])]
+
+
+def _lines_with_offsets(text: str) -> list[tuple[int, str]]:
+    out, pos = [], 0
+    for line in text.split("\n"):
+        out.append((pos, line))
+        pos += len(line) + 1
+    return out
+
+
+def concluding_tails(text: str) -> list[tuple[str, str]]:
+    """(sentence, its words after the last concluding cue), last sentence first."""
+    sentences = [s for s in _SENTENCE_END.split(text) if s and s.strip()]
+    out = []
+    for s in reversed(sentences):
+        cues = list(_CONCLUDING.finditer(s))
+        if cues:
+            out.append((s, s[cues[-1].end():]))
+    return out
+
+
+def _read_steps(text: str, read_one, strict_one) -> Reading | None:
+    """Steps 2-4 of the module docstring: `read_one(stated text)` reads an explicit answer or a
+    concluding statement, `strict_one(whole reply)` a reply that is only an answer."""
+    for cand in reversed(explicit_answers(text)):
+        got = read_one(cand)
+        if got is not None:
+            return Reading(got, "final_answer", cand.strip()[:200])
+    bare = text.strip()
+    got = strict_one(bare)
+    if got is not None:
+        return Reading(got, "strict", bare[:200])
+    for sentence, tail in concluding_tails(text):
+        got = read_one(tail)
+        if got is not None:
+            return Reading(got, "conclusion", sentence.strip()[:200])
+    return None
+
+
+# -- labels: True / False / Unknown --------------------------------------------------------------
+
+_W = r"(?<![a-z]){}(?![a-z])"
+_LABEL_FORMS = {
+    "True": [r"true", r"proved", r"proven", r"正确", r"真"],
+    "False": [r"false", r"disproved", r"disproven", r"错误", r"假"],
+    "Unknown": [r"unknown", r"uncertain", r"undetermined", r"undeterminable", r"indeterminate", r"cannot be determined",
+                r"can ?not be determined", r"can't be determined", r"not determinable",
+                r"neither (?:true|proved|proven) nor (?:false|disproved|disproven)",
+                r"(?:cannot|can ?not|can't) be (?:proved|proven) or (?:disproved|disproven)",
+                r"未知", r"不确定", r"无法确定", r"无法判断"],
+}
+# Weak cues of Unknown: only in an explicit answer or a concluding statement.
+_WEAK_UNKNOWN = [r"insufficient", r"not enough information", r"(?:cannot|can ?not|can't) be (?:concluded|inferred|decided)"]
+# "not proved" / "cannot be proved": not True, but False or Unknown? Only a judge can say.
+_NOT_PROVED = re.compile(r"(?<![a-z])(?:(?:is|was|be|been)\s+not|isn't|wasn't|not|(?:cannot|can ?not|can't)\s+be|"
+                         r"(?:could|would|can)\s+not\s+be)\s+(?:proved|proven)(?![a-z])(?!\s+or\s+disprov)", re.I)
+_NEGATED = re.compile(r"(?<![a-z])(?:not|isn't|is\s+not)\s+(true|false)(?![a-z])", re.I)
+_NEGATED_ZH = re.compile(r"不是(真|假|正确|错误)")
+
+
+def _alternation(forms: Sequence[str]) -> str:
+    return "|".join(_W.format(f) if re.match(r"[a-z(]", f) else f for f in forms)
+
+
+_LABEL_RE = {label: re.compile(_alternation(forms), re.I) for label, forms in _LABEL_FORMS.items()}
+_WEAK_RE = re.compile(_alternation(_WEAK_UNKNOWN), re.I)
+_ANY_LABEL = "|".join(f"(?:{_alternation(f)})" for f in _LABEL_FORMS.values())
+_ECHO_LIST = re.compile(  # "True, False, or Unknown", "True/False/Unknown", "(A) True (B) False", "PROVED | DISPROVED"
+    rf"(?:\(?[a-c1-3][).]\s*)?(?:{_ANY_LABEL})"
+    rf"(?:(?:\s*[,/|;、或]\s*(?:(?:or|and)\s+)?|\s+(?:or|and)\s+|\s+)(?:\(?[a-c1-3][).]\s*)?(?:{_ANY_LABEL}))+",
+    re.I,
+)
+
+
+def _label_mentions(text: str, weak: bool) -> set[str]:
+    """Labels a text names. Unknown phrases ("neither true nor false") are read first and masked;
+    negations flip ("not true" is False); "not proved" names no label but makes the text ambiguous ('?')."""
+    found: set[str] = set()
+
+    def mask(m: re.Match[str]) -> str:
+        return " " * len(m.group(0))
+
+    if _LABEL_RE["Unknown"].search(text):
+        found.add("Unknown")
+        text = _LABEL_RE["Unknown"].sub(mask, text)
+    if _NOT_PROVED.search(text):
+        found.add("?")
+        text = _NOT_PROVED.sub(mask, text)
+    for pattern in (_NEGATED, _NEGATED_ZH):
+        for m in pattern.finditer(text):
+            found.add("False" if m.group(1).lower() in ("true", "真", "正确") else "True")
+        text = pattern.sub(mask, text)
+    for label in ("True", "False"):
+        if _LABEL_RE[label].search(text):
+            found.add(label)
+    if weak and _WEAK_RE.search(text):
+        found.add("Unknown")
+    return found
+
+
+def _one_label(text: str, weak: bool, options: Sequence[str] | None = None) -> str | None:
+    t = _ECHO_LIST.sub(" ", text)
+    labels = _label_mentions(t, weak)
+    if len(labels) == 1 and "?" not in labels:
+        return labels.pop()
+    if options and not labels:  # a numbered label: "Answer: 2" or "(B)"
+        got = _options_in(text, len(options), options)
+        if isinstance(got, frozenset) and len(got) == 1:
+            return options[next(iter(got)) - 1]
+    return None
+
+
+def _bare_label(text: str, options: Sequence[str] | None) -> str | None:
+    """The reply is a label and nothing else ("True", "**Unknown**", "(C) Unknown", "2")."""
+    bare = re.sub(r"^\(?[a-c1-3][).:]\s*(?=\S)", "", text.strip(), flags=re.I)
+    bare = re.sub(r"[\s.!。:：()\[\]\"']+", " ", bare).strip()
+    for label, pattern in _LABEL_RE.items():
+        if pattern.fullmatch(bare):
+            return label
+    if options and re.fullmatch(r"\d|[A-Ja-j]", bare):
+        k = _number_of(bare)
+        return options[k - 1] if 1 <= k <= len(options) else None
+    return None
+
+
+def read_label(reply: str | None, *, options: Sequence[str] | None = None, reasoning: str | None = None) -> Reading:
+    """True / False / Unknown from a reply. With `options` (labels shown numbered, in order) an
+    option number or letter is read as that label."""
+    text, done = _start(reply, reasoning)
+    if done:
+        return done
+    got = _read_steps(text, lambda c: _one_label(c, True, options), lambda c: _bare_label(c, options))
+    if got:
+        return got
+    label = _one_label(text, False)
+    if label:
+        return Reading(label, "scan")
+    return Reading(None, "needs_judge")
+
+
+def normalise_gold_label(raw: str) -> str:
+    """Upstream gold labels to True / False / Unknown (FLD PROVED/DISPROVED/UNKNOWN; FOLIO
+    True/False/Uncertain, its v0.0 train split spells Unknown). Raises ValueError otherwise."""
+    key = str(raw).strip().lower()
+    table = {"true": "True", "proved": "True", "false": "False", "disproved": "False",
+             "unknown": "Unknown", "uncertain": "Unknown"}
+    if key not in table:
+        raise ValueError(f"unknown label {raw!r}; expected one of PROVED, DISPROVED, UNKNOWN, True, False, Uncertain")
+    return table[key]
+
+
+# -- options: numbered (Instruction Boundary) or lettered (WakenLLM ScienceQA) -------------------
+
+_NO_ANSWER = re.compile(  # appendix E's no-answer indicators, as a stated answer
+    r"^(?:there\s+is\s+)?(?:no\s+correct\s+(?:answer|option|choice)s?|none\s+of\s+(?:the|these|them)(?:\s+(?:options|"
+    r"answers|choices|above))?(?:\s+(?:is|are)\s+correct)?|none(?:\s+of\s+the\s+above)?|no\s+(?:option|answer|choice)\s+is\s+"
+    r"correct|not\s+(?:any|one)\s+of\s+the\s+options|uncertain|unclear|(?:it\s+)?cannot\s+(?:be\s+)?determined?|"
+    r"can't\s+(?:be\s+)?determined?|没有正确(?:答案|选项)|都不对|无正确答案)\s*[.。!]?$",
+    re.I,
+)
+_SEP = r"(?:\s*(?:,|;|/|&|\band\b|\bor\b|和|、|，)\s*|\s+)"
+_TOKEN = r"(?:(?:option|choice|选项)\s*)?[(\[]?\s*(?:\d{1,2}|(?<![A-Za-z])[A-Ja-j](?![a-zA-Z]))\s*[)\]]?"
+_LIST = re.compile(rf"^\s*(?:(?:options?|choices?)\s*)?({_TOKEN}(?:{_SEP}{_TOKEN})*)\s*[.。!]?\s*$", re.I)
+_ONE = re.compile(r"(\d{1,2}|(?<![A-Za-z])[A-Ja-j](?![a-zA-Z]))")
+_LEAD = re.compile(r"^\s*(?:(?:option|choice)\s*)?[(\[]?\s*(\d{1,2}|[A-Ja-j])\s*[)\].:：]\s*(.+?)\s*[.。!]?\s*$", re.I)
+_COPULA = re.compile(r"^(?:is|are|was|would\s+be|should\s+be|will\s+be|是|为)\s*[:：]?\s*", re.I)
+
+
+def _number_of(tok: str) -> int:
+    return int(tok) if tok.isdigit() else ord(tok.upper()) - ord("A") + 1
+
+
+def _options_in(text: str, n: int, texts: Sequence[str] | None = None, unknown: bool = False) -> Any:
+    """The answer a short stated text gives: frozenset of option numbers (letters by position),
+    NONE, UNKNOWN (when `unknown` is allowed), or None."""
+    t = plain(text).strip().strip("*").strip()
+    t = _COPULA.sub("", t).strip()
+    t = re.sub(r"^(?:the\s+)?(?:correct\s+)?(?:answer|options?)\s*(?:is|are)?\s*[:：]?\s*", "", t, flags=re.I)
+    t = re.sub(r"\s+(?:is|are)\s+(?:both\s+|all\s+)?(?:true|correct|right)\s*[.。!]?$", "", t, flags=re.I)
+    if not t:
+        return None
+    if unknown and _LABEL_RE["Unknown"].fullmatch(t.rstrip(".。!").strip()):
+        return UNKNOWN
+    if _NO_ANSWER.match(t):
+        return UNKNOWN if unknown else NONE
+    m = _LIST.match(t)
+    if m:
+        picked = {_number_of(tok) for tok in _ONE.findall(m.group(1))}
+        return frozenset(picked) if picked and all(1 <= k <= n for k in picked) else None
+    m = _LEAD.match(t)  # "(B) magnetism", "2. The second option"
+    if m and texts:
+        k = _number_of(m.group(1))
+        if 1 <= k <= n and _same_text(m.group(2), texts[k - 1]):
+            return frozenset({k})
+    if texts:  # the option's own text
+        named = [k for k, o in enumerate(texts, start=1) if _same_text(t, o)]
+        if len(named) == 1:
+            return frozenset(named)
+    return None
+
+
+def _same_text(said: str, option: str) -> bool:
+    a = re.sub(r"[\s.。!,;:]+", " ", said.lower()).strip()
+    b = re.sub(r"[\s.。!,;:]+", " ", option.lower()).strip()
+    return bool(a) and a == b
+
+
+def _options_in_sentence(tail: str, n: int, texts: Sequence[str] | None, unknown: bool) -> Any:
+    """A concluding tail: the stated answer may follow filler ("the answer is", "it is", "option")."""
+    t = plain(tail).strip(" ,，:：")
+    got = _options_in(t, n, texts, unknown)
+    if got is not None:
+        return got
+    m = re.search(r"(?:the\s+(?:correct\s+)?(?:answer|option|choice)s?\s+(?:is|are)|it\s+is|it's|choose|pick|select)\s+(.+)$",
+                  t, re.I)
+    if m:
+        return _options_in(m.group(1), n, texts, unknown)
+    if texts:  # "so the force is friction": exactly one option text named, no Unknown cue
+        named = {k for k, o in enumerate(texts, start=1)
+                 if re.search(rf"(?<!\w){re.escape(o.lower())}(?!\w)", t.lower())}
+        says_unknown = unknown and bool(_LABEL_RE["Unknown"].search(t) or _WEAK_RE.search(t))
+        if len(named) == 1 and not says_unknown:
+            return frozenset(named)
+        if says_unknown and not named:
+            return UNKNOWN
+    return None
+
+
+def read_options(reply: str | None, options: int | Sequence[str], *, unknown: bool = False,
+                 reasoning: str | None = None) -> Reading:
+    """The options a reply selects: a frozenset of 1-based option numbers (letters are read by
+    position, never as substrings), NONE for a stated "no correct answer" / "uncertain" / "unclear"
+    (appendix E's no-answer indicators; as the final answer only, never from words in the
+    reasoning), or with `unknown` UNKNOWN for "Unknown" / "cannot be determined". `options` is
+    the number of options, or their texts (then an option's own text is read too)."""
+    texts = None if isinstance(options, int) else list(options)
+    n = options if isinstance(options, int) else len(options)
+    text, done = _start(reply, reasoning)
+    if done:
+        return done
+    got = _read_steps(text, lambda c: _options_in_sentence(c, n, texts, unknown), lambda c: _options_in(c, n, texts, unknown))
+    if got:
+        return got
+    if unknown and _LABEL_RE["Unknown"].search(text) and not _names_an_option(text, n, texts):
+        return Reading(UNKNOWN, "scan")  # says it cannot be determined, and names no option
+    return Reading(None, "needs_judge")
+
+
+def _names_an_option(text: str, n: int, texts: Sequence[str] | None) -> bool:
+    if re.search(r"(?<![A-Za-z])\(?[A-J]\)|(?:option|choice)\s*\(?[A-J1-9]", text, re.I):
+        return True
+    return any(re.search(rf"(?<!\w){re.escape(o.lower())}(?!\w)", text.lower()) for o in texts or [])
+
+
+def is_correct(selected: Any, gold: Any) -> bool:
+    """Exact match (appendix E.1): the same set of options in any order, or NONE for NONE;
+    partial and extra options are wrong; no answer is not correct."""
+    return selected is not None and selected == gold
+
+
+# -- numbers ----------------------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"(?<![\d.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\d.])-?\d+(?:\.\d+)?(?![\d])")
+
+
+def _number_in(text: str) -> Any:
+    nums = _NUMBER.findall(text)
+    if len(nums) != 1:
+        return None
+    raw = nums[0].replace(",", "")
+    value = float(raw) if "." in raw else int(raw)
+    return value
+
+
+def read_number(reply: str | None, *, reasoning: str | None = None) -> Reading:
+    """The number a reply gives as its answer (int, or float with a decimal point). A number beyond
+    32-bit integers reads as `out_of_range` (no answer), never as a crash downstream."""
+    text, done = _start(reply, reasoning)
+    if done:
+        return done
+    got = _read_steps(text, _number_in, lambda c: _number_in(c) if _NUMBER.fullmatch(c.strip().rstrip(".。")) else None)
+    if got is None:
+        value = _number_in(text)
+        got = Reading(value, "scan") if value is not None else Reading(None, "needs_judge")
+    if isinstance(got.answer, (int, float)) and abs(got.answer) > INT_MAX:
+        return Reading(None, "out_of_range", str(got.answer))
+    return got
+
+
+# -- MuSoBench: solution sets from the final answer block ----------------------------------------
+
+Answer = tuple[Any, ...]  # a canonical solution, or ("invalid", description)
+
+
+@dataclass
+class ParsedAnswer:
+    """A MuSoBench reply's solutions: de-duplicated, in order; invalid ones kept as ("invalid", text)
+    so over-generation lowers precision instead of being dropped (a pitfall of the authors' code)."""
+
+    answers: list[Answer] = field(default_factory=list)
+    invalid_reasons: list[str] = field(default_factory=list)
+    claimed_total: int | None = None
+    error: str | None = None  # why nothing could be read
+    method: str = "final_block"
+
+    @property
+    def answer_set(self) -> set[Answer]:
+        return set(self.answers)
+
+    def add(self, answer: Answer, seen: set[Answer], reason: str | None = None) -> None:
+        if answer in seen:
+            return
+        seen.add(answer)
+        self.answers.append(answer)
+        if reason:
+            self.invalid_reasons.append(reason)
+
+
+_TOTAL = re.compile(r"total\W{0,3}(\d+)\W{0,3}(?:feasible\s+)?(?:solutions|schedules|subsets)", re.I)
+_ANSWER_HEADING = re.compile(r"^\W*(?:final\s+answer|answer|final\s+solutions?|all\s+(?:feasible\s+)?(?:solutions|"
+                             r"subsets|schedules))\W*(?:[:：].*)?$", re.I)
+
+
+def _claimed_total(text: str) -> tuple[int | None, str | None]:
+    m = _TOTAL.findall(text)
+    if not m:
+        return None, None
+    value = int(m[-1])
+    return (value, None) if value <= INT_MAX else (None, f"claimed total {m[-1]} is out of range")
+
+
+def _muso_text(reply: str | None) -> tuple[str | None, ParsedAnswer | None]:
+    if reply is None or not reply.strip():
+        return None, ParsedAnswer(error="empty reply", method="empty")
+    _, answer, finished = answer_part(reply)
+    if not answer:
+        return None, ParsedAnswer(error="reply ended inside its thinking" if not finished else "empty answer",
+                                  method="unfinished_thinking" if not finished else "empty")
+    text = plain(answer)
+    lines = text.splitlines()
+    heads = [k for k, line in enumerate(lines) if _ANSWER_HEADING.match(line)]
+    if heads:  # an explicit answer heading: what follows the last one is the answer
+        return "\n".join(lines[heads[-1]:]), None
+    return text, None
+
+
+_SOLUTION_HEADER = re.compile(r"^\W*(?:solution|schedule|subset|option)\s*#?\s*(\d+)\b|^\s*(\d+)[.)]\s*$", re.I)
+_CELL = r"\s*{prefix}\s*(\d+)\s*"
+_ROW = re.compile(
+    r"^\s*\|?" + _CELL.format(prefix=r"course\s*_?") + r"\|"
+    + _CELL.format(prefix=r"(?:t|time)?\s*_?") + r"\|"
+    + _CELL.format(prefix=r"(?:r|room)?\s*_?")
+    + r"(?:\|" + _CELL.format(prefix=r"(?:p|teacher)?\s*_?") + r")?\|?\s*$",
+    re.I,
+)
+_HEADER_ROW = re.compile(r"^\s*\|?\s*course\s*\|\s*time", re.I)
+
+
+def read_timetables(reply: str | None, problem: Mapping[str, Any]) -> ParsedAnswer:
+    """Schedules in the reply's answer (thinking set aside; after the last answer heading when
+    there is one; from the last "Solution 1" on), canonical as ((time, room), ...) in course order.
+    Tables with or without outer pipes, bold or numbered headers, `Course 0` / `T 2`, teacher
+    cells spelled `P2`, `2` or `Teacher 2`, no teacher column."""
+    text, done = _muso_text(reply)
+    if done:
+        return done
+    courses = problem["courses"]
+    total, why = _claimed_total(text)
+    parsed = ParsedAnswer(claimed_total=total)
+    seen: set[Answer] = set()
+    current: dict[int, tuple[int, int, int | None]] = {}
+    blocks: list[dict[int, tuple[int, int, int | None]]] = []
+
+    def flush() -> None:
+        if current:
+            blocks.append(dict(current))
+            current.clear()
+
+    for line in text.splitlines():
+        header = _SOLUTION_HEADER.match(line)
+        if header or _HEADER_ROW.match(line):
+            flush()
+            if header and int(header.group(1) or header.group(2)) == 1:
+                blocks.clear()  # a new "Solution 1": the answer starts again (earlier tables were drafts)
+            continue
+        m = _ROW.match(line)
+        if not m:
+            continue
+        course, time, room = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        teacher = int(m.group(4)) if m.group(4) is not None else None
+        if course in current:  # a course repeats: the next schedule started without a header
+            flush()
+        current[course] = (time, room, teacher)
+    flush()
+    if not blocks:
+        parsed.error = why or "no timetable rows found"
+        return parsed
+    for block in blocks:
+        cells = sorted(block.items())
+        raw = "; ".join(f"Course{c}: T{t} R{r} P{'?' if p is None else p}" for c, (t, r, p) in cells)
+        if set(block) != set(range(len(courses))):
+            parsed.add(("invalid", raw), seen, f"courses {sorted(block)} instead of 0..{len(courses) - 1}")
+            continue
+        wrong_teacher = [c for c, (_, _, p) in cells if p is not None and p != courses[c]["teacher"]]
+        if wrong_teacher:
+            parsed.add(("invalid", raw), seen, f"teacher differs from the instance for courses {wrong_teacher}")
+            continue
+        parsed.add(tuple((t, r) for _, (t, r, _) in cells), seen)
+    return parsed
+
+
+_GROUP = r"(-?\d+(?:\s*[,;]\s*-?\d+)*)"
+_BRACKETED = rf"[\[{{(]\s*{_GROUP}\s*[\]}})]"
+_SUM_TAIL = r"\s*(?:(?:=|→|->|sums?(?:\s+to)?|totals?)\s*[=:]?\s*-?\d+)?\s*(?:\(.{0,40}\))?\s*[.,;]?\s*$"
+# "Solution 2: {1, 3}", "Subset 2: 1, 3", "2. {1, 3}": a numbered solution, anywhere on its line
+_LABELLED = re.compile(
+    rf"(?:(?<![a-z])(?:solution|subset)\s*#?\s*(\d+)\s*[:：.)-]?\s*|^\s*(\d+)[.)]\s+)"
+    rf"(?:{_BRACKETED}|{_GROUP}(?=\s*(?:[=(]|$))){_SUM_TAIL}", re.I | re.M)
+# an unnumbered subset line: "{1, 3}", "- [1, 3]", "1 + 3 = 4", or several groups "{1, 3}, {2, 2}"
+_BARE = re.compile(rf"^\s*(?:[-•*]\s*)?(?:{_BRACKETED}|(-?\d+(?:\s*\+\s*-?\d+)+)){_SUM_TAIL}", re.I)
+_GROUPS_LINE = re.compile(rf"^\s*(?:{_BRACKETED}\s*(?:[,;]|and)?\s*){{2,}}$", re.I)
+# "The subsets are {1, 3} and {2, 2}.": an answer stated in a sentence
+_STATED = re.compile(r"^\W*(?:so,?\s+|therefore,?\s+|thus,?\s+)?(?:the\s+)?(?:(?:feasible|valid|possible)\s+)?"
+                     r"(?:subsets?|solutions?|answers?)(?:\s+(?:list|set))?\s*(?:are|is|[:：])", re.I)
+_FILLER = re.compile(r"^\s*(?:(?:solution|subset)\s*#?\s*\d+\s*[:：]?|total\b.*|[-=|]*|\.{3}|…)\s*$", re.I)
+
+
+def _subset_block(text: str) -> list[str]:
+    """The number groups of the final answer: the last numbered sequence of solutions (a new
+    "Solution 1" starts a new one), else the last run of unnumbered subset lines."""
+    numbered: list[str] = []
+    last_run: list[str] = []
+    run: list[str] = []
+    for line in text.splitlines() + ["<end>"]:
+        labelled = list(_LABELLED.finditer(line))
+        if labelled:
+            for m in labelled:
+                if int(m.group(1) or m.group(2)) == 1:
+                    numbered = []
+                numbered.append(m.group(3) or m.group(4))
+            continue
+        bare = _BARE.match(line)
+        if bare:
+            run.append(bare.group(1) or bare.group(2).replace("+", ","))
+        elif _GROUPS_LINE.match(line) or (_STATED.match(line) and re.search(_BRACKETED, line)):
+            run += [m.group(1) for m in re.finditer(_BRACKETED, line)]
+        elif not (_FILLER.match(line) and line != "<end>"):
+            if run:
+                last_run = run
+            run = []
+    return numbered or last_run
+
+
+def read_subsets(reply: str | None, problem: Mapping[str, Any]) -> ParsedAnswer:
+    """Subsets from the reply's final answer: thinking set aside; after the last answer heading
+    when there is one; then the last numbered sequence of solutions ("Solution k: {..}"), or if
+    the reply numbers none, the last run of subset lines (blank lines and the "Total" line may sit
+    between them). Scratch arithmetic, drafts and restated inputs are reasoning, not answers.
+    Canonical as sorted tuples."""
+    text, done = _muso_text(reply)
+    if done:
+        return done
+    values = set(problem["values"])
+    total, why = _claimed_total(text)
+    parsed = ParsedAnswer(claimed_total=total)
+    block = _subset_block(text)
+    if not block:
+        parsed.error = why or "no subsets found"
+        return parsed
+    seen: set[Answer] = set()
+    for g in block:
+        nums = [int(x) for x in re.split(r"[,;]", g)]
+        if len(set(nums)) != len(nums):
+            parsed.add(("invalid", str(sorted(nums))), seen, f"{sorted(nums)}: repeated element")
+        elif not set(nums) <= values:
+            parsed.add(("invalid", str(sorted(nums))), seen, f"{sorted(nums)}: elements outside the set")
+        else:
+            parsed.add(tuple(sorted(nums)), seen)
+    return parsed
+
+
+_CONF_TAGGED = re.compile(r"\[\[\s*confidence\s*:?\s*\\?boxed\{\s*(\d+(?:\.\d+)?)\s*%?\s*\}\s*\]\]", re.I)
+_CONF_BOXED = re.compile(r"\\boxed\{\s*(\d+(?:\.\d+)?)\s*%?\s*\}")
+_CONF_KEYWORD = re.compile(r"confidence[^0-9\n]{0,40}?(\d+(?:\.\d+)?)\s*(%|/\s*100|out of 100)?", re.I)
+_CONF_BARE = re.compile(r"^\W*(\d+(?:\.\d+)?)\s*(%|/\s*100)?\W*$")
+
+
+def read_confidence(reply: str | None) -> Reading:
+    """Confidence 0-100 from the answer part: `tagged` ([[CONFIDENCE: \\boxed{..}]]), `boxed`,
+    `keyword` or `bare`; a value outside 0-100 is `out_of_range`."""
+    text, done = _start(reply)
+    if done:
+        return done
+    for method, pattern in (("tagged", _CONF_TAGGED), ("boxed", _CONF_BOXED), ("keyword", _CONF_KEYWORD),
+                            ("bare", _CONF_BARE)):
+        m = list(pattern.finditer(text.strip()))
+        if m:
+            value = float(m[-1].group(1))
+            return Reading(value, method) if 0 <= value <= 100 else Reading(None, "out_of_range", m[-1].group(1))
+    return Reading(None, "no_confidence")
+
+
+def read_recheck(reply: str | None) -> str | None:
+    """'unchanged' or 'changed' by the last marker in the answer part; None without a marker."""
+    _, answer, _ = answer_part(reply)
+    marks = [m.group(1).upper() for m in re.finditer(r"\[\[\s*(UNCHANGE|CHANGE)D?\s*\]\]", answer, re.I)]
+    if not marks:
+        return None
+    return "unchanged" if marks[-1] == "UNCHANGE" else "changed"
+
+
+# -- S1-Bench: exact answer checks and response formats (paper 002) ------------------------------
+
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_NEGATION_ZH = "不没非未否别"
+_YES = {"en": re.compile(r"(?<![a-z])(yes|no|not)(?![a-z])", re.I), "zh": re.compile(r"(不是|不对|不|否|没有|是|对)")}
+
+
+def check_answer(reply: str | None, check: Mapping[str, Any], question: str = "") -> bool:
+    """Whether a reply's answer part passes a programmatic candidate's exact `check`:
+
+    - `exact`: one of `answers` as a whole token (a number next to Chinese characters counts:
+      "答案是180"; a Chinese answer must not follow a negation: "不是" is not "是"); case
+      matters only when `case_sensitive` (a capitalisation task: "pepper" is not PEPPER);
+    - `yes_no`: the first yes / no word of the answer ("是" / "不是", "Yes" / "No") is `answer`;
+    - `symbol`: a chemical symbol standing alone, not inside a formula ("H2O" is not H);
+    - `pattern`: `regex` matches a number in the reply that is not one of the question's own
+      numbers (echoing "begins with 7" does not answer it).
+    """
+    _, text, _ = answer_part(reply)
+    if not text:
+        return False
+    text = plain(text)
+    kind = check["type"]
+    if kind == "exact":
+        flags = 0 if check.get("case_sensitive") else re.I
+        for ans in check["answers"]:
+            if _HAN.search(ans):
+                if re.search(rf"(?<![{_NEGATION_ZH}]){re.escape(ans)}", text):
+                    return True
+            elif re.fullmatch(r"-?\d+(?:\.\d+)?", ans):
+                if re.search(rf"(?<![\d.]){re.escape(ans)}(?!\.?\d)", text.replace(",", "")):
+                    return True
+            elif re.search(rf"(?<![^\W_]){re.escape(ans)}(?![^\W_])", text, flags):
+                return True
+        return False
+    if kind == "yes_no":
+        lang = "zh" if check["answer"] in ("是", "否") else "en"
+        m = _YES[lang].search(text)
+        if not m:
+            return False
+        said = m.group(1).lower()
+        polarity = "yes" if said in ("yes", "是", "对") else "no"
+        return polarity == ("yes" if check["answer"] in ("yes", "是") else "no")
+    if kind == "symbol":
+        return re.search(rf"(?<![A-Za-z0-9]){re.escape(check['symbol'])}(?![A-Za-z0-9])", text) is not None
+    if kind == "pattern":
+        echoed = set(re.findall(r"\d+", question))
+        return any(m.group(0) not in echoed for m in re.finditer(check["regex"], text))
+    raise ValueError(f"unknown check type {kind!r}; expected exact, yes_no, symbol or pattern")
+
+
+def read_verdict(reply: str | None) -> tuple[str, str]:
+    """An S1-Bench discriminator's decision: 'retain', 'modify' or 'discard' from the last "Verdict:"
+    line of the answer part (the discrimination prompt asks for one), else 'unparsed'; and the
+    reasons (its analysis)."""
+    _, text, _ = answer_part(reply)
+    if not text:
+        return "unparsed", ""
+    found = re.findall(r"verdict\s*[:：]\s*\**\s*(retain|keep|modify|revise|discard|reject)", text, re.I)
+    if not found:
+        return "unparsed", text.strip()[:1000]
+    word = found[-1].lower()
+    decision = {"keep": "retain", "revise": "modify", "reject": "discard"}.get(word, word)
+    return decision, text.strip()[:1000]
+
+
+STANDARD_MARKER = "</think>"
+OTHER_MARKERS = tuple(m for m in END_OF_THINKING if m != STANDARD_MARKER)
+FORMAT_TYPES = (100, 101, 200, 201, 202, 203, 204, 205, 206, 207, 300, 301)
+STRICT_FORMATS = {100, 101}
+UNREADABLE_FORMATS = {300, 301}
+
+
+def format_type(reply: str | None, finish_reason: str | None) -> tuple[int, str, str]:
+    """S1-Bench table 9: (format id, thinking part, final-answer part). 100/101 standard;
+    200-207 readable but malformed; 300 markers with neither part; 301 no closing marker and cut
+    at the token limit (endless)."""
+    text = reply or ""
+    n_std = text.count(STANDARD_MARKER)
+    n_other = sum(text.count(m) for m in OTHER_MARKERS)
+    if n_std == 0 and n_other == 0:
+        if finish_reason == "length":
+            return 301, "", text
+        return 207, "", text.strip()
+    marker = STANDARD_MARKER if n_std else next(m for m in OTHER_MARKERS if m in text)
+    head, _, tail = text.rpartition(marker)
+    thinking = _OPEN_THINKING.sub("", head)
+    for m in END_OF_THINKING:
+        thinking, tail = thinking.replace(m, " "), tail.replace(m, " ")
+    thinking, answer = thinking.strip(), tail.strip()
+    has_t, has_a = bool(thinking), bool(answer)
+    if n_std and n_other:
+        return (300, thinking, answer) if not (has_t or has_a) else (201 if has_a else 202, thinking, answer)
+    if n_std == 1:
+        if has_t and has_a:
+            return 100, thinking, answer
+        if has_a:
+            return 101, thinking, answer
+        return (200 if has_t else 300), thinking, answer
+    if n_std > 1:
+        if has_t:
+            return (201 if has_a else 202), thinking, answer
+        return (203 if has_a else 300), thinking, answer
+    if has_t:
+        return (204 if has_a else 205), thinking, answer
+    return (206 if has_a else 300), thinking, answer
+
+
+# -- the command ------------------------------------------------------------------------------------
+
+KINDS = ("label", "choice", "choices", "subsetsum", "timetabling", "number", "confidence")
+
+
+def _jsonable(reading: Reading | ParsedAnswer) -> dict[str, Any]:
+    if isinstance(reading, ParsedAnswer):
+        answers = [list(a) if a[0] != "invalid" else {"invalid": a[1]} for a in reading.answers]
+        return {"answer": answers or None, "method": reading.method if reading.answers else (reading.method
+                if reading.method != "final_block" else "no_answer"),
+                "claimed_total": reading.claimed_total, "invalid": reading.invalid_reasons, "error": reading.error}
+    answer = reading.answer
+    if isinstance(answer, frozenset):
+        answer = sorted(answer)
+    return {"answer": answer, "method": reading.method, "evidence": reading.evidence}
+
+
+def read(kind: str, reply: str | None, *, options: int | Sequence[str] | None = None,
+         problem: Mapping[str, Any] | None = None) -> Reading | ParsedAnswer:
+    """One reply read as `kind`, exactly as the pipeline reads it (no judge is asked)."""
+    if kind == "label":
+        return read_label(reply, options=options if not isinstance(options, int) else None)
+    if kind in ("choice", "choices"):
+        got = read_options(reply, options if options is not None else 4)
+        if kind == "choice" and isinstance(got.answer, frozenset) and len(got.answer) == 1:
+            return Reading(next(iter(got.answer)), got.method, got.evidence)
+        return got
+    if kind == "subsetsum":
+        return read_subsets(reply, problem or {"values": _all_numbers(reply)})
+    if kind == "timetabling":
+        if problem is None:
+            raise ValueError("timetabling needs --problem (the instance JSON: {\"courses\": [...]})")
+        return read_timetables(reply, problem)
+    if kind == "number":
+        return read_number(reply)
+    if kind == "confidence":
+        return read_confidence(reply)
+    raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+
+
+def _all_numbers(reply: str | None) -> list[int]:
+    """Without an instance, any integer counts as an element of the set (membership unchecked)."""
+    return [int(x) for x in re.findall(r"-?\d+", reply or "")]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m validators.read",
+        description="Read one reply (standard input) the way the pipeline does; print one JSON object whose "
+                    "`answer` is the reading (null: no answer) and whose `method` says how it was read. No judge "
+                    "model is asked: a reply that would need one reads as null with method needs_judge.")
+    p.add_argument("kind", choices=KINDS)
+    p.add_argument("--options", type=int, help="number of options (choice, choices; label: numbered labels)")
+    p.add_argument("--labels", help="comma-separated option texts, e.g. True,False,Unknown (label, choice, choices)")
+    p.add_argument("--problem", help="the instance as JSON (subsetsum: {\"values\": [...]}; timetabling: "
+                                     "{\"courses\": [...]})")
+    args = p.parse_args(argv)
+    options: Any = [s.strip() for s in args.labels.split(",")] if args.labels else args.options
+    try:
+        problem = json.loads(args.problem) if args.problem else None
+        reading = read(args.kind, sys.stdin.read(), options=options, problem=problem)
+    except (ValueError, json.JSONDecodeError) as exc:
+        print(f"validators.read: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(_jsonable(reading), ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

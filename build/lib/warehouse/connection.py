@@ -1,0 +1,366 @@
+"""Connections to the DuckDB file, serialised across threads and processes.
+
+DuckDB lets one process write a database file at a time; a second process that
+opens it fails at once with "Could not set lock on file". Dagster runs every
+launched run (and, with the multiprocess executor, every step) in a process of
+its own, so two materialisations at once would trip over each other.
+
+The mechanism here: nobody holds the file open longer than one unit of work.
+`Warehouse.connect()` first takes an advisory `flock` on a sidecar file
+(`<db>.lock`): exclusive for writers, shared for read-only readers. Processes of
+this project therefore queue for the file instead of failing. A process outside
+the project (an analyst's `duckdb` shell, say) does not take the sidecar lock;
+when DuckDB reports its lock we retry with backoff until `lock_timeout_s`, then
+raise `WarehouseLockTimeout` naming the file.
+
+Within one thread, nested `connect()` calls reuse the open connection, so a
+helper can open a connection while its caller holds one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from warehouse.schema import create_schema
+
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$")
+
+
+class WarehouseLockTimeout(TimeoutError):
+    """The DuckDB file stayed locked by another process for longer than the timeout."""
+
+
+class Warehouse:
+    """One DuckDB file. Cheap to construct; opens connections only inside `connect()`."""
+
+    def __init__(self, path: str | os.PathLike[str], lock_timeout_s: float = 300.0):
+        self.path = Path(path).resolve()
+        self.lock_timeout_s = lock_timeout_s
+        self._local = threading.local()
+        self._schema_ready = False
+
+    def __repr__(self) -> str:
+        return f"Warehouse({str(self.path)!r})"
+
+    # -- connections ---------------------------------------------------------
+
+    @contextmanager
+    def connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one unit of work; the file is released when the block ends."""
+        held = getattr(self._local, "con", None)
+        if held is not None:
+            # Nested use in the same thread: reuse (a read inside a write is fine).
+            yield held
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.lock_timeout_s
+        lock_fd = self._acquire_sidecar(shared=read_only, deadline=deadline)
+        try:
+            con = self._open(read_only=read_only, deadline=deadline)
+            self._local.con = con
+            try:
+                if not read_only and not self._schema_ready:
+                    create_schema(con)
+                    self._schema_ready = True
+                yield con
+            finally:
+                self._local.con = None
+                con.close()
+        finally:
+            fcntl.flock(lock_fd, fcntl.LOCK_UN)
+            os.close(lock_fd)
+
+    def _acquire_sidecar(self, shared: bool, deadline: float) -> int:
+        fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, mode)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    raise WarehouseLockTimeout(
+                        f"{self.path}: another Benchsmith process held the warehouse for more than "
+                        f"{self.lock_timeout_s:.0f} s (raise warehouse.lock_timeout_s)"
+                    ) from None
+                time.sleep(delay * random.uniform(0.5, 1.0))
+                delay = min(delay * 2, 0.2)
+
+    def _open(self, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnection:
+        if read_only and not self.path.exists():
+            # A read of a warehouse that was never written: create it empty first.
+            duckdb.connect(str(self.path)).close()
+        delay = 0.05
+        while True:
+            try:
+                return _attach(self.path, read_only)
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise
+                if time.monotonic() > deadline:
+                    raise WarehouseLockTimeout(
+                        f"{self.path}: locked by a process outside Benchsmith (a duckdb shell?) for more "
+                        f"than {self.lock_timeout_s:.0f} s: {exc}"
+                    ) from None
+                time.sleep(delay * random.uniform(0.5, 1.0))
+                delay = min(delay * 2, 2.0)
+
+    def writer(self, max_hold_s: float = 1.0) -> "Writer":
+        """A connection for a stream of small writes (the ledger's results): see `Writer`."""
+        return Writer(self, max_hold_s)
+
+    # -- reads ---------------------------------------------------------------
+
+    def rows(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        """Run a query; each row as a dict of column name to value."""
+        with self.connect() as con:
+            cur = con.execute(sql, params or [])
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def scalar(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        with self.connect() as con:
+            row = con.execute(sql, params or []).fetchone()
+            return None if row is None else row[0]
+
+    # -- writes --------------------------------------------------------------
+
+    def replace_partition(
+        self,
+        table: str,
+        rows: Sequence[Mapping[str, Any]] | pa.Table,
+        partition: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Replace the rows of `table` matching `partition` (all rows if None) with `rows`.
+
+        Delete and insert happen in one transaction: on any error the previous rows
+        stay. Every incoming row must belong to the partition. Returns rows written.
+        """
+        return self.replace_partitions({table: rows}, partition)[table]
+
+    def begin_staging(self, table: str) -> None:
+        """An empty staging copy of `table` (`<table>__staging`) to append to while rows are made, so
+        that they need not all be held in memory; `replace_partitions(..., staged=[table])` then
+        swaps them in with the rest, in one transaction."""
+        _check_ident(table)
+        with self.connect() as con:
+            con.execute(f"CREATE OR REPLACE TABLE {table}__staging AS SELECT * FROM {table} LIMIT 0")
+
+    def append_staging(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Append rows to the staging copy made by `begin_staging`."""
+        return self.upsert(f"{table}__staging", rows)
+
+    def replace_partitions(
+        self,
+        tables: Mapping[str, Sequence[Mapping[str, Any]] | pa.Table],
+        partition: Mapping[str, Any] | None = None,
+        staged: Sequence[str] = (),
+    ) -> dict[str, int]:
+        """`replace_partition` for several tables in one transaction (all or nothing); each table in
+        `staged` takes the rows of its staging copy (see `begin_staging`), which is then dropped."""
+        partition = dict(partition or {})
+        prepared: dict[str, pa.Table] = {}
+        for table, rows in tables.items():
+            _check_ident(table)
+            data = rows if isinstance(rows, pa.Table) else _to_arrow(rows)
+            for col, value in partition.items():
+                if data.num_rows and col not in data.column_names:
+                    raise ValueError(f"{table}: rows lack partition column {col!r}")
+                if data.num_rows:
+                    outside = [v for v in set(data.column(col).to_pylist()) if v != value]
+                    if outside:
+                        raise ValueError(
+                            f"{table}: row with {col}={outside[0]!r} does not belong to partition {col}={value!r}"
+                        )
+            prepared[table] = data
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                where, params = _where(partition)
+                for table, data in prepared.items():
+                    con.execute(f"DELETE FROM {table}{where}", params)
+                    if data.num_rows:
+                        _insert(con, table, data)
+                counts = {t: d.num_rows for t, d in prepared.items()}
+                for table in staged:
+                    _check_ident(table)
+                    con.execute(f"DELETE FROM {table}{where}", params)
+                    counts[table] = con.execute(f"SELECT count(*) FROM {table}__staging").fetchall()[0][0]
+                    con.execute(f"INSERT INTO {table} SELECT * FROM {table}__staging")
+                    con.execute(f"DROP TABLE {table}__staging")
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        return counts
+
+    def upsert(self, table: str, rows: Sequence[Mapping[str, Any]] | pa.Table, sql_tail: str = "") -> int:
+        """Insert rows; `sql_tail` may add an ON CONFLICT clause. One transaction."""
+        _check_ident(table)
+        data = rows if isinstance(rows, pa.Table) else _to_arrow(rows)
+        if not data.num_rows:
+            return 0
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                _insert(con, table, data, sql_tail)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        return data.num_rows
+
+
+_CATALOG = "benchsmith"
+
+
+def _attach(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """The file attached under a fixed catalog name: DuckDB would name it after the file, and a
+    file called like one of our schemas (`s1.duckdb`) would make `s1.items` ambiguous."""
+    con = duckdb.connect()
+    try:
+        quoted = str(path).replace("'", "''")
+        con.execute(f"ATTACH '{quoted}' AS {_CATALOG}" + (" (READ_ONLY)" if read_only else ""))
+        con.execute(f"USE {_CATALOG}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+class Writer:
+    """Keeps one connection (and the file lock) across many small upserts, for at most
+    `max_hold_s` at a time: opening a DuckDB file costs about 25 ms of CPU, a commit on an open
+    connection under 1 ms. After the hold time the file is released before the next write, so
+    other processes that queue for it get their turn (they poll the lock every 5-200 ms; `yield_s`
+    leaves them room). Every upsert is its own committed transaction: a killed process loses
+    nothing it has written. Use from one thread at a time; `close()` when done."""
+
+    def __init__(self, warehouse: Warehouse, max_hold_s: float = 1.0, yield_s: float = 0.05):
+        self.wh, self.max_hold_s, self.yield_s = warehouse, max_hold_s, yield_s
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._lock_fd: int | None = None
+        self._opened = 0.0
+        self._released = 0.0
+
+    def upsert(self, table: str, rows: Sequence[Mapping[str, Any]], sql_tail: str = "",
+               insert_first: bool = False) -> int:
+        """Insert `rows` with `sql_tail` (an ON CONFLICT clause) in one transaction. With
+        `insert_first`, a plain INSERT is tried first (several times cheaper in DuckDB) and the
+        tail is used only if a key already exists."""
+        _check_ident(table)
+        data = _to_arrow(rows)
+        if not data.num_rows:
+            return 0
+        con = self._connection()
+        for tail in (("", sql_tail) if insert_first else (sql_tail,)):
+            con.execute("BEGIN TRANSACTION")
+            try:
+                _insert(con, table, data, tail)
+                con.execute("COMMIT")
+                break
+            except duckdb.ConstraintException:
+                con.execute("ROLLBACK")
+                if tail == sql_tail:
+                    self.close()
+                    raise
+            except BaseException:
+                con.execute("ROLLBACK")
+                self.close()
+                raise
+        if time.monotonic() - self._opened > self.max_hold_s:
+            self.close()
+        return data.num_rows
+
+    def query(self, sql: str, params: Sequence[Any] | None = None,
+              tables: Mapping[str, pa.Table] | None = None) -> list[tuple[Any, ...]]:
+        """Rows of a query on the writer's connection (`tables`: Arrow tables to register by name)."""
+        con = self._connection()
+        for name, table in (tables or {}).items():
+            con.register(name, table)
+        try:
+            return con.execute(sql, params or []).fetchall()
+        finally:
+            for name in tables or {}:
+                con.unregister(name)
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            wait = self.yield_s - (time.monotonic() - self._released)
+            if self._released and wait > 0:
+                time.sleep(wait)  # let a queued process take the file
+            self.wh.path.parent.mkdir(parents=True, exist_ok=True)
+            deadline = time.monotonic() + self.wh.lock_timeout_s
+            self._lock_fd = self.wh._acquire_sidecar(shared=False, deadline=deadline)
+            try:
+                self._con = self.wh._open(read_only=False, deadline=deadline)
+                self._con.execute("SET threads = 1")  # small commits: more threads only cost CPU
+                if not self.wh._schema_ready:
+                    create_schema(self._con)
+                    self.wh._schema_ready = True
+            except BaseException:
+                self._unlock()
+                raise
+            self._opened = time.monotonic()
+        return self._con
+
+    def close(self) -> None:
+        if self._con is not None:
+            try:
+                self._con.close()
+            finally:
+                self._con = None
+                self._unlock()
+                self._released = time.monotonic()
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
+def _check_ident(table: str) -> None:
+    if not _IDENT.match(table):
+        raise ValueError(f"not a schema-qualified table name: {table!r}")
+
+
+def _where(partition: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    if not partition:
+        return "", []
+    for col in partition:
+        if not re.match(r"^[a-z_][a-z0-9_]*$", col):
+            raise ValueError(f"bad partition column {col!r}")
+    return " WHERE " + " AND ".join(f"{c} = ?" for c in partition), list(partition.values())
+
+
+def _to_arrow(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    if not rows:
+        return pa.table({})
+    return pa.Table.from_pylist([dict(r) for r in rows])
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, sql_tail: str = "") -> None:
+    cols = ", ".join(f'"{c}"' for c in data.column_names)
+    con.register("_incoming_rows", data)
+    try:
+        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming_rows {sql_tail}")
+    finally:
+        try:
+            con.unregister("_incoming_rows")
+        except duckdb.TransactionException:
+            pass  # the transaction already failed; the original error is what matters
