@@ -445,6 +445,33 @@ def _describe(error: dict[str, Any]) -> str:
     return f"{loc}: {msg}"
 
 
+def _paths_beside(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """Relative source paths made relative to the configuration file, the one rule for every path
+    in it (as `warehouse.path`), whatever the working directory."""
+    if source.startswith("<"):
+        return data
+    base = Path(source).resolve().parent
+
+    def fix(entry: Any) -> Any:
+        if isinstance(entry, dict) and isinstance(entry.get("source"), dict):
+            path = entry["source"].get("path")
+            if isinstance(path, str) and path and not Path(path).is_absolute():
+                return {**entry, "source": {**entry["source"], "path": str(base / path)}}
+        return entry
+
+    out = dict(data)
+    for family in ("waken", "ib"):
+        section = out.get(family)
+        if isinstance(section, dict):
+            section = dict(section)
+            if isinstance(section.get("datasets"), dict):
+                section["datasets"] = {k: fix(v) for k, v in section["datasets"].items()}
+            if "miscellany" in section:
+                section["miscellany"] = fix(section["miscellany"])
+            out[family] = section
+    return out
+
+
 def parse_config(data: Any, source: str = "<dict>") -> Config:
     """Validate a configuration mapping; errors name `source` and the key."""
     if data is None:
@@ -452,7 +479,7 @@ def parse_config(data: Any, source: str = "<dict>") -> Config:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
     try:
-        return Config.model_validate({**data, "source": source})
+        return Config.model_validate({**_paths_beside(data, source), "source": source})
     except ValidationError as exc:
         lines = []
         for err in exc.errors():

@@ -1,9 +1,14 @@
 """Source datasets for the logic and QA families: FLD, FOLIO and ScienceQA, normalised.
 
 Each source is read either from the Hugging Face hub (or a local dataset
-directory) through `datasets.load_dataset`, or from local files (`.jsonl`,
-`.json`, `.parquet`), and normalised to `SourceRecord`s: labels to True /
-False / Unknown with the upstream spelling kept in `original_label`.
+directory) through `datasets.load_dataset`, or from local files or a folder of
+them, and normalised to `SourceRecord`s: labels to True / False / Unknown with
+the upstream spelling kept in `original_label`. A file's format is decided by
+its content: a JSON list of objects (pretty-printed or not), a JSON object
+keyed by id (ScienceQA's `problems.json`; the key becomes `id`), JSON Lines,
+CSV with a header row, or Parquet. In a folder, JSON files that hold no rows
+(ScienceQA's `pid_splits.json`, `captions.json`) are passed over; a single file
+that is none of these says which layouts were expected.
 
 Reading is all-or-nothing: every malformed row is reported with its file (or
 hub id) and row number and the field at fault, and nothing is returned, so no
@@ -99,50 +104,97 @@ class _RowError(Exception):
         super().__init__(f"field {field_name!r}: {message}")
 
 
+DATA_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+LAYOUTS = "a JSON list of objects, a JSON object keyed by id, JSON Lines, CSV with a header row, or Parquet"
+
+
+class _NotRows(Exception):
+    """A JSON file that holds no rows (ScienceQA's pid_splits.json or captions.json beside its data)."""
+
+
 def _raw_rows(spec: SourceSpec) -> Iterator[tuple[str, int, dict[str, Any]]]:
     if spec.hub is not None:
         import datasets  # heavy: imported only when a hub source is read
 
         origin = spec.hub + (f"/{spec.config}" if spec.config else "")
-        ds = datasets.load_dataset(spec.hub, spec.config, split=spec.split)
+        try:
+            ds = datasets.load_dataset(spec.hub, spec.config, split=spec.split)
+        except Exception as exc:  # DatasetGenerationError and friends name no file
+            raise SourceError(f"{origin} (split {spec.split}): the datasets library could not read it: "
+                              f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
         for i, row in enumerate(ds):
             yield origin, i, dict(row)
         return
     path = Path(spec.path or "")
-    files = sorted(p for p in path.rglob("*") if p.suffix in (".jsonl", ".json", ".parquet")) if path.is_dir() else [path]
-    if not files or not all(f.exists() for f in files):
-        raise SourceError(f"{path}: no such file, or no .jsonl / .json / .parquet files in it")
-    for f in files:
-        yield from _file_rows(f)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.suffix in DATA_SUFFIXES)
+        if not files:
+            raise SourceError(f"{path}: no {' / '.join(DATA_SUFFIXES)} files in it")
+        for f in files:
+            try:
+                rows = list(_file_rows(f))
+            except _NotRows:
+                continue  # a side file of the release, not data
+            yield from rows
+        return
+    if not path.exists():
+        raise SourceError(f"{path}: no such file")
+    try:
+        yield from _file_rows(path)
+    except _NotRows as exc:
+        raise SourceError(f"{path}: {exc}; expected {LAYOUTS}") from None
 
 
 def _file_rows(f: Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """The rows of one file, its format decided by content (the suffix only tells Parquet and CSV)."""
     if f.suffix == ".parquet":
         import pyarrow.parquet as pq
 
         for i, row in enumerate(pq.read_table(f).to_pylist()):
             yield str(f), i, row
         return
-    text = f.read_text(encoding="utf-8")
-    if f.suffix == ".json" and text.lstrip().startswith("["):
-        try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SourceError(f"{f}: not valid JSON: {exc}") from None
-        for i, row in enumerate(rows):
+    text = f.read_text(encoding="utf-8-sig")
+    if f.suffix == ".csv":
+        import csv
+        import io
+
+        reader = csv.DictReader(io.StringIO(text))
+        if not reader.fieldnames:
+            raise SourceError(f"{f}: an empty CSV file; expected a header row")
+        for i, row in enumerate(reader):
+            yield str(f), i, dict(row)
+        return
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None
+    if isinstance(whole, list):
+        for i, row in enumerate(whole):
             if not isinstance(row, dict):
-                raise SourceError(f"{f}: row {i}: expected an object, got {type(row).__name__}")
+                raise SourceError(f"{f}: row {i}: expected an object, got {type(row).__name__} (a JSON list of objects)")
             yield str(f), i, row
         return
+    if isinstance(whole, dict):
+        values = list(whole.values())
+        keyed = bool(values) and all(isinstance(v, dict) for v in values) and (
+            len(values) > 1 or any(not isinstance(x, str) for x in values[0].values()))
+        if keyed:
+            for i, (key, row) in enumerate(whole.items()):
+                yield str(f), i, {"id": key, **row} if "id" not in row else row
+            return
+        if sum(1 for line in text.splitlines() if line.strip()) > 1:
+            raise _NotRows("a JSON object that is not a collection of rows keyed by id")
+        # one line: a JSON Lines file of one row
     for i, line in enumerate(text.splitlines()):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise SourceError(f"{f}: row {i} (line {i + 1}): not valid JSON: {exc.msg}") from None
+            raise SourceError(f"{f}: row {i} (line {i + 1}): not valid JSON ({exc.msg}); expected {LAYOUTS}") from None
         if not isinstance(row, dict):
-            raise SourceError(f"{f}: row {i} (line {i + 1}): expected an object, got {type(row).__name__}")
+            raise SourceError(f"{f}: row {i} (line {i + 1}): expected an object, got {type(row).__name__} "
+                              f"(JSON Lines)")
         yield str(f), i, row
 
 
@@ -203,6 +255,8 @@ def _scienceqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> So
     topic = row.get("topic")
     if topic not in spec.topics or row.get("image") is not None:
         return None  # another topic, or needs its picture
+    if row.get("split") is not None and row["split"] != spec.split:
+        return None  # the original release (problems.json) holds every split in one file
     choices = row.get("choices")
     if not isinstance(choices, list) or len(choices) < 2 or not all(isinstance(c, str) for c in choices):
         raise _RowError("choices", "expected a list of at least two texts")

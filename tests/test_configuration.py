@@ -105,3 +105,23 @@ def test_a_model_can_be_declared_a_reasoning_model():
     cfg = parse_config({"models": {"r1": {"base_url": "http://127.0.0.1:8000/v1", "model": "deepseek-r1",
                                           "reasoning": True}}, "evaluate": ["r1"], "judge": "r1"})
     assert cfg.models["r1"].reasoning and not parse_config({}).models["smollm2"].reasoning
+
+
+def test_relative_source_paths_resolve_beside_the_config_file_like_the_warehouse(tmp_path, monkeypatch):
+    cfg_dir = tmp_path / "project"
+    cfg_dir.mkdir()
+    path = write_config(cfg_dir, {
+        "warehouse": {"path": "data/wh.duckdb"},
+        "waken": {"datasets": {"folio": {"kind": "folio", "form": "story", "count": {"demo": 2, "paper": 640},
+                                         "source": {"path": "releases/folio_validation.jsonl"}}}},
+        "ib": {"datasets": {"mmlu": {"form": "single", "count": {"demo": 2, "paper": 50},
+                                     "source": {"kind": "mmlu", "path": "releases/mmlu"}}},
+               "miscellany": {"form": "single", "count": {"demo": 1, "paper": 300},
+                              "source": {"kind": "mmlu_pro", "path": "/abs/mmlu_pro.jsonl"}}},
+    })
+    monkeypatch.chdir(tmp_path)  # the working directory is elsewhere
+    cfg = load_config(path)
+    assert cfg.warehouse_path() == cfg_dir / "data" / "wh.duckdb"
+    assert cfg.waken.datasets["folio"].source.path == str(cfg_dir / "releases" / "folio_validation.jsonl")
+    assert cfg.ib.datasets["mmlu"].source.path == str(cfg_dir / "releases" / "mmlu")
+    assert cfg.ib.miscellany.source.path == "/abs/mmlu_pro.jsonl"  # absolute paths stay

@@ -136,3 +136,37 @@ def test_multirc_malformed_label_is_reported(tmp_path):
     (tmp_path / "m.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     with pytest.raises(SourceError, match=r"row 1: field 'label': expected 0 or 1, got 'yes'"):
         load_source(SourceSpec("multirc", path=str(tmp_path / "m.jsonl")))
+
+
+def test_scienceqa_original_release_folder_reads_problems_json_by_split():
+    # problems.json: one pretty-printed object keyed by problem id; pid_splits.json and captions.json beside it
+    release = FIX / "scienceqa_release"
+    train = load_source(SourceSpec("scienceqa", path=str(release), split="train"))
+    test = load_source(SourceSpec("scienceqa", path=str(release), split="test"))
+    assert [(r.source_id, r.topic, r.choices[r.answer_index]) for r in train] == [("5", "physics", "gravity")]
+    assert [(r.source_id, r.choices[r.answer_index]) for r in test] == [("12", "a rabbit")]  # never mixed into train
+
+
+def test_a_pretty_printed_json_list_is_read_as_json():
+    recs = load_source(SourceSpec("mmlu", path=str(FIX / "mmlu_pretty.json")))
+    assert [r.choices[r.answer_index] for r in recs] == ["4", "Mercury"]
+
+
+def test_a_csv_file_with_a_header_row_is_read(tmp_path):
+    f = tmp_path / "folio.csv"
+    f.write_text("premises,conclusion,label,story_id,example_id\n"
+                 "\"All cats purr. Tom is a cat.\",Tom purrs.,True,1,10\n", encoding="utf-8")
+    [rec] = load_source(SourceSpec("folio", path=str(f)))
+    assert (rec.question, rec.label) == ("Tom purrs.", "True")
+
+
+def test_a_file_in_no_known_layout_names_the_file_and_the_layouts_expected(tmp_path):
+    f = tmp_path / "splits.json"
+    f.write_text(json.dumps({"train": [1, 2], "test": [3]}, indent=2), encoding="utf-8")
+    with pytest.raises(SourceError, match=r"splits\.json: a JSON object that is not a collection of rows keyed by id; "
+                                          r"expected a JSON list of objects, a JSON object keyed by id, JSON Lines"):
+        load_source(SourceSpec("mmlu", path=str(f)))
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"question": "q"}\n{"question": \n', encoding="utf-8")
+    with pytest.raises(SourceError, match=r"broken\.jsonl: row 1 \(line 2\): not valid JSON .*expected a JSON list"):
+        load_source(SourceSpec("mmlu", path=str(bad)))
