@@ -204,9 +204,14 @@ def test_the_instance_marks_killed_runs_failed(tmp_path, monkeypatch):
 def test_a_built_wheel_carries_the_s1_registry(tmp_path):
     import zipfile
 
+    import shutil
+
     root = Path(__file__).resolve().parent.parent
+    src = tmp_path / "src"  # setuptools builds in the source tree: build a copy, leave the checkout clean
+    shutil.copytree(root, src, ignore=shutil.ignore_patterns(".venv", ".git", "data", ".dagster", "build", "*.egg-info",
+                                                            "__pycache__"))
     out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                          str(tmp_path), str(root)], capture_output=True, text=True, timeout=300)
+                          str(tmp_path), str(src)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     [wheel] = tmp_path.glob("benchsmith-*.whl")
     names = zipfile.ZipFile(wheel).namelist()

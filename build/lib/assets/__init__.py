@@ -1,1 +1,0 @@
-"""Dagster definitions: assets, checks, resources and jobs for every benchmark family."""

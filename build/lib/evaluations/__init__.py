@@ -1,1 +1,0 @@
-"""Evaluation protocols (multi-turn flows through the ledger) and metric functions."""

@@ -1,1 +1,0 @@
-"""Item builders: MuSoBench instances now; the other families' generators join here."""

@@ -1,1 +1,0 @@
-"""Checks of items and of model answers: solution validation, answer extraction, judges."""
