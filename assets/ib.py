@@ -21,7 +21,8 @@ GROUP = "ib"
 MISCELLANY = "miscellany"
 
 
-def _bases(name: str, spec: IBDataset, count: int, seed: int) -> tuple[list[gen.Base], list]:
+def _bases(name: str, spec: IBDataset, count: int, seed: int,
+           report: dict | None = None) -> tuple[list[gen.Base], list]:
     """Base questions and the source records they came from ([] for generators)."""
     if spec.generator is not None:
         rng = random.Random(gen.ib_seed(seed, name + ":generator"))
@@ -31,7 +32,7 @@ def _bases(name: str, spec: IBDataset, count: int, seed: int) -> tuple[list[gen.
     assert src is not None
     spec_kwargs = {"topics": tuple(src.topics)} if src.topics else {}
     records = load_source(SourceSpec(src.kind, hub=src.hub, config=src.config, split=src.split, path=src.path,
-                                     **spec_kwargs))
+                                     **spec_kwargs), report=report)
     return gen.source_bases(records, spec.form, name), records
 
 
@@ -50,7 +51,8 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         name = context.partition_key
         spec = cfg.ib.miscellany if name == MISCELLANY else cfg.ib.datasets[name]
         count = spec.count.at(cfg.scale)
-        bases, records = _bases(name, spec, count, cfg.seed)
+        report: dict = {}
+        bases, records = _bases(name, spec, count, cfg.seed, report)
         rows = (gen.miscellany_items(name, bases, count, cfg.seed) if name == MISCELLANY
                 else gen.build_items(name, bases, count, cfg.seed))
         for r in rows:
@@ -67,6 +69,8 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                     and not all(1 <= g <= r["n_options"] for g in json.loads(r["gold"]))]
         return dg.MaterializeResult(
             metadata={"dagster/row_count": len(stored),
+                      # source rows that could not serve (one option, no correct answer), by reason
+                      "skipped_source_rows": dg.MetadataValue.json(report.get("skipped", {})),
                       "variants": dg.MetadataValue.json(dict(Counter(r["variant"] for r in stored))),
                       "label_types": dg.MetadataValue.json(dict(complete))},
             check_results=[

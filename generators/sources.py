@@ -104,6 +104,11 @@ class _RowError(Exception):
         super().__init__(f"field {field_name!r}: {message}")
 
 
+class _Unusable(Exception):
+    """A well-formed row that cannot serve its use (one option only, no correct answer): it is
+    skipped and counted in the source's report, never fatal and never silently dropped."""
+
+
 DATA_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 LAYOUTS = "a JSON list of objects, a JSON object keyed by id, JSON Lines, CSV with a header row, or Parquet"
 
@@ -293,6 +298,8 @@ def _mmlu(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceR
 
 
 def _mmlu_pro(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    if isinstance(row.get("options"), list) and len(row["options"]) < 2:
+        raise _Unusable("fewer than 2 options")  # 5 of MMLU-Pro's 12,032 test rows
     options = _choices(row, "options")
     # the gold is `answer_index`; `answer` is a letter (reading it as an index was a pitfall upstream)
     idx = _index(row.get("answer_index"), len(options), "answer_index")
@@ -359,32 +366,63 @@ def _multirc(spec: SourceSpec, rows: list[tuple[str, int, dict[str, Any]]], erro
     return out
 
 
-def load_source(spec: SourceSpec, max_errors: int = 20) -> list[SourceRecord]:
-    """Every record of a source, normalised; SourceError listing each malformed row otherwise."""
+def load_source(spec: SourceSpec, max_errors: int = 20, report: dict[str, Any] | None = None) -> list[SourceRecord]:
+    """Every record of a source, normalised; SourceError listing each malformed row otherwise (the
+    same problem on many rows is said once, with their count). Rows that cannot serve their use are
+    skipped and counted in `report["skipped"]` ({reason: rows})."""
     records: list[SourceRecord] = []
-    errors: list[str] = []
+    errors: list[tuple[str, int, str]] = []
+    skipped: dict[str, int] = {}
     normalise = _NORMALISERS[spec.dataset]
     if normalise is None:  # MultiRC: rows are grouped into questions
-        records = _multirc(spec, list(_raw_rows(spec)), errors)
+        plain: list[str] = []
+        records = _multirc(spec, list(_raw_rows(spec)), plain)
+        errors += [(e, -1, "") for e in plain]
         normalise = lambda *_: None  # noqa: E731
     for origin, i, row in ([] if spec.dataset == "multirc" else _raw_rows(spec)):
         try:
             rec = normalise(spec, origin, i, row)
+        except _Unusable as why:
+            skipped[str(why)] = skipped.get(str(why), 0) + 1
+            continue
         except _RowError as exc:
-            errors.append(f"{origin}: row {i}: {exc}")
+            errors.append((origin, i, str(exc)))
             if len(errors) >= max_errors:
                 break
             continue
         if rec is not None:
             records.append(rec)
+    if report is not None:
+        report["skipped"] = skipped
     if errors:
         more = " (stopped after the first errors)" if len(errors) >= max_errors else ""
-        raise SourceError(f"{spec.dataset}: {len(errors)} malformed rows{more}, nothing loaded:\n  " + "\n  ".join(errors))
+        raise SourceError(f"{spec.dataset}: {len(errors)} malformed rows{more}, nothing loaded:\n  "
+                          + "\n  ".join(_said_once(spec, errors)))
     ids = [r.source_id for r in records]
     if len(ids) != len(set(ids)):
         dup = next(x for x in ids if ids.count(x) > 1)
         raise SourceError(f"{spec.dataset}: duplicate source id {dup!r}; nothing loaded")
     return records
+
+
+def _said_once(spec: SourceSpec, errors: list[tuple[str, int, str]]) -> list[str]:
+    """One line per (file, problem), with the rows it concerns."""
+    grouped: dict[tuple[str, str], list[int]] = {}
+    for origin, i, message in errors:
+        grouped.setdefault((origin, message), []).append(i)
+    lines = []
+    for (origin, message), rows in grouped.items():
+        if rows == [-1]:  # already a whole line (MultiRC grouping)
+            lines.append(origin)
+            continue
+        where = f"row {rows[0]}" if len(rows) == 1 else f"rows {', '.join(map(str, rows[:5]))}" + (
+            f" and {len(rows) - 5} more" if len(rows) > 5 else "")
+        hint = ""
+        if spec.dataset == "fld" and "world_assump_label" in message and "missing" in message:
+            hint = (" (a file from FLD's generator before FLD.v2 has no world_assump_label or proof_label; "
+                    "use hitachi-nlp/FLD.v2 or a release of it)")
+        lines.append(f"{origin}: {where}: {message}{hint}")
+    return lines
 
 
 def by_label(records: Iterable[SourceRecord]) -> dict[str | None, int]:

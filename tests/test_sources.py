@@ -170,3 +170,23 @@ def test_a_file_in_no_known_layout_names_the_file_and_the_layouts_expected(tmp_p
     bad.write_text('{"question": "q"}\n{"question": \n', encoding="utf-8")
     with pytest.raises(SourceError, match=r"broken\.jsonl: row 1 \(line 2\): not valid JSON .*expected a JSON list"):
         load_source(SourceSpec("mmlu", path=str(bad)))
+
+
+def test_mmlu_pro_rows_with_one_option_are_skipped_and_counted_not_fatal(tmp_path):
+    rows = [json.loads(line) for line in (FIX / "mmlu_pro.jsonl").read_text().splitlines()]
+    single = {**rows[0], "question_id": 9999, "options": ["only one"], "answer": "A", "answer_index": 0}
+    f = tmp_path / "mmlu_pro.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in [*rows, single]) + "\n")
+    report = {}
+    recs = load_source(SourceSpec("mmlu_pro", path=str(f)), report=report)
+    assert len(recs) == len(rows) and report["skipped"] == {"fewer than 2 options": 1}
+
+
+def test_an_older_fld_schema_is_said_once_with_a_hint(tmp_path):
+    f = tmp_path / "fld_old.jsonl"
+    f.write_text("\n".join(json.dumps({"hypothesis": f"h{i}", "context": f"sent1: c{i}", "label": "PROVED"})
+                           for i in range(20)) + "\n")
+    with pytest.raises(SourceError) as err:
+        load_source(SourceSpec("fld", path=str(f)))
+    lines = str(err.value).splitlines()
+    assert len(lines) == 2 and "rows 0, 1, 2, 3, 4 and 15 more" in lines[1] and "before FLD.v2" in lines[1]
