@@ -773,8 +773,9 @@ KINDS = ("label", "choice", "choices", "subsetsum", "timetabling", "number", "co
 def _jsonable(reading: Reading | ParsedAnswer) -> dict[str, Any]:
     if isinstance(reading, ParsedAnswer):
         answers = [list(a) if a[0] != "invalid" else {"invalid": a[1]} for a in reading.answers]
-        return {"answer": answers or None, "method": reading.method if reading.answers else (reading.method
-                if reading.method != "final_block" else "no_answer"),
+        # "final_block" with nothing in it means the reply stated no solution
+        method = "no_answer" if not answers and reading.method == "final_block" else reading.method
+        return {"answer": answers or None, "method": method,
                 "claimed_total": reading.claimed_total, "invalid": reading.invalid_reasons, "error": reading.error}
     answer = reading.answer
     if isinstance(answer, frozenset):

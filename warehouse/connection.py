@@ -286,17 +286,9 @@ class Writer:
             self.close()
         return data.num_rows
 
-    def query(self, sql: str, params: Sequence[Any] | None = None,
-              tables: Mapping[str, pa.Table] | None = None) -> list[tuple[Any, ...]]:
-        """Rows of a query on the writer's connection (`tables`: Arrow tables to register by name)."""
-        con = self._connection()
-        for name, table in (tables or {}).items():
-            con.register(name, table)
-        try:
-            return con.execute(sql, params or []).fetchall()
-        finally:
-            for name in tables or {}:
-                con.unregister(name)
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        """Rows of a query on the writer's connection."""
+        return self._connection().execute(sql, params or []).fetchall()
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
