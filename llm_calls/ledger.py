@@ -114,10 +114,14 @@ def call_key(identity: str, messages: Sequence[Mapping[str, str]], params: Mappi
     payload = {
         "model": identity,
         "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-        "params": dict(sorted(params.items())),
+        "params": dict(params),  # the encoder sorts keys
         "sample_index": sample_index,
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(_KEY_JSON.encode(payload).encode()).hexdigest()
+
+
+# what json.dumps(payload, sort_keys=True, ensure_ascii=False) builds on every call, built once
+_KEY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:

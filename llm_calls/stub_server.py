@@ -167,6 +167,9 @@ class StubServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out in two writes; with Nagle's algorithm the body then waits for
+            # the client's delayed ACK (40 ms on Linux), which no real model server adds
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass

@@ -145,3 +145,46 @@ def test_staged_rows_are_swapped_in_with_the_rest_or_not_at_all(wh):
     counts = wh.replace_partitions({}, staged=["muso.t"])
     assert counts == {"muso.t": 2} and wh.rows("SELECT v FROM muso.t ORDER BY i") == [{"v": "a"}, {"v": "b"}]
     assert wh.scalar("SELECT count(*) FROM information_schema.tables WHERE table_name = 't__staging'") == 0
+
+
+def test_the_file_is_free_for_other_processes_as_soon_as_a_unit_of_work_ends(wh):
+    """The process keeps a DuckDB instance per file but detaches the file after each use: a plain
+    duckdb client in another process (which takes no sidecar lock) can open it right away."""
+    wh.replace_partition("muso.t", [{"part": "a", "i": 1, "v": "x"}], {"part": "a"})
+    writer = wh.writer()
+    writer.upsert("muso.t", [{"part": "b", "i": 2, "v": "y"}])
+    writer.close()
+    other = subprocess.run(
+        [sys.executable, "-c", f"import duckdb; print(duckdb.connect({str(wh.path)!r}).execute("
+                               "'SELECT count(*) FROM muso.t').fetchall()[0][0])"],
+        capture_output=True, text=True, timeout=60)
+    assert other.returncode == 0, other.stderr
+    assert other.stdout.strip() == "2"
+
+
+def test_threads_reading_one_file_at_once_and_two_files_at_once_each_see_their_own_rows(tmp_path):
+    import threading
+
+    a, b = Warehouse(tmp_path / "a.duckdb"), Warehouse(tmp_path / "b.duckdb")
+    for w, v in ((a, "from a"), (b, "from b")):
+        w.upsert("llm.schema_version", [{"version": v}])
+    barrier, seen, errors = threading.Barrier(4), [], []
+
+    def read(w: Warehouse) -> None:
+        try:
+            with w.connect(read_only=True) as con:
+                barrier.wait(timeout=30)  # all four connections are open at once
+                seen.append((w.path.name, sorted(r[0] for r in con.execute("SELECT version FROM llm.schema_version").fetchall())))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=read, args=(w,)) for w in (a, a, b, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    assert sorted(name for name, _ in seen) == ["a.duckdb", "a.duckdb", "b.duckdb", "b.duckdb"]
+    assert all(("from a" if name == "a.duckdb" else "from b") in versions for name, versions in seen)
+    assert all(("from b" if name == "a.duckdb" else "from a") not in versions for name, versions in seen)

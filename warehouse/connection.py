@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,7 @@ class Warehouse:
                 yield con
             finally:
                 self._local.con = None
-                con.close()
+                _release(self.path, con)
         finally:
             fcntl.flock(lock_fd, fcntl.LOCK_UN)
             os.close(lock_fd)
@@ -226,20 +227,70 @@ class Warehouse:
 
 
 _CATALOG = "benchsmith"
+_KEEP_IDLE = 4  # idle DuckDB instances kept per process (one per warehouse file)
+
+
+@dataclass
+class _Instance:
+    base: duckdb.DuckDBPyConnection
+    users: int = 0
+    read_only: bool = False
+
+
+_instances: dict[Path, _Instance] = {}
+_instances_lock = threading.Lock()
+_instances_pid = os.getpid()
 
 
 def _attach(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """The file attached under a fixed catalog name: DuckDB would name it after the file, and a
-    file called like one of our schemas (`s1.duckdb`) would make `s1.items` ambiguous."""
-    con = duckdb.connect()
+    """A connection to the file, attached under a fixed catalog name: DuckDB would name it after
+    the file, and a file called like one of our schemas (`s1.duckdb`) would make `s1.items`
+    ambiguous. Starting a DuckDB instance costs about 20 ms of CPU, attaching a file to a running
+    one about 4 ms, so each process keeps one in-memory instance per warehouse file and attaches
+    the file to it only while someone uses it (`_release` detaches it, which frees DuckDB's own
+    file lock for other processes). Threads of one process that read at once share the attach."""
+    global _instances_pid
+    with _instances_lock:
+        if os.getpid() != _instances_pid:  # a forked child must not touch its parent's instances
+            _instances.clear()
+            _instances_pid = os.getpid()
+        inst = _instances.get(path)
+        if inst is None:
+            inst = _instances[path] = _Instance(duckdb.connect())
+            idle = [p for p, i in _instances.items() if i.users == 0 and p != path]
+            for p in idle[: max(0, len(_instances) - 1 - _KEEP_IDLE)]:
+                _instances.pop(p).base.close()
+        if inst.users == 0:
+            quoted = str(path).replace("'", "''")
+            inst.base.execute(f"ATTACH '{quoted}' AS {_CATALOG}" + (" (READ_ONLY)" if read_only else ""))
+            inst.read_only = read_only
+        elif inst.read_only != read_only:
+            raise RuntimeError(f"{path}: already attached {'read-only' if inst.read_only else 'for writing'} "
+                               "by another thread of this process")
+        inst.users += 1
+    con = inst.base.cursor()
     try:
-        quoted = str(path).replace("'", "''")
-        con.execute(f"ATTACH '{quoted}' AS {_CATALOG}" + (" (READ_ONLY)" if read_only else ""))
         con.execute(f"USE {_CATALOG}")
     except BaseException:
-        con.close()
+        _release(path, con)
         raise
     return con
+
+
+def _release(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    """Close a connection from `_attach`; the last user detaches the file."""
+    try:
+        con.close()
+    finally:
+        with _instances_lock:
+            inst = _instances.get(path)
+            if inst is not None and inst.users > 0:
+                inst.users -= 1
+                if inst.users == 0:
+                    try:
+                        inst.base.execute(f"DETACH {_CATALOG}")
+                    except duckdb.Error:
+                        _instances.pop(path).base.close()  # closing the instance detaches too
 
 
 class Writer:
@@ -256,6 +307,7 @@ class Writer:
         self._lock_fd: int | None = None
         self._opened = 0.0
         self._released = 0.0
+        self._single_thread = False  # `SET threads` is the instance's: reset before the file is released
 
     def upsert(self, table: str, rows: Sequence[Mapping[str, Any]], sql_tail: str = "",
                insert_first: bool = False) -> int:
@@ -267,6 +319,9 @@ class Writer:
         if not data.num_rows:
             return 0
         con = self._connection()
+        if not self._single_thread:
+            con.execute("SET threads = 1")  # small commits: more threads only cost CPU
+            self._single_thread = True
         for tail in (("", sql_tail) if insert_first else (sql_tail,)):
             con.execute("BEGIN TRANSACTION")
             try:
@@ -300,7 +355,6 @@ class Writer:
             self._lock_fd = self.wh._acquire_sidecar(shared=False, deadline=deadline)
             try:
                 self._con = self.wh._open(read_only=False, deadline=deadline)
-                self._con.execute("SET threads = 1")  # small commits: more threads only cost CPU
                 if not self.wh._schema_ready:
                     create_schema(self._con)
                     self.wh._schema_ready = True
@@ -313,7 +367,13 @@ class Writer:
     def close(self) -> None:
         if self._con is not None:
             try:
-                self._con.close()
+                if self._single_thread:
+                    self._single_thread = False
+                    try:
+                        self._con.execute("RESET threads")
+                    except duckdb.Error:
+                        pass  # the release below closes a broken instance anyway
+                _release(self.wh.path, self._con)
             finally:
                 self._con = None
                 self._unlock()
