@@ -6,11 +6,13 @@ group once per partition key, then the downstream summaries. Runs are recorded
 in the instance named by DAGSTER_HOME, so they show up in the UI.
 
     python -m assets.materialize_all [--select FAMILY ...] [--partition KEY ...]
+    python -m assets.materialize_all --plan [--latency SECONDS] [--select FAMILY ...]
 
-FAMILY is an asset group (models, muso, waken, ib, s1); KEY a partition key
+FAMILY is an asset group (llm: the models probe and the call summary; muso, waken, ib, s1); KEY a partition key
 (`timetabling_1-50`, `fld`, ...). Every step runs even when an earlier one
 failed; the command ends with a table of the steps (time, failed and warning
-checks) and exits 1 if any step failed.
+checks) and exits 1 if any step failed. `--plan` makes no run: it prints the calls the
+configured run will make per family and model, cached and new, and their time (assets/plan.py).
 """
 
 from __future__ import annotations
@@ -74,11 +76,22 @@ def plan(defs: dg.Definitions) -> list[tuple[list[dg.AssetsDefinition], str | No
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Materialise every asset at the configured scale.")
     parser.add_argument("--select", action="append", metavar="FAMILY",
-                        help="only the assets of this group (models, muso, waken, ib, s1); repeatable")
+                        help="only the assets of this group (llm, muso, waken, ib, s1); repeatable")
     parser.add_argument("--partition", action="append", metavar="KEY",
                         help="only these partition keys of the partitioned assets; repeatable")
+    parser.add_argument("--plan", action="store_true",
+                        help="print the calls the configured run will make (cached / new) and their time; run nothing")
+    parser.add_argument("--latency", type=float, metavar="SECONDS",
+                        help="with --plan: seconds per call for every model (default: the median of its stored "
+                             "calls, else measured from --probe-calls calls)")
+    parser.add_argument("--probe-calls", type=int, default=3, metavar="N",
+                        help="with --plan: short calls that measure a model's latency when none is stored (0: none)")
     args = parser.parse_args(argv)
-    from assets.definitions import defs
+    if args.plan:
+        return _plan(args)
+    from assets.definitions import build_definitions
+
+    defs = build_definitions()  # from the configuration named now (BENCHSMITH_CONFIG), not at first import
 
     resources = defs.resources
     all_assets = raw_assets(defs)
@@ -119,6 +132,35 @@ def main(argv: list[str] | None = None) -> int:
     n = Warehouse(wh_path).scalar("SELECT count(*) FROM llm.calls")
     print(f"llm.calls rows: {n}")
     return 0 if all(ok for _, ok, _, _, _ in summary) else 1
+
+
+def _plan(args: argparse.Namespace) -> int:
+    """Print the capacity plan (no asset runs; calls only the latency probes it needs)."""
+    from assets import plan
+    from configuration import load_config
+
+    cfg = load_config()
+    known = set(plan.FAMILIES)
+    unknown = sorted(set(args.select or []) - known)
+    if unknown:
+        print(f"--select {unknown[0]!r}: not a family; expected one of {sorted(known)}", file=sys.stderr)
+        return 2
+    wh = Warehouse(cfg.warehouse_path())
+    lines = plan.plan_lines(cfg, wh, args.select)
+    rows = plan.with_cache(lines, plan.stored_calls(cfg, wh))
+    latency: dict[str, tuple[float, str]] = {}
+    stored = plan.stored_latency(cfg, wh)
+    for model in sorted({r.line.model for r in rows}):
+        if args.latency is not None:
+            latency[model] = (args.latency, "given")
+        elif model in stored:
+            latency[model] = (stored[model][0], f"median of {stored[model][1]} stored calls")
+        elif args.probe_calls > 0 and any(r.new for r in rows if r.line.model == model):
+            measured = plan.probe_latency(cfg, wh, model, args.probe_calls)
+            if measured is not None:
+                latency[model] = (measured, f"median of {args.probe_calls} probe calls")
+    print(plan.render(cfg, rows, latency))
+    return 0
 
 
 def _run_tags(group: list[dg.AssetsDefinition], keys: list[dg.AssetKey], partition_key: str | None,
