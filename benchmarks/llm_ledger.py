@@ -4,7 +4,8 @@ A local OpenAI-compatible stub server (llm_calls.stub_server, in its own
 process) answers every request after a fixed delay, like a model would. For
 each delay (0.5 s and 0.05 s by default) and concurrency 1, 8 and 64 we time
 the same number of fresh requests made by a bare `openai.AsyncOpenAI` client
-and by the ledger (which also hashes, checks its cache and commits every
+and by the ledger, alternately, three times each (the medians are compared), after one untimed
+warm-up round per side, (which also hashes, checks its cache and commits every
 result to DuckDB), then rerun one ledger batch fully cached. Printed per row:
 requests/s of both sides, each side's share of the bound (concurrency /
 delay) and ledger / bare (targets: >= 0.95 at 0.5 s, >= 0.9 at 0.05 s); and
@@ -21,6 +22,7 @@ import argparse
 import asyncio
 import subprocess
 import sys
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -74,25 +76,32 @@ class _Quiet:
         pass
 
 
-def bench_delay(delay: float, waves: int, tmp: Path) -> tuple[list[float], tuple[Path, list[str], int, float]]:
+def bench_delay(delay: float, waves: int, repeats: int, tmp: Path
+                ) -> tuple[list[float], tuple[Path, list[str], int, float, list[float]] | None]:
     server = subprocess.Popen([sys.executable, "-m", "llm_calls.stub_server", "--delay", str(delay)],
                               stdout=subprocess.PIPE, text=True)
     try:
         base_url = server.stdout.readline().strip()
         db = tmp / f"ledger_{delay}.duckdb"
         Warehouse(db).rows("SELECT 1")  # the file and its schema exist, as after any first run
+        # one untimed round each: the client's, DuckDB's and Arrow's first-use costs are paid once
+        # per process, not per batch (fast start is measured apart)
+        asyncio.run(bare(base_url, [f"warm bare {delay} #{i}" for i in range(16)], 8))
+        ledger_run(base_url, db, [f"warm ledger {delay} #{i}" for i in range(16)], 8)
         ratios, last = [], None
         for c in (1, 8, 64):
             n = c * waves
             bound = c / delay
-            t_bare = asyncio.run(bare(base_url, [f"bare {delay} c{c} #{i}" for i in range(n)], c))
-            prompts = [f"ledger {delay} c{c} #{i}" for i in range(n)]
-            t_ledger = ledger_run(base_url, db, prompts, c)
-            bare_rps, ledger_rps = n / t_bare, n / t_ledger
+            t_bare, t_ledger = [], []
+            for rep in range(repeats):  # alternated, so drift on a shared machine hits both sides alike
+                t_bare.append(asyncio.run(bare(base_url, [f"bare {delay} c{c} r{rep} #{i}" for i in range(n)], c)))
+                prompts = [f"ledger {delay} c{c} r{rep} #{i}" for i in range(n)]
+                t_ledger.append(ledger_run(base_url, db, prompts, c))
+            bare_rps, ledger_rps = n / statistics.median(t_bare), n / statistics.median(t_ledger)
             ratios.append(ledger_rps / bare_rps)
             print(f"{delay:>6} {c:>5} {n:>8} {bound:>8.1f} {bare_rps:>8.1f} {ledger_rps:>9.1f} "
-                  f"{bare_rps / bound:>10.2f} {ledger_rps / bound:>12.2f} {ledger_rps / bare_rps:>11.2f}")
-            last = (db, prompts, c, t_ledger)
+                  f"{bare_rps / bound:>10.2f} {ledger_rps / bound:>12.2f} {ledger_rps / bare_rps:>11.2f}", flush=True)
+            last = (db, prompts, c, t_ledger[-1])
         if delay == max(DELAYS_SEEN):
             db, prompts, c, t_first = last
             reruns = sorted(ledger_run(base_url, db, prompts, c) for _ in range(3))
@@ -110,16 +119,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--delays", type=float, nargs="+", default=[0.5, 0.05], help="server delays (s)")
     parser.add_argument("--waves", type=int, default=8, help="requests per run = concurrency x waves")
+    parser.add_argument("--repeats", type=int, default=3, help="alternated runs per side; the median is printed")
     args = parser.parse_args()
     DELAYS_SEEN.extend(args.delays)
 
-    print(f"stub server in its own process; {args.waves} waves of requests per run\n")
+    print(f"stub server in its own process; {args.waves} waves of requests per run; median of {args.repeats} "
+          "alternated runs per side\n")
     print(f"{'delay':>6} {'conc':>5} {'requests':>8} {'bound/s':>8} {'bare/s':>8} {'ledger/s':>9} "
           f"{'bare/bound':>10} {'ledger/bound':>12} {'ledger/bare':>11}")
     cached = None
     with tempfile.TemporaryDirectory() as tmp:
         for delay in args.delays:
-            _, rerun = bench_delay(delay, args.waves, Path(tmp))
+            _, rerun = bench_delay(delay, args.waves, args.repeats, Path(tmp))
             cached = rerun or cached
     if cached:
         _, prompts, c, t_first, reruns = cached
