@@ -14,10 +14,24 @@ from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import Config
 from evaluations.waken import Item, Pipeline
 from evaluations.waken_metrics import identity_violations, metric_rows
-from generators.waken import build_items, load_records
+from generators.waken import build_items, fol_checks, fol_summary, load_records
 from validators.judge import Judge, unknown_verifier
 
 GROUP = "waken"
+
+
+def _fol_check(checks: list[dict], kind: str) -> dg.AssetCheckResult:
+    """FOLIO: a warning when any source row's FOL could not be read; the per-file counts either way."""
+    if kind != "folio":
+        return dg.AssetCheckResult(check_name="folio_fol_read", passed=True,
+                                   metadata={"checked": dg.MetadataValue.text(f"not a FOLIO dataset ({kind})")})
+    unread = [{"source_id": c["source_id"], "reason": c["reason"]} for c in checks if not c["parsed"]]
+    return dg.AssetCheckResult(
+        check_name="folio_fol_read", passed=not unread, severity=dg.AssetCheckSeverity.WARN,
+        description=f"{len(checks) - len(unread)} of {len(checks)} rows read; "
+                    f"{sum(c['agrees'] is True for c in checks)} agree with gold",
+        metadata={"per_file": dg.MetadataValue.json(fol_summary(checks)),
+                  "not_read": dg.MetadataValue.json(unread[:50])})
 
 
 def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
@@ -27,7 +41,10 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
               check_specs=[dg.AssetCheckSpec("solvable_unknown_one_to_one", asset="waken_items"),
                            dg.AssetCheckSpec("no_duplicate_items", asset="waken_items"),
                            dg.AssetCheckSpec("gold_label_matches_proof", asset="waken_items",
-                                             description="FOLIO: gold labels that z3 contradicts from the FOL")])
+                                             description="FOLIO: gold labels that z3 contradicts from the FOL"),
+                           dg.AssetCheckSpec("folio_fol_read", asset="waken_items",
+                                             description="FOLIO: every row of the source file has its FOL read; "
+                                                         "per file rows, parsed, agreeing with gold (waken.fol_checks)")])
     def waken_items(context: dg.AssetExecutionContext, settings: SettingsResource,
                     warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
         """Items of one dataset into `waken.items`: half solvable, half Unknown (paper section
@@ -45,7 +62,8 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         for r in rows:
             r["extra"] = json.dumps(r["extra"], default=str)
         source_rows = [{**rec.row(), "dataset": f"waken:{name}", "source": rec.dataset} for rec in records]
-        wh.replace_partitions({"waken.items": rows}, {"dataset": name})
+        checks = fol_checks(name, records) if spec.kind == "folio" else []
+        wh.replace_partitions({"waken.items": rows, "waken.fol_checks": checks}, {"dataset": name})
         wh.replace_partitions({"sources.records": source_rows}, {"dataset": f"waken:{name}"})
         stored = wh.rows("SELECT sample_type, label, item_id, verified_label FROM waken.items WHERE dataset = ?", [name])
         disagree = [{"item_id": r["item_id"], "gold": r["label"], "proved": r["verified_label"]} for r in stored
@@ -67,6 +85,7 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                                     metadata={"disagreements": dg.MetadataValue.json(disagree),
                                               "checked": sum(r["verified_label"] is not None for r in stored),
                                               "not_decided": dg.MetadataValue.json(dict(unverified))}),
+                _fol_check(checks, spec.kind),
             ],
         )
 

@@ -10,6 +10,7 @@ function of (seed, dataset name), and the True/False balance is recorded.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -18,7 +19,7 @@ from typing import Any
 from configuration import WakenDataset, derived_seed
 from generators.fld import generate_problem
 from generators.sources import SourceRecord, SourceSpec, load_source
-from solvers.fol import FOLParseError, decide
+from solvers.fol import Verdict, verify
 
 ITEMS_VERSION = "waken-1"
 
@@ -41,13 +42,46 @@ def _split(count: int) -> tuple[int, int, int]:
 def verified_label(extra: dict[str, Any]) -> str | None:
     """FOLIO: the label z3 proves from `premises-FOL` / `conclusion-FOL` (True, False, Unknown), or
     why none was proved (Inconsistent, Timeout, unparsed: ...); None when the FOL is absent."""
+    v = fol_verdict(extra)
+    if v is None:
+        return None
+    return v.label if v.parsed else f"unparsed: {v.reason}"[:300]
+
+
+def fol_verdict(extra: dict[str, Any]) -> Verdict | None:
     premises, conclusion = extra.get("premises_fol"), extra.get("conclusion_fol")
     if not premises or not conclusion:
         return None
-    try:
-        return decide(list(premises), str(conclusion))
-    except FOLParseError as exc:
-        return f"unparsed: {exc}"[:300]
+    return verify(list(premises), str(conclusion))
+
+
+def fol_checks(name: str, records: Sequence[SourceRecord]) -> list[dict[str, Any]]:
+    """FOLIO: one row per source row (not only the sampled items) for `waken.fol_checks`: whether its
+    FOL was read (and why not), the repairs made, what z3 proved and whether that is the gold label."""
+    rows = []
+    for r in records:
+        v = fol_verdict(r.extra)
+        rows.append({
+            "dataset": name, "origin": r.origin, "row_number": r.row_number, "source_id": r.source_id,
+            "story_id": None if r.extra.get("story_id") is None else str(r.extra["story_id"]), "gold": r.label,
+            "parsed": bool(v and v.parsed), "reason": "no premises-FOL or conclusion-FOL" if v is None else v.reason,
+            "warnings": json.dumps(list(v.warnings) if v else []), "proved": v.label if v else None,
+            "agrees": None if v is None or not v.parsed else v.label == r.label,
+        })
+    return rows
+
+
+def fol_summary(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per source file: rows, parsed, agreeing with gold, disagreeing, and rows read with a repair."""
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        s = out.setdefault(r["origin"], {"rows": 0, "parsed": 0, "agree": 0, "disagree": 0, "repaired": 0})
+        s["rows"] += 1
+        s["parsed"] += r["parsed"]
+        s["agree"] += r["agrees"] is True
+        s["disagree"] += r["agrees"] is False
+        s["repaired"] += r["warnings"] != "[]"
+    return out
 
 
 def _row(name: str, spec: WakenDataset, item_id: str, label: str, context: str, question: str,

@@ -5,6 +5,19 @@ Syntax: ∀x / ∃x quantifiers (their scope runs as far right as possible), ¬,
 `Name(t1, t2)` and propositional atoms `Name`. A name bound by an enclosing
 quantifier is a variable; any other term is a constant.
 
+What FOLIO's annotators actually wrote is read too, in general terms:
+
+- every glyph they use for a connective: ↔ ⟷ ⇔ ≡ (biconditional), → ⟶ ⇒ ⊃
+  (implication), ¬ ~ (negation), ∧ & (and), ∨ | (or), ⊕ ⊻ (exclusive or);
+- names in any script (`LostToIgaŚwiątek`), with apostrophes, straight or
+  curly, and hyphens inside (`GrowthCompanies’Stocks`), and numerals with a
+  decimal point inside a constant (`y42.3billion`);
+- a comma between two formulas (not between a predicate's arguments) as a
+  conjunction: `∀x (Movie(x), NamedAfter(x, y) → Good(y))`;
+- one unbalanced bracket: a closing bracket that closes nothing is dropped,
+  a missing one is added at the end; either is recorded as a warning
+  (`parse_formula` returns them), never silently.
+
 `decide(premises, conclusion)` returns True when the premises entail the
 conclusion, False when they entail its negation, Unknown when neither,
 Inconsistent when the premises contradict each other, and Timeout when z3
@@ -15,10 +28,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-_TOKEN = re.compile(r"\s*(∀|∃|¬|∧|∨|⊕|→|↔|\(|\)|,|[A-Za-z_][A-Za-z0-9_'-]*)")
+# canonical connective for every glyph FOLIO uses
+_GLYPHS = {"⟷": "↔", "⇔": "↔", "≡": "↔", "⟶": "→", "⇒": "→", "⊃": "→", "~": "¬", "&": "∧", "|": "∨", "⊻": "⊕"}
+_NAME = r"[^\W\d][\w'’\-]*(?:\.\d[\w'’\-]*)*"  # a letter first (any script); then letters, digits, ' ’ - and 3.5
+_TOKEN = re.compile(r"\s*(∀|∃|¬|∧|∨|⊕|→|↔|\(|\)|,|" + "|".join(map(re.escape, _GLYPHS)) + "|" + _NAME + ")")
 
 
 class FOLParseError(ValueError):
@@ -31,10 +47,28 @@ def _tokens(text: str) -> list[str]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
+            if not text[pos:].strip():
+                break
             raise FOLParseError(f"{text!r}: unexpected character at {pos}: {text[pos]!r}")
-        out.append(m.group(1))
+        out.append(_GLYPHS.get(m.group(1), m.group(1)))
         pos = m.end()
     return out
+
+
+def _balance(text: str, toks: list[str]) -> tuple[list[str], list[str]]:
+    """Tokens with one unbalanced bracket repaired, and the warning saying so (none if balanced)."""
+    depth, stray = 0, None
+    for i, t in enumerate(toks):
+        depth += (t == "(") - (t == ")")
+        if depth < 0 and stray is None:
+            stray, depth = i, 0
+    if stray is not None and depth == 0:
+        return toks[:stray] + toks[stray + 1:], [f"{text!r}: dropped a closing bracket that closes nothing (token {stray})"]
+    if stray is None and depth == 1:
+        return toks + [")"], [f"{text!r}: added the one missing closing bracket at the end"]
+    if stray is None and depth == 0:
+        return toks, []
+    raise FOLParseError(f"{text!r}: brackets do not balance (more than one bracket off)")
 
 
 @dataclass
@@ -43,11 +77,14 @@ class _Ctx:
     sort: Any
     preds: dict[tuple[str, int], Any]
     consts: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
 
 
 class _Parser:
     def __init__(self, text: str, ctx: _Ctx):
-        self.text, self.toks, self.i, self.ctx = text, _tokens(text), 0, ctx
+        self.toks, warnings = _balance(text, _tokens(text))
+        ctx.warnings += warnings
+        self.text, self.i, self.ctx = text, 0, ctx
 
     def peek(self) -> str | None:
         return self.toks[self.i] if self.i < len(self.toks) else None
@@ -95,7 +132,7 @@ class _Parser:
 
     def conj(self, env: dict[str, Any]) -> Any:
         parts = [self.unary(env)]
-        while self.peek() == "∧":
+        while self.peek() in ("∧", ","):  # a comma between formulas is a conjunction (FOLIO writes both)
             self.take()
             parts.append(self.unary(env))
         return parts[0] if len(parts) == 1 else self.ctx.z3.And(*parts)
@@ -121,7 +158,7 @@ class _Parser:
 
     def atom(self, env: dict[str, Any]) -> Any:
         name = self.take()
-        if not re.match(r"[A-Za-z_]", name):
+        if not re.match(r"[^\W\d]", name):
             raise FOLParseError(f"{self.text!r}: expected a predicate at token {self.i - 1}, got {name!r}")
         args: list[Any] = []
         if self.peek() == "(":
@@ -148,16 +185,44 @@ class _Parser:
         return self.ctx.consts[name]
 
 
-def decide(premises: Sequence[str], conclusion: str, timeout_ms: int = 5000) -> str:
-    """True / False / Unknown / Inconsistent / Timeout (see the module docstring).
+@dataclass(frozen=True)
+class Verdict:
+    """What z3 made of one FOLIO item: the label it proved (None if the FOL could not be read),
+    why not, and the warnings of any repair (a dropped or added bracket)."""
+
+    label: str | None
+    reason: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def parsed(self) -> bool:
+        return self.label is not None
+
+
+def verify(premises: Sequence[str], conclusion: str, timeout_ms: int = 5000) -> Verdict:
+    """`decide`, with a parse failure returned as its reason instead of raised."""
+    warnings: list[str] = []
+    try:
+        return Verdict(decide(premises, conclusion, timeout_ms, warnings), None, tuple(warnings))
+    except FOLParseError as exc:
+        return Verdict(None, str(exc)[:300], tuple(warnings))
+
+
+def decide(premises: Sequence[str], conclusion: str, timeout_ms: int = 5000, warnings: list[str] | None = None) -> str:
+    """True / False / Unknown / Inconsistent / Timeout (see the module docstring); the warnings of
+    any bracket repair are appended to `warnings`.
 
     Raises FOLParseError for a formula it cannot read.
     """
     import z3
 
     ctx = _Ctx(z3, z3.DeclareSort("Obj"), {}, {})
-    parsed = [_Parser(p, ctx).parse() for p in premises if p.strip()]
-    goal = _Parser(conclusion, ctx).parse()
+    try:
+        parsed = [_Parser(p, ctx).parse() for p in premises if p.strip()]
+        goal = _Parser(conclusion, ctx).parse()
+    finally:
+        if warnings is not None:
+            warnings += ctx.warnings
     solver = z3.Solver()
     solver.set(timeout=timeout_ms)
     solver.add(*parsed)

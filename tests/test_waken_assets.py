@@ -50,7 +50,8 @@ def test_items_outcomes_and_metrics_for_every_dataset(setup):
     results = {pk: materialize(defs, ["waken_items", "waken_outcomes"], pk) for pk in ("fld", "folio")}
     assert all(r.success for r in results.values())
     assert checks(results["fld"]) == {"solvable_unknown_one_to_one": True, "no_duplicate_items": True,
-                                      "gold_label_matches_proof": True, "converting_identities": True,
+                                      "gold_label_matches_proof": True, "folio_fol_read": True,
+                                      "converting_identities": True,
                                       "failed_calls": True, "undecided_replies": True, "truncated_replies": True}
     metrics = materialize(defs, ["waken_metrics"])
     assert metrics.success and checks(metrics) == {"every_model_and_dataset": True}
@@ -92,3 +93,29 @@ def test_same_seed_same_items(setup, tmp_path):
     assert materialize(defs, ["waken_items"], "fld").success
     again = Warehouse(cfg.warehouse_path()).rows("SELECT * FROM waken.items ORDER BY item_id")
     assert first == again and len(first) == 4
+
+
+def test_every_folio_row_is_read_and_checked_against_gold_with_a_summary_per_file(tmp_path):
+    """A file in FOLIO v0.0's validation layout, written for this test with the annotation quirks the
+    real file has (names in other scripts, curly apostrophes, a decimal numeral in a constant, ⟷, a
+    comma for ∧, a stray bracket), one deliberately wrong gold label and one formula two brackets off."""
+    src = FIX / "folio_v0_validation_quirks.jsonl"
+    with StubServer(responder=always_unknown) as stub:
+        cfg = stub_config(stub, tmp_path, waken={"datasets": {"folio": {
+            "kind": "folio", "source": {"path": str(src), "split": "validation"}, "count": {"demo": 2, "paper": 2}}}})
+        result = materialize(build_definitions(cfg.source), ["waken_items"], "folio")
+    assert result.success
+    [check] = [c for c in result.get_asset_check_evaluations() if c.check_name == "folio_fol_read"]
+    assert not check.passed and check.severity.value == "WARN"  # one row unreadable: said, not fatal
+    summary = check.metadata["per_file"].value
+    assert summary == {str(src): {"rows": 8, "parsed": 7, "agree": 6, "disagree": 1, "repaired": 1}}
+    rows = Warehouse(cfg.warehouse_path()).rows(
+        "SELECT row_number, parsed, proved, gold, agrees, reason, warnings FROM waken.fol_checks ORDER BY row_number")
+    assert [(r["proved"], r["gold"], r["agrees"]) for r in rows] == [
+        ("True", "True", True), ("False", "False", True), ("True", "True", True), ("True", "True", True),
+        ("Unknown", "Unknown", True),  # the comma joins two conditions; Film(filmone) is not given
+        ("True", "True", True),  # read after dropping the stray bracket
+        ("True", "False", False),  # the planted wrong gold label
+        (None, "True", None)]
+    assert "dropped a closing bracket" in rows[5]["warnings"]
+    assert not rows[7]["parsed"] and "brackets do not balance" in rows[7]["reason"]

@@ -174,6 +174,19 @@ TABLES: dict[str, str] = {
         dataset_seed    BIGINT NOT NULL,
         items_version   VARCHAR NOT NULL
     """,
+    "waken.fol_checks": """
+        dataset     VARCHAR NOT NULL,     -- configured name (the partition)
+        origin      VARCHAR NOT NULL,     -- the source file or hub id the row came from
+        row_number  INTEGER NOT NULL,     -- row position in the source file
+        source_id   VARCHAR NOT NULL,     -- the row's id in its source
+        story_id    VARCHAR,              -- FOLIO story the example belongs to
+        gold        VARCHAR,              -- the file's label as True / False / Unknown
+        parsed      BOOLEAN NOT NULL,     -- every premise and the conclusion were read
+        reason      VARCHAR,              -- why not: the formula and the position
+        warnings    JSON NOT NULL,        -- repairs made while reading (a dropped or added bracket)
+        proved      VARCHAR,              -- what z3 proved: True / False / Unknown / Inconsistent / Timeout
+        agrees      BOOLEAN               -- proved = gold; NULL when the FOL was not read
+    """,
     "waken.outcomes": """
         dataset      VARCHAR NOT NULL,
         model        VARCHAR NOT NULL,
@@ -633,6 +646,7 @@ TABLE_DOCS: dict[str, str] = {
     "muso.responses": "One MuSoBench conversation (solve, confidence, recheck) per model x paradigm x variant x instance.",
     "muso.metrics": "MuSoBench precision, recall, ECE and stability per model x paradigm x temperature x variant x bin.",
     "waken.items": "WakenLLM items: half solvable (True/False or an option), half Unknown.",
+    "waken.fol_checks": "FOLIO: every row of the source file read and decided by z3 from its FOL, against its gold label.",
     "waken.outcomes": "One WakenLLM reading per model x item x step x setting (direct, stages, RtG, baselines, causes).",
     "waken.metrics": "WakenLLM metrics (TCR/FCR/UCR, OCR, Conf, RPC, CGR, Deg, accuracies) in long form.",
     "ib.items": "Instruction Boundary items: judging and choice questions with tense or sparse correct labels.",
