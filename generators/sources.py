@@ -21,9 +21,13 @@ Instruction Boundary; the choice datasets keep `choices` and `answer_index`
 - MMLU-Pro (`TIGER-Lab/MMLU-Pro`): `options` (up to 10), gold from
   `answer_index` (the letter in `answer` must agree);
 - CommonsenseQA (`tau/commonsense_qa`): `choices {label, text}`, `answerKey`;
-- TruthfulQA (`truthfulqa/truthful_qa`, `multiple_choice`): `mc1_targets`;
+- TruthfulQA (`truthfulqa/truthful_qa`, `multiple_choice`): `mc1_targets`; or
+  the original release's `TruthfulQA.csv` (Best Answer against the "; "
+  separated Incorrect Answers; a row without any is skipped and counted);
 - MultiRC (`super_glue` `multirc`): one row per candidate answer, grouped
-  back by `idx.paragraph` / `idx.question` into one question;
+  back by `idx.paragraph` / `idx.question` into one question; or the
+  SuperGLUE release's JSON Lines, one row per passage with its questions and
+  their answers;
 - FLD (`hitachi-nlp/FLD.v2`, configs `default` and `star`): `context`
   ("sent1: ... sent2: ..."), `hypothesis`, `world_assump_label` (PROVED /
   DISPROVED / UNKNOWN; `proof_label` when that is absent), depth and
@@ -325,10 +329,22 @@ def _commonsenseqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -
 
 
 def _truthfulqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    """Hub layout (`mc1_targets`: choices with exactly one label 1) or the original release's CSV
+    (Type, Category, Question, Best Answer, Correct Answers, Incorrect Answers, Source; answers
+    separated by "; "): there the best answer is the one correct option, the incorrect ones the rest."""
+    if "mc1_targets" not in row and "Best Answer" in row:
+        best = _text(row, "Best Answer").strip()
+        wrong = [a.strip() for a in _text(row, "Incorrect Answers", required=False).split(";") if a.strip()]
+        if not wrong:
+            raise _Unusable("no incorrect answer")
+        return SourceRecord("truthfulqa", "csv", spec.split, f"csv-{i}", origin, i, "", _text(row, "Question"),
+                            None, None, [best, *wrong], 0, row.get("Category") or None,
+                            {"type": row.get("Type"), "source": row.get("Source")})
     mc1 = row.get("mc1_targets")
     if not isinstance(mc1, dict) or not isinstance(mc1.get("choices"), list) or not isinstance(mc1.get("labels"), list) \
             or len(mc1["choices"]) != len(mc1["labels"]) or mc1["labels"].count(1) != 1:
-        raise _RowError("mc1_targets", "expected {choices, labels} with exactly one label 1")
+        raise _RowError("mc1_targets", "expected {choices, labels} with exactly one label 1 (the hub's "
+                                       "multiple_choice layout), or the original CSV's Best Answer / Incorrect Answers")
     return SourceRecord("truthfulqa", "mc1", spec.split, f"{spec.split}-{i}", origin, i, "", _text(row, "question"),
                         None, None, list(mc1["choices"]), mc1["labels"].index(1), None)
 
@@ -341,16 +357,20 @@ def _multirc(spec: SourceSpec, rows: list[tuple[str, int, dict[str, Any]]], erro
     """MultiRC has one row per (question, candidate answer): group them back into one question
     with several options, the true ones (label 1) forming the gold set."""
     groups: dict[tuple[Any, Any], list[tuple[str, int, dict[str, Any]]]] = {}
+    out: list[SourceRecord] = []
     for origin, i, row in rows:
+        if isinstance(row.get("passage"), dict):  # the SuperGLUE release: one row per passage
+            out += _multirc_passage(spec, origin, i, row, errors)
+            continue
         idx = row.get("idx")
         if not isinstance(idx, dict) or "paragraph" not in idx or "question" not in idx or "answer" not in idx:
-            errors.append(f"{origin}: row {i}: field 'idx': expected {{paragraph, question, answer}}")
+            errors.append(f"{origin}: row {i}: field 'idx': expected {{paragraph, question, answer}} (the hub's "
+                          "row per answer), or a 'passage' with its questions (the SuperGLUE release)")
             continue
         if row.get("label") not in (0, 1):
             errors.append(f"{origin}: row {i}: field 'label': expected 0 or 1, got {row.get('label')!r}")
             continue
         groups.setdefault((idx["paragraph"], idx["question"]), []).append((origin, i, row))
-    out = []
     for (p, q), members in groups.items():
         members.sort(key=lambda m: m[2]["idx"]["answer"])
         origin, first, row0 = members[0]
@@ -363,6 +383,30 @@ def _multirc(spec: SourceSpec, rows: list[tuple[str, int, dict[str, Any]]], erro
         true = [k for k, m in enumerate(members) if m[2]["label"] == 1]
         out.append(SourceRecord("multirc", "multirc", spec.split, f"p{p}-q{q}", origin, first, context, question,
                                 None, None, answers, None, None, {"answer_indices": true}))
+    return out
+
+
+def _multirc_passage(spec: SourceSpec, origin: str, i: int, row: dict[str, Any], errors: list[str]) -> list[SourceRecord]:
+    """One SuperGLUE MultiRC row: {idx, version, passage: {text, questions: [{question, idx,
+    answers: [{text, idx, label}]}]}}; each question becomes a record, the answers its options."""
+    passage = row["passage"]
+    text, questions = passage.get("text"), passage.get("questions")
+    if not isinstance(text, str) or not text.strip() or not isinstance(questions, list):
+        errors.append(f"{origin}: row {i}: field 'passage': expected {{text, questions: [...]}}")
+        return []
+    out = []
+    for qi, q in enumerate(questions):
+        answers = q.get("answers") if isinstance(q, dict) else None
+        if not isinstance(answers, list) or not answers or not isinstance(q.get("question"), str) or any(
+                not isinstance(a, dict) or not isinstance(a.get("text"), str) or a.get("label") not in (0, 1)
+                for a in answers):
+            errors.append(f"{origin}: row {i}: passage question {qi}: expected {{question, idx, answers: "
+                          "[{text, idx, label 0/1}]}")
+            continue
+        answers = sorted(answers, key=lambda a: a.get("idx", 0))
+        out.append(SourceRecord("multirc", "multirc", spec.split, f"p{row.get('idx', i)}-q{q.get('idx', qi)}", origin, i,
+                                text, q["question"], None, None, [a["text"] for a in answers], None, None,
+                                {"answer_indices": [k for k, a in enumerate(answers) if a["label"] == 1]}))
     return out
 
 

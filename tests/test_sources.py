@@ -190,3 +190,39 @@ def test_an_older_fld_schema_is_said_once_with_a_hint(tmp_path):
         load_source(SourceSpec("fld", path=str(f)))
     lines = str(err.value).splitlines()
     assert len(lines) == 2 and "rows 0, 1, 2, 3, 4 and 15 more" in lines[1] and "before FLD.v2" in lines[1]
+
+
+def test_truthfulqa_original_csv_best_answer_against_the_incorrect_ones():
+    report: dict = {}
+    recs = load_source(SourceSpec("truthfulqa", path=str(FIX / "TruthfulQA.csv")), report=report)
+    assert [r.choices for r in recs] == [
+        ["It passes through your digestive system", "It stays in your stomach for seven years",
+         "It sticks to your heart", "You grow a gum tree"],
+        ["Yes, lightning can strike the same place twice", "No, lightning never strikes the same place twice", "No"]]
+    assert all(r.answer_index == 0 for r in recs) and recs[0].topic == "Misconceptions"
+    assert report["skipped"] == {"no incorrect answer": 1}  # the third row cannot make a choice item
+
+
+def test_truthfulqa_row_in_neither_layout_names_both(tmp_path):
+    (tmp_path / "t.jsonl").write_text(json.dumps({"question": "Why?", "answers": ["a", "b"]}))
+    with pytest.raises(SourceError, match=r"t.jsonl: row 0: field 'mc1_targets'.*original CSV's Best Answer"):
+        load_source(SourceSpec("truthfulqa", path=str(tmp_path / "t.jsonl")))
+
+
+def test_multirc_superglue_release_one_row_per_passage():
+    recs = load_source(SourceSpec("multirc", split="validation", path=str(FIX / "multirc_superglue_val.jsonl")))
+    by_q = {r.question: r for r in recs}
+    assert len(recs) == 3
+    after = by_q["What did Mara do after baking?"]
+    assert after.choices == ["She walked to the river", "She fed the ducks", "She slept", "She baked a cake"]
+    assert after.extra["answer_indices"] == [0, 1] and after.context.startswith("Mara baked bread")
+    assert by_q["When did Mara bake?"].extra["answer_indices"] == [0]
+    assert by_q["What did the keeper do?"].source_id == "p1-q2"
+
+
+def test_multirc_superglue_malformed_answer_names_row_and_question(tmp_path):
+    rows = [json.loads(x) for x in (FIX / "multirc_superglue_val.jsonl").read_text().splitlines()]
+    rows[1]["passage"]["questions"][0]["answers"][2]["label"] = "no"
+    (tmp_path / "val.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(SourceError, match=r"val.jsonl: row 1: passage question 0: expected \{question, idx, answers"):
+        load_source(SourceSpec("multirc", path=str(tmp_path / "val.jsonl")))
