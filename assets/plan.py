@@ -29,13 +29,12 @@ match a request, so it is an upper bound on what the cache will answer.
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from configuration import Config, derived_seed
+from configuration import Config
 from warehouse import Warehouse
 
 EXACT, AT_MOST, AT_LEAST = "exact", "at most", "at least"
@@ -113,25 +112,15 @@ def muso_counts(cfg: Config, wh: Warehouse | None) -> Counts:
 def s1_counts(cfg: Config, wh: Warehouse | None) -> Counts:
     """Initial candidates (the programmatic ones made here exactly as the construction makes them,
     the LLM generators' as many as each is asked for) and the accepted items if stored."""
-    from generators.s1 import PROGRAMMATIC, load_registry
+    from generators.s1 import load_registry
+    from generators.s1_construction import programmatic_candidates
 
     s = cfg.s1
     reg = load_registry()
     subs = s.demo_subcategories if cfg.scale == "demo" else (s.subcategories or list(reg.subcategories))
     per = s.candidates_per_subcategory.at(cfg.scale)
-    programmatic = 0
-    if s.programmatic:
-        for sub in subs:
-            if sub not in PROGRAMMATIC:
-                continue
-            rng = random.Random(derived_seed(cfg.seed, "s1", sub))  # the construction's own draw
-            for lang in s.languages:
-                seen: set[str] = set()
-                for _ in range(per * 5):
-                    if len(seen) >= per:
-                        break
-                    seen.add(PROGRAMMATIC[sub](rng, lang).question)
-                programmatic += len(seen)
+    programmatic = sum(len(programmatic_candidates(cfg.seed, sub, s.languages, per)) for sub in subs) \
+        if s.programmatic else 0
     generated = len(s.generators) * len(subs) * per * len(s.languages)
     stored = _stored(wh, "SELECT count(*) AS n FROM s1.items")
     items = stored[0]["n"] if stored and stored[0]["n"] else None

@@ -72,6 +72,25 @@ class Budgets:
         return cls(generation.at(scale), discrimination.at(scale), validation.at(scale), reduction.at(scale))
 
 
+def programmatic_candidates(seed: int, sub: str, languages: Sequence[str], per: int) -> list[tuple[str, int, Candidate]]:
+    """(language, index, candidate): up to `per` distinct questions per language from the
+    subcategory's exact-answer generator (none if it has none), seeded by (seed, subcategory)."""
+    if sub not in PROGRAMMATIC:
+        return []
+    rng = random.Random(derived_seed(seed, "s1", sub))
+    out = []
+    for lang in languages:
+        seen: set[str] = set()
+        for _ in range(per * 5):
+            if len(seen) >= per:
+                break
+            c = PROGRAMMATIC[sub](rng, lang)
+            if c.question not in seen:
+                seen.add(c.question)
+                out.append((lang, len(seen) - 1, c))
+    return out
+
+
 class Construction:
     def __init__(self, ledger: Ledger, registry: Registry, judge: Judge, seed: int, *, generators: Sequence[str],
                  discriminators: Sequence[str], validators: Sequence[str], reducer: str, temperatures: Sequence[float],
@@ -97,19 +116,11 @@ class Construction:
 
     def initial(self, subcategories: Sequence[str], languages: Sequence[str], per: int, programmatic: bool) -> list[Record]:
         records: list[Record] = []
-        for sub in subcategories:
-            rng = random.Random(derived_seed(self.seed, "s1", sub))
-            slug = sub.replace(" ", "_")
-            if programmatic and sub in PROGRAMMATIC:
-                for lang in languages:
-                    seen: set[str] = set()
-                    for k in range(per * 5):
-                        if len(seen) >= per:
-                            break
-                        c = PROGRAMMATIC[sub](rng, lang)
-                        if c.question not in seen:
-                            seen.add(c.question)
-                            records.append(Record(f"{slug}-{lang}-p{len(seen) - 1:03d}", c, None, 0))
+        if programmatic:
+            for sub in subcategories:
+                slug = sub.replace(" ", "_")
+                for lang, k, c in programmatic_candidates(self.seed, sub, languages, per):
+                    records.append(Record(f"{slug}-{lang}-p{k:03d}", c, None, 0))
         for model in self.generators:  # one batch per generator: every subcategory's call at once
             prompts = [generation_prompt(self.reg, sub, per) for sub in subcategories]
             results = self.ledger.complete(model, [CallRequest([{"role": "user", "content": p}],

@@ -295,8 +295,8 @@ def _release(path: Path, con: duckdb.DuckDBPyConnection) -> None:
 
 class Writer:
     """Keeps one connection (and the file lock) across many small upserts, for at most
-    `max_hold_s` at a time: opening a DuckDB file costs about 25 ms of CPU, a commit on an open
-    connection under 1 ms. After the hold time the file is released before the next write, so
+    `max_hold_s` at a time: attaching the file costs a few ms of CPU (see `_attach`), a commit on
+    an open connection under 1 ms. After the hold time the file is released before the next write, so
     other processes that queue for it get their turn (they poll the lock every 5-200 ms; `yield_s`
     leaves them room). Every upsert is its own committed transaction: a killed process loses
     nothing it has written. Use from one thread at a time; `close()` when done."""
