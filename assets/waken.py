@@ -14,7 +14,7 @@ from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import Config
 from evaluations.waken import Item, Pipeline
 from evaluations.waken_metrics import identity_violations, metric_rows
-from generators.waken import build_items, fol_checks, fol_summary, load_records
+from generators.waken import ItemsError, build_items, fol_checks, fol_summary, load_records
 from validators.judge import Judge, unknown_verifier
 
 GROUP = "waken"
@@ -51,19 +51,27 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         3.1), seeded by (seed, dataset); from the offline FLD-style generator (labels confirmed by
         the prover) or from a configured source, stored whole in `sources.records`. ScienceQA
         Unknown items lose two supporting sentences and are kept only when the judge model finds
-        no unique answer left (failures replaced from the pool; appendix C)."""
+        no unique answer left (failures replaced from the pool; appendix C); every draft and its
+        verdict goes to `waken.unknown_drafts`, also when too few pass and the step fails."""
         cfg = settings.load()
         name = context.partition_key
         spec = cfg.waken.datasets[name]
         records = load_records(spec)
         wh = warehouse.get()
         verify = unknown_verifier(Judge(llm.ledger(context, wh), cfg.judge)) if spec.kind == "scienceqa" else None
-        rows = build_items(name, spec, spec.count.at(cfg.scale), cfg.seed, records, verify)
+        drafts: list[dict] = []
+        try:
+            rows = build_items(name, spec, spec.count.at(cfg.scale), cfg.seed, records, verify, drafts)
+        except ItemsError:
+            if drafts:  # the verdicts are kept; the dataset's items are left as they were
+                wh.replace_partitions({"waken.unknown_drafts": drafts}, {"dataset": name})
+            raise
         for r in rows:
             r["extra"] = json.dumps(r["extra"], default=str)
         source_rows = [{**rec.row(), "dataset": f"waken:{name}", "source": rec.dataset} for rec in records]
         checks = fol_checks(name, records) if spec.kind == "folio" else []
-        wh.replace_partitions({"waken.items": rows, "waken.fol_checks": checks}, {"dataset": name})
+        wh.replace_partitions({"waken.items": rows, "waken.fol_checks": checks, "waken.unknown_drafts": drafts},
+                              {"dataset": name})
         wh.replace_partitions({"sources.records": source_rows}, {"dataset": f"waken:{name}"})
         stored = wh.rows("SELECT sample_type, label, item_id, verified_label FROM waken.items WHERE dataset = ?", [name])
         disagree = [{"item_id": r["item_id"], "gold": r["label"], "proved": r["verified_label"]} for r in stored
@@ -74,7 +82,8 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         ids = Counter(r["item_id"] for r in stored)
         return dg.MaterializeResult(
             metadata={"dagster/row_count": len(stored), "source_records": len(source_rows),
-                      "labels": dg.MetadataValue.json(dict(Counter(r["label"] for r in stored)))},
+                      "labels": dg.MetadataValue.json(dict(Counter(r["label"] for r in stored))),
+                      "unknown_drafts": dg.MetadataValue.json(dict(Counter(d["verdict"] for d in drafts)))},
             check_results=[
                 dg.AssetCheckResult(check_name="solvable_unknown_one_to_one",
                                     passed=abs(types["solvable"] - types["unsolvable"]) <= 1,

@@ -21,7 +21,7 @@ from generators.fld import generate_problem
 from generators.sources import SourceRecord, SourceSpec, load_source
 from solvers.fol import Verdict, verify
 
-ITEMS_VERSION = "waken-1"
+ITEMS_VERSION = "waken-2"
 
 
 class ItemsError(ValueError):
@@ -110,78 +110,171 @@ _WORD = re.compile(r"[a-z]+")
 _STOP = {"the", "a", "an", "of", "to", "and", "is", "are", "in", "on", "which", "what", "this", "that", "it", "its"}
 
 
+def study_text(record: SourceRecord) -> tuple[str, str]:
+    """(supporting text, question as asked) of a ScienceQA row. The supporting text is the hint
+    when there is one; Arts rows (figurative language, writing strategies) mostly carry their
+    passage inside `question`, after its first line, and then that passage is the supporting text
+    and the first line the question. Solvable and Unknown items are shown the same way."""
+    if record.context.strip():
+        return record.context.strip(), record.question.strip()
+    head, newline, rest = record.question.strip().partition("\n")
+    if newline and rest.strip():
+        return rest.strip(), head.strip()
+    return "", record.question.strip()
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCE.split(text.strip()) if s]
+
+
+def _contains(text: str, phrase: str) -> bool:
+    phrase = phrase.strip().lower()
+    return bool(phrase) and re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text.lower()) is not None
+
+
 def supporting_sentences(context: str, question: str, answer: str) -> list[int]:
-    """Indexes of the context's sentences, most supporting first: ranked by how many content
-    words they share with the question and the correct option (ties: earlier first)."""
+    """Indexes of the context's sentences, most supporting first: those holding the correct option
+    verbatim, then by how many content words they share with the question and the correct option
+    (ties: earlier first)."""
     target = {w for w in _WORD.findall(f"{question} {answer}".lower()) if w not in _STOP}
-    sentences = [s for s in _SENTENCE.split(context.strip()) if s]
-    score = [len(target & set(_WORD.findall(s.lower()))) for s in sentences]
-    return sorted(range(len(sentences)), key=lambda i: (-score[i], i))
+    sentences = _sentences(context)
+    score = [(_contains(s, answer), len(target & set(_WORD.findall(s.lower())))) for s in sentences]
+    return sorted(range(len(sentences)), key=lambda i: (not score[i][0], -score[i][1], i))
+
+
+def deletion(context: str, question: str, answer: str) -> tuple[str, list[str]] | str:
+    """The context with its two most supporting sentences deleted (paper appendix C) and those
+    sentences; or, when the result could not be an Unknown item, why: a deletion must leave some
+    context, and must not leave the correct option's text verbatim."""
+    sentences = _sentences(context)
+    if len(sentences) < 3:
+        return (f"the supporting text has {len(sentences)} sentence{'s' * (len(sentences) != 1)}: "
+                "deleting two leaves no context")
+    drop = set(supporting_sentences(context, question, answer)[:2])
+    remaining = " ".join(s for i, s in enumerate(sentences) if i not in drop)
+    if _contains(remaining, answer):
+        return f"the answer {answer!r} is still in the text after deleting two sentences"
+    return remaining, [sentences[i] for i in sorted(drop)]
 
 
 def without_support(context: str, question: str, answer: str) -> tuple[str, list[str]] | None:
-    """The context with its two most supporting sentences deleted (paper appendix C), and those
-    sentences; None when the context has fewer than two sentences."""
-    sentences = [s for s in _SENTENCE.split(context.strip()) if s]
-    if len(sentences) < 2:
-        return None
-    drop = set(supporting_sentences(context, question, answer)[:2])
-    return " ".join(s for i, s in enumerate(sentences) if i not in drop), [sentences[i] for i in sorted(drop)]
+    """`deletion`, None when it cannot make an Unknown item."""
+    made = deletion(context, question, answer)
+    return None if isinstance(made, str) else made
 
 
-# verify(candidates) -> for each candidate item: (no unique answer remains?, evidence)
-Verifier = Callable[[list[dict[str, Any]]], list[tuple[bool, str]]]
+# verify(drafts) -> for each draft: (verdict, evidence); verdict "accepted" (no unique answer remains),
+# "rejected" (the judge still sees one), "unverified" (the judge said neither), "failed" (the call failed)
+Verifier = Callable[[list[dict[str, Any]]], list[tuple[str, str]]]
+MAX_DRAFTS_PER_ITEM = 3  # Unknown drafts tried per Unknown item wanted before the build gives up
+
+
+def topic_quotas(topics: Sequence[str], count: int) -> dict[str, tuple[int, int]]:
+    """(solvable, Unknown) per topic: the paper's 400 Physics + 400 Biology (appendix C) are
+    per-topic quotas, each topic half solvable and half Unknown. Odd remainders go to Unknown in
+    the first topics and to solvable in the last, so topics stay equal and the whole stays 1:1."""
+    n = len(topics)
+    unknown, solvable = count // 2, count - count // 2
+    u = [unknown // n + (k < unknown % n) for k in range(n)]
+    s = [solvable // n + (n - 1 - k < solvable % n) for k in range(n)]
+    return {t: (s[k], u[k]) for k, t in enumerate(topics)}
+
+
+def _choice_row(name: str, spec: WakenDataset, r: SourceRecord, dseed: int, unknown: bool) -> dict[str, Any]:
+    context, question = study_text(r)
+    answer = (r.choices or [])[r.answer_index or 0]
+    extra = {"choices": r.choices, "answer_index": r.answer_index, "topic": r.topic, "source_id": r.source_id}
+    if not unknown:
+        return _row(name, spec, f"{name}-{r.source_id}", answer, context, question, r.origin, answer, extra, dseed)
+    remaining, deleted = deletion(context, question, answer)  # type: ignore[misc]  # eligible rows only
+    return _row(name, spec, f"{name}-{r.source_id}-unknown", "Unknown", remaining, question, r.origin, answer,
+                {**extra, "original_context": context, "deleted_sentences": deleted}, dseed)
 
 
 def sample_choice_items(name: str, spec: WakenDataset, records: Sequence[SourceRecord], count: int,
-                        rng: random.Random, dseed: int, verify: Verifier | None) -> list[dict[str, Any]]:
-    """ScienceQA items: half solvable (the correct option is the label), half Unknown: two
-    supporting sentences deleted, kept only if `verify` confirms no unique answer remains
-    (failures are replaced from the pool)."""
-    pool = sorted(records, key=lambda r: r.source_id)
-    rng.shuffle(pool)
-    n_unknown = count // 2
-    n_solvable = count - n_unknown
-    if len(pool) < count:
-        raise ItemsError(f"{name}: {count} items wanted, the source has {len(pool)} in topics {spec.topics}")
-    solvable, rest = pool[:n_solvable], pool[n_solvable:]
-    rows = []
-    for r in solvable:
-        answer = (r.choices or [])[r.answer_index or 0]
-        row = _row(name, spec, f"{name}-{r.source_id}", answer, r.context, r.question, r.origin, answer,
-                   {"choices": r.choices, "answer_index": r.answer_index, "topic": r.topic, "source_id": r.source_id}, dseed)
-        rows.append(row)
+                        rng: random.Random, dseed: int, verify: Verifier | None,
+                        drafts_log: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """ScienceQA items (paper appendix C), per topic quota (`topic_quotas`). The pool is the
+    topic's rows whose supporting text allows a deletion (`deletion`), so solvable and Unknown
+    items come from one pool and context is no label cue. Half the chosen rows stay solvable (the
+    correct option is the label); the rest lose two supporting sentences and become Unknown when
+    `verify` accepts them; a rejected or unverified draft is replaced from the topic's pool. Every
+    verdict goes to `drafts_log`. ItemsError when a topic's pool is too small, or when the drafts
+    run out (at most MAX_DRAFTS_PER_ITEM per Unknown item; the judge deciding none of the first
+    batch stops at once), saying how many were rejected, unverified and failed."""
+    topics = list(spec.topics or [])
+    quotas = topic_quotas(topics, count)
+    pools: dict[str, list[SourceRecord]] = {t: [] for t in topics}
+    ineligible: dict[str, int] = {}
+    for r in sorted(records, key=lambda r: r.source_id):
+        if r.topic not in pools or not r.choices:
+            continue
+        context, question = study_text(r)
+        made = deletion(context, question, r.choices[r.answer_index or 0])
+        if isinstance(made, str):
+            why = "deleting two sentences leaves no context" if "no context" in made else "the answer stays verbatim"
+            ineligible[why] = ineligible.get(why, 0) + 1
+            continue
+        pools[r.topic].append(r)
+    short = {t: (len(pools[t]), sum(quotas[t])) for t in topics if len(pools[t]) < sum(quotas[t])}
+    if short:
+        raise ItemsError(f"{name}: too few rows allow a two-sentence deletion: "
+                         + "; ".join(f"topic {t}: {have} of {want} wanted" for t, (have, want) in short.items())
+                         + f" (rows passed over: {ineligible or 'none'})")
+    rows: list[dict[str, Any]] = []
+    waiting: dict[str, list[SourceRecord]] = {}
+    for t in topics:
+        rng.shuffle(pools[t])
+        n_solvable, _ = quotas[t]
+        rows += [_choice_row(name, spec, r, dseed, unknown=False) for r in pools[t][:n_solvable]]
+        waiting[t] = pools[t][n_solvable:]
+    need = {t: quotas[t][1] for t in topics}
+    n_unknown = sum(need.values())
+    budget = MAX_DRAFTS_PER_ITEM * n_unknown
+    tally = {"accepted": 0, "rejected": 0, "unverified": 0, "failed": 0}
+    examples: dict[str, str] = {}
     unknown: list[dict[str, Any]] = []
-    rejected = 0
-    candidates = [r for r in rest if r.choices and without_support(r.context, r.question, r.choices[r.answer_index or 0])]
-    while len(unknown) < n_unknown and candidates:
-        batch, candidates = candidates[: n_unknown - len(unknown)], candidates[n_unknown - len(unknown):]
-        drafts = []
-        for r in batch:
-            answer = (r.choices or [])[r.answer_index or 0]
-            modified, deleted = without_support(r.context, r.question, answer)  # type: ignore[misc]
-            drafts.append(_row(name, spec, f"{name}-{r.source_id}-unknown", "Unknown", modified, r.question, r.origin,
-                               answer, {"choices": r.choices, "answer_index": r.answer_index, "topic": r.topic,
-                                        "source_id": r.source_id, "original_context": r.context,
-                                        "deleted_sentences": deleted}, dseed))
-        verdicts = verify(drafts) if verify else [(True, "not verified")] * len(drafts)
-        for draft, (ok, evidence) in zip(drafts, verdicts):
+    first = True
+    while any(need.values()):
+        batch = []
+        for t in topics:
+            take = min(need[t], len(waiting[t]), budget - sum(tally.values()) - len(batch))
+            batch += [_choice_row(name, spec, r, dseed, unknown=True) for r in waiting[t][:take]]
+            waiting[t] = waiting[t][take:]
+        if not batch:
+            break
+        verdicts = verify(batch) if verify else [("accepted", "not verified: no judge")] * len(batch)
+        for draft, (verdict, evidence) in zip(batch, verdicts):
+            tally[verdict] += 1
+            examples.setdefault(verdict, evidence)
             draft["extra"]["verification"] = evidence
-            if ok:
+            if drafts_log is not None:
+                drafts_log.append({"dataset": name, "item_id": draft["item_id"], "source_id": draft["extra"]["source_id"],
+                                   "topic": draft["extra"]["topic"], "verdict": verdict, "evidence": evidence[:500]})
+            if verdict == "accepted" and need[draft["extra"]["topic"]]:
+                need[draft["extra"]["topic"]] -= 1
                 unknown.append(draft)
-            else:
-                rejected += 1
-    if len(unknown) < n_unknown:
-        raise ItemsError(f"{name}: only {len(unknown)} of {n_unknown} Unknown items passed verification "
-                         f"({rejected} rejected); the pool is exhausted")
+        if first and tally["accepted"] + tally["rejected"] == 0:
+            break  # the judge decided none of a whole batch: more drafts would only cost calls
+        first = False
+    if any(need.values()):
+        missing = "; ".join(f"topic {t}: {need[t]} more" for t in topics if need[t])
+        said = " ".join(f"{k}: {v!r}." for k, v in examples.items() if k != "accepted")
+        cause = ("the judge could not decide (it said neither yes nor no)" if tally["unverified"] and
+                 not tally["accepted"] + tally["rejected"] else "the pool or the draft budget ran out")
+        raise ItemsError(f"{name}: only {tally['accepted']} of {n_unknown} Unknown items verified ({missing}); "
+                         f"of {sum(tally.values())} drafts {tally['rejected']} rejected (a unique answer remains), "
+                         f"{tally['unverified']} unverified, {tally['failed']} judge calls failed: {cause}. {said}")
     for row in unknown:
-        row["extra"]["rejected_before"] = rejected
+        row["extra"]["rejected_before"] = tally["rejected"] + tally["unverified"] + tally["failed"]
     return rows + unknown
 
 
 def build_items(name: str, spec: WakenDataset, count: int, seed: int,
-                records: Sequence[SourceRecord] | None = None, verify: Verifier | None = None) -> list[dict[str, Any]]:
-    """`count` items for dataset `name` (see the module docstring); `records` saves reloading the source."""
+                records: Sequence[SourceRecord] | None = None, verify: Verifier | None = None,
+                drafts_log: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """`count` items for dataset `name` (see the module docstring); `records` saves reloading the source;
+    ScienceQA's Unknown drafts and their verdicts are appended to `drafts_log`."""
     dseed = dataset_seed(seed, name)
     rng = random.Random(dseed)
     n_true, n_false, n_unknown = _split(count)
@@ -197,7 +290,7 @@ def build_items(name: str, spec: WakenDataset, count: int, seed: int,
     if records is None:
         records = load_records(spec)
     if spec.kind == "scienceqa":
-        return sample_choice_items(name, spec, records, count, rng, dseed, verify)
+        return sample_choice_items(name, spec, records, count, rng, dseed, verify, drafts_log)
     return sample_records(name, spec, records, (n_true, n_false, n_unknown), rng, dseed)
 
 

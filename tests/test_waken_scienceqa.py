@@ -3,6 +3,7 @@ replaced when the judge still sees a unique answer; multiple-choice answers thro
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -114,3 +115,152 @@ def test_choice_items_are_asked_with_lettered_options_and_unknown(run):
     # M = 100%: every suggested label is wrong, and drawn from the item's own options or Unknown
     assert assigned and all(re.search(r"suggested label for it is: (.+?)\.", t) for t in assigned)
 
+
+
+# -- the paper's construction on ScienceQA's original release (appendix C) ---------------------
+
+RELEASE = Path(__file__).parent / "fixtures" / "sources" / "scienceqa_release"
+
+
+def _release(topics, split="train"):
+    from generators.sources import SourceSpec, load_source
+
+    return load_source(SourceSpec("scienceqa", path=str(RELEASE), split=split, topics=tuple(topics)))
+
+
+def _spec(topics, count=4):
+    from configuration import PerScale, WakenDataset, WakenSource
+
+    return WakenDataset(kind="scienceqa", form="story", topics=list(topics), source=WakenSource(path=str(RELEASE)),
+                        count=PerScale(demo=count, paper=count))
+
+
+def _accept_all(drafts):
+    return [("accepted", "judge: No")] * len(drafts)
+
+
+def test_a_deletion_must_leave_context_and_must_not_leave_the_answer():
+    from generators.waken import deletion
+
+    two = deletion("Lena lets go of a ball. It falls to the floor.", "Which force pulls a ball?", "gravity")
+    assert isinstance(two, str) and "no context" in two
+    copper = "Copper carries electricity. Wires are made of copper. Copper is a metal. Rubber blocks electricity."
+    kept = deletion(copper, "Which material is a conductor?", "copper")
+    assert isinstance(kept, str) and "'copper' is still in the text" in kept
+    # a sentence holding the answer verbatim is deleted first
+    remaining, deleted = deletion("A brick weighs two kilograms. A feather weighs one gram. Weight tells how heavy "
+                                  "a thing is.", "Which object is heavier?", "a brick")
+    assert "A brick weighs two kilograms." in deleted and "brick" not in remaining.lower() and remaining
+
+
+def test_arts_passages_inside_the_question_are_the_supporting_text():
+    from generators.waken import build_items
+
+    topics = ["writing-strategies", "figurative-language"]
+    items = build_items("arts", _spec(topics), 4, seed=7, records=_release(topics), verify=_accept_all)
+    by_source = {i["extra"]["source_id"]: i for i in items}
+    in_question = {"301", "302", "303", "402", "403"}  # rows whose passage follows the question's first line
+    assert set(by_source) & in_question
+    for sid, item in by_source.items():
+        assert item["context"].strip() and "\n" not in item["question"]
+        if sid in in_question:
+            original = next(r for r in _release(topics) if r.source_id == sid).question
+            assert original.startswith(item["question"] + "\n")  # the first line is the question asked
+            if item["label"] != "Unknown":
+                assert original.endswith(item["context"])  # the passage, whole
+    unknown = [i for i in items if i["label"] == "Unknown"]
+    assert len(unknown) == 2 and all(len(i["extra"]["deleted_sentences"]) == 2 for i in unknown)
+    assert all(d not in i["context"] for i in unknown for d in i["extra"]["deleted_sentences"])
+
+
+def test_solvable_and_unknown_items_come_from_one_pool_with_context():
+    """Context is no label cue: rows that could not become Unknown (2 sentences, answer left verbatim, no
+    context) are in neither half, and over seeds every eligible row lands on both sides."""
+    from generators.waken import build_items
+
+    topics = ["physics", "biology"]
+    records = _release(topics)
+    sides: dict[str, set[str]] = {}
+    for seed in range(12):
+        for item in build_items("science", _spec(topics), 4, seed=seed, records=records, verify=_accept_all):
+            sides.setdefault(item["extra"]["source_id"], set()).add(item["sample_type"])
+    assert set(sides) == {"101", "102", "103", "201", "202", "203"}  # never 5, 104 or 204
+    assert all(s == {"solvable", "unsolvable"} for s in sides.values())
+
+
+def test_topics_are_quotas_each_half_solvable_half_unknown():
+    from generators.waken import build_items, topic_quotas
+
+    assert topic_quotas(["physics", "biology"], 800) == {"physics": (200, 200), "biology": (200, 200)}
+    assert topic_quotas(["physics", "biology"], 10) == {"physics": (2, 3), "biology": (3, 2)}
+    items = build_items("science", _spec(["physics", "biology"]), 6, seed=1, records=_release(["physics", "biology"]),
+                        verify=_accept_all)
+    per_topic = {(i["extra"]["topic"], i["sample_type"]) for i in items}
+    counts = {t: sum(i["extra"]["topic"] == t for i in items) for t in ("physics", "biology")}
+    assert counts == {"physics": 3, "biology": 3} and len(per_topic) == 4
+    assert sum(i["label"] == "Unknown" for i in items) == 3
+
+
+def test_a_topic_too_small_for_its_quota_names_the_topic_and_why_rows_were_passed_over():
+    from generators.waken import ItemsError, build_items
+
+    with pytest.raises(ItemsError) as err:
+        build_items("science", _spec(["physics", "biology"], 8), 8, seed=1,
+                    records=_release(["physics", "biology"]), verify=_accept_all)
+    said = str(err.value)
+    assert "topic physics: 3 of 4 wanted" in said and "leaves no context" in said and "answer stays verbatim" in said
+
+
+def test_the_judges_verdict_is_read_as_a_careful_grader_would():
+    from validators.judge import read_sufficiency
+
+    assert read_sufficiency("The context does not provide enough information to choose exactly one option. The "
+                            "answer is") is False  # SmolLM2's usual reply, with no yes or no in 16 tokens
+    assert read_sufficiency("**No**") is False and read_sufficiency("Answer: yes") is True
+    assert read_sufficiency("It cannot be determined from the context.") is False
+    assert read_sufficiency("Yes, the context has enough information.") is True
+    assert read_sufficiency("The answer is (B)") is None and read_sufficiency("Noah is a bird.") is None
+
+
+def _science_run(tmp_path, responder, count=4):
+    with StubServer(responder=responder) as stub:
+        cfg = stub_config(stub, tmp_path, waken={
+            "datasets": {"science": {"kind": "scienceqa", "form": "story", "topics": ["physics", "biology"],
+                                     "source": {"path": str(RELEASE)}, "count": {"demo": count, "paper": count}}}})
+        result = materialize(build_definitions(cfg.source), ["waken_items"], "science")
+        return cfg, result, [b["body"]["messages"] for b in stub.requests]
+
+
+def test_a_judge_that_cannot_decide_stops_at_once_records_each_draft_and_says_unverified(tmp_path):
+    cfg, result, asked = _science_run(tmp_path, lambda body: "Let me think about the options.")
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    said = failure.step_failure_data.error.to_string()
+    assert "0 of 2 Unknown items verified" in said and "2 unverified" in said and "could not decide" in said
+    assert "failed verification" not in said
+    assert len(asked) == 4  # the first batch (2 drafts), each asked once more for one word; then it stops
+    assert all(m[-1]["content"] == "Answer with one word: Yes or No." for m in asked if len(m) > 1)
+    wh = Warehouse(cfg.warehouse_path())
+    drafts = wh.rows("SELECT topic, verdict, evidence FROM waken.unknown_drafts ORDER BY topic")
+    assert [(d["topic"], d["verdict"]) for d in drafts] == [("biology", "unverified"), ("physics", "unverified")]
+    assert all("Let me think" in d["evidence"] for d in drafts)
+    assert wh.scalar("SELECT count(*) FROM waken.items") == 0
+
+
+def test_an_unreadable_verdict_is_asked_again_and_every_verdict_is_recorded(tmp_path):
+    def judge(body):
+        messages = body["messages"]
+        if "Does the context give enough information" not in messages[0]["content"]:
+            return "Final answer: Unknown"
+        if len(messages) > 1:
+            return "No."  # the second turn decides
+        return "Yes" if "Which object is heavier" in messages[0]["content"] else "Hmm, let me see."
+
+    cfg, result, asked = _science_run(tmp_path, judge)
+    assert result.success
+    wh = Warehouse(cfg.warehouse_path())
+    verdicts = {d["item_id"]: d["verdict"] for d in wh.rows("SELECT item_id, verdict FROM waken.unknown_drafts")}
+    unknown = {r["item_id"] for r in wh.rows("SELECT item_id FROM waken.items WHERE label = 'Unknown'")}
+    assert len(unknown) == 2 and unknown == {k for k, v in verdicts.items() if v == "accepted"}
+    assert set(verdicts.values()) <= {"accepted", "rejected"}
+    assert ("science-103-unknown" not in verdicts) or verdicts["science-103-unknown"] == "rejected"

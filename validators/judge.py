@@ -152,16 +152,33 @@ class Judge:
                        else Reading(None, "judge_unreadable", reading.evidence, reading.call_key))
         return out
 
-    def decide(self, prompts: Sequence[str], purpose: str, max_tokens: int = 8) -> list[Reading]:
-        """Yes / No questions: answer True for yes, False for no; the first yes or no word decides."""
+    def decide(self, prompts: Sequence[str], purpose: str, max_tokens: int = 8,
+               read: Callable[[str], bool | None] | None = None, retries: int = 0) -> list[Reading]:
+        """Yes / No questions: answer True for yes, False for no, read by `read` (default: the
+        first yes or no word). A reply that cannot be read is asked again, `retries` times, in
+        the same conversation: "Answer with one word: Yes or No."."""
         if not prompts:
             return []
-
-        def yes_no(text: str) -> bool | None:
-            m = re.search(r"(?<![a-z])(yes|no)(?![a-z])", text or "", re.I)
-            return None if m is None else m.group(1).lower() == "yes"
-
-        return self._readings(self._ask(prompts, purpose, max_tokens), yes_no)
+        read = read or read_yes_no
+        convs = [[{"role": "user", "content": p}] for p in prompts]
+        out: list[Reading] = [Reading(None, "judge_unreadable")] * len(prompts)
+        todo = list(range(len(prompts)))
+        params = {"temperature": 0.0, "max_tokens": max_tokens}
+        for attempt in range(retries + 1):
+            if not todo:
+                break
+            results = self.ledger.complete(self.model, [CallRequest(convs[i], params) for i in todo], purpose=purpose)
+            again = []
+            for i, reading, r in zip(todo, self._readings(results, read), results):
+                earlier = out[i].evidence
+                out[i] = reading if earlier is None else Reading(
+                    reading.answer, reading.method, f"{earlier} / then: {reading.evidence}", reading.call_key)
+                if reading.method == "judge_unreadable" and attempt < retries:
+                    convs[i] = convs[i] + [{"role": "assistant", "content": r.text or ""},
+                                           {"role": "user", "content": YES_NO_AGAIN}]
+                    again.append(i)
+            todo = again
+        return out
 
     def pick(self, prompts: Sequence[str], letters: Sequence[str], purpose: str, max_tokens: int = 8) -> list[Reading]:
         """Classification questions answered by a letter (WakenLLM's causes): the first of `letters`
@@ -206,33 +223,78 @@ class Judge:
 
 NO_UNIQUE_ANSWER = (
     "Here is a context, a question and its options.\n\nContext:\n{context}\n\nQuestion: {question}\nOptions:\n"
-    "{options}\n\nDoes the context give enough information to choose exactly one option? Answer Yes or No."
+    "{options}\n\nDoes the context give enough information to choose exactly one option? "
+    "Answer with one word: Yes or No."
 )
+YES_NO_AGAIN = "Answer with one word: Yes or No."
+_YES_NO = re.compile(r"(?<![a-z])(yes|no)(?![a-z])", re.I)
+_LEAD = re.compile(r"^[\s*_#>\"'`(\[]*(?:(?:final\s+)?answer\s*[:\-]\s*[*_\"']*)?(yes|no)(?![a-z])", re.I)
+# "The context does not provide enough information ...", "there isn't sufficient information", "cannot be determined"
+_NOT_ENOUGH = re.compile(
+    r"(?:\b(?:not|no|never)\b|n[’']t\b)[^.?!\n]{0,40}?\b(?:enough|sufficient|adequate)\b[^.?!\n]{0,20}?"
+    r"\b(?:information|context|detail|details|evidence|facts)\b"
+    r"|\binsufficient\s+(?:information|context|evidence)\b"
+    r"|\b(?:cannot|can[’']t|can\s+not|impossible\s+to)\s+(?:be\s+)?(?:determined?|decided?|chosen|choose|tell)\b", re.I)
+_ENOUGH = re.compile(
+    r"\b(?:gives|give|provides|provide|contains|contain|has|have|offers)\s+(?:enough|sufficient)\s+"
+    r"(?:information|context|detail|details|evidence)\b", re.I)
+
+_NEGATION = re.compile(r"\b(?:not|no|never)\b|n[’']t\b", re.I)
 
 
-def unknown_verifier(judge: Judge) -> Callable[[list[dict[str, Any]]], list[tuple[bool, str]]]:
-    """A verifier for WakenLLM's relabelled ScienceQA items (paper appendix C): the judge must say
-    that the modified context no longer determines one option ("No"). "Yes" rejects the draft;
-    a reply with neither word leaves it unverified, and a failed call is said to have failed;
-    either way the draft is not accepted (it is then replaced from the pool)."""
+def read_yes_no(text: str | None) -> bool | None:
+    """A yes / no verdict: the first yes or no word (True for yes)."""
+    m = _YES_NO.search(text or "")
+    return None if m is None else m.group(1).lower() == "yes"
 
-    def verify(drafts: list[dict[str, Any]]) -> list[tuple[bool, str]]:
+
+def read_sufficiency(text: str | None) -> bool | None:
+    """The verdict on "does the context give enough information to choose one option?", read as a
+    careful grader would: a reply that opens with Yes or No (after markup, or "Answer:") says so;
+    otherwise a reply that states the context does not give enough information (or that the
+    answer cannot be determined) says No, and one that states it does says Yes; otherwise the
+    first yes or no word. Both statements at once, or none, is unreadable (None)."""
+    text = text or ""
+    lead = _LEAD.match(text)
+    if lead:
+        return lead.group(1).lower() == "yes"
+    negative = bool(_NOT_ENOUGH.search(text))
+    positive = any(not _NEGATION.search(text[max(0, m.start() - 20):m.start()]) for m in _ENOUGH.finditer(text))
+    if negative != positive:
+        return positive
+    if negative and positive:
+        return None
+    return read_yes_no(text)
+
+
+def unknown_verifier(judge: Judge, retries: int = 1) -> Callable[[list[dict[str, Any]]], list[tuple[str, str]]]:
+    """A verifier for WakenLLM's relabelled ScienceQA items (paper appendix C; the paper verified by
+    hand): the judge is asked whether the modified context still determines one option, its verdict
+    read by `read_sufficiency`, and asked once more for one word when it cannot be read. Each draft
+    gets (verdict, evidence): "accepted" (No: no unique answer remains), "rejected" (Yes),
+    "unverified" (the judge's reply says neither; what it said is the evidence), or "failed" (the
+    call failed, retries spent)."""
+
+    def verify(drafts: list[dict[str, Any]]) -> list[tuple[str, str]]:
         prompts = []
         for d in drafts:
             options = "\n".join(f"({chr(65 + k)}) {c}" for k, c in enumerate(d["extra"]["choices"]))
             prompts.append(NO_UNIQUE_ANSWER.format(context=d["context"] or "(none)", question=d["question"],
                                                    options=options))
         out = []
-        for r in judge.decide(prompts, "waken.unknown_verification", max_tokens=16):
+        for r in judge.decide(prompts, "waken.unknown_verification", max_tokens=24, read=read_sufficiency,
+                              retries=retries):
+            said = f"judge {(r.call_key or '')[:12]}: {r.evidence!r}"
             if r.method == "judge_failed":
-                out.append((False, r.evidence or "judge call failed"))
+                out.append(("failed", r.evidence or "judge call failed"))
             elif r.answer is None:
-                out.append((False, f"unverified: the judge said neither yes nor no ({r.evidence!r})"))
+                out.append(("unverified", f"the judge said neither yes nor no: {said}"))
             else:
-                out.append((r.answer is False, f"judge {(r.call_key or '')[:12]}: {r.evidence!r}"))
+                out.append(("rejected" if r.answer else "accepted", said))
         return out
 
     return verify
 
 
-__all__ = ["Judge", "OptionsCase", "NO_ANSWER", "NONE", "parse_judgement", "unknown_verifier"]
+__all__ = ["Judge", "OptionsCase", "NO_ANSWER", "NONE", "parse_judgement", "read_sufficiency", "read_yes_no",
+           "unknown_verifier"]

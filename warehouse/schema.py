@@ -187,6 +187,14 @@ TABLES: dict[str, str] = {
         proved      VARCHAR,              -- what z3 proved: True / False / Unknown / Inconsistent / Timeout
         agrees      BOOLEAN               -- proved = gold; NULL when the FOL was not read
     """,
+    "waken.unknown_drafts": """
+        dataset     VARCHAR NOT NULL,     -- configured name (the partition)
+        item_id     VARCHAR NOT NULL,     -- the Unknown item the draft would become
+        source_id   VARCHAR NOT NULL,     -- the ScienceQA row it was made from
+        topic       VARCHAR,              -- the row's ScienceQA topic
+        verdict     VARCHAR NOT NULL,     -- accepted, rejected (a unique answer remains), unverified, failed
+        evidence    VARCHAR               -- what the judge said (and its call), or why the call failed
+    """,
     "waken.outcomes": """
         dataset      VARCHAR NOT NULL,
         model        VARCHAR NOT NULL,
@@ -647,6 +655,7 @@ TABLE_DOCS: dict[str, str] = {
     "muso.metrics": "MuSoBench precision, recall, ECE and stability per model x paradigm x temperature x variant x bin.",
     "waken.items": "WakenLLM items: half solvable (True/False or an option), half Unknown.",
     "waken.fol_checks": "FOLIO: every row of the source file read and decided by z3 from its FOL, against its gold label.",
+    "waken.unknown_drafts": "ScienceQA Unknown drafts (two supporting sentences deleted) and the judge's verdict on each.",
     "waken.outcomes": "One WakenLLM reading per model x item x step x setting (direct, stages, RtG, baselines, causes).",
     "waken.metrics": "WakenLLM metrics (TCR/FCR/UCR, OCR, Conf, RPC, CGR, Deg, accuracies) in long form.",
     "ib.items": "Instruction Boundary items: judging and choice questions with tense or sparse correct labels.",
