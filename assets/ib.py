@@ -4,7 +4,6 @@ Partitions: one per configured dataset, plus `miscellany` (the disturbing-miscel
 """
 
 import json
-import random
 from collections import Counter
 
 import dagster as dg
@@ -12,28 +11,12 @@ import dagster as dg
 from assets.metadata import figure_markdown, markdown_table, stacked_bar_chart
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
-from configuration import Config, IBDataset
+from configuration import Config
 from evaluations.ib import Item, Runner, metric_rows
 from generators import ib as gen
-from generators.sources import SourceSpec, load_source
 
 GROUP = "ib"
 MISCELLANY = "miscellany"
-
-
-def _bases(name: str, spec: IBDataset, count: int, seed: int,
-           report: dict | None = None) -> tuple[list[gen.Base], list]:
-    """Base questions and the source records they came from ([] for generators)."""
-    if spec.generator is not None:
-        rng = random.Random(gen.ib_seed(seed, name + ":generator"))
-        # enough candidates for a 1:1 tense/sparse draw
-        return gen.GENERATORS[spec.generator](rng, max(2 * count, 4), name), []
-    src = spec.source
-    assert src is not None
-    spec_kwargs = {"topics": tuple(src.topics)} if src.topics else {}
-    records = load_source(SourceSpec(src.kind, hub=src.hub, config=src.config, split=src.split, path=src.path,
-                                     **spec_kwargs), report=report)
-    return gen.source_bases(records, spec.form, name), records
 
 
 def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
@@ -45,16 +28,18 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
     def ib_items(context: dg.AssetExecutionContext, settings: SettingsResource,
                  warehouse: WarehouseResource) -> dg.MaterializeResult:
         """Judging, single- and multiple-choice items with tense and sparse labels, each in a complete and
-        an insufficient variant (paper appendix A.3), or, for `miscellany`, ten-option questions asked with
-        1..9 wrong options; options numbered 1..n; into `ib.items` (sources into `sources.records`)."""
+        an insufficient variant (paper appendix A.3), choice questions fitted to the configured option
+        count (questions that cannot supply it counted in the metadata), or, for `miscellany`,
+        ten-option questions asked with 1..9 wrong options; options numbered 1..n, gold as option
+        numbers; into `ib.items` (sources into `sources.records`)."""
         cfg = settings.load()
         name = context.partition_key
         spec = cfg.ib.miscellany if name == MISCELLANY else cfg.ib.datasets[name]
         count = spec.count.at(cfg.scale)
         report: dict = {}
-        bases, records = _bases(name, spec, count, cfg.seed, report)
+        bases, records = gen.load_bases(name, spec, count, cfg.seed, report)
         rows = (gen.miscellany_items(name, bases, count, cfg.seed) if name == MISCELLANY
-                else gen.build_items(name, bases, count, cfg.seed))
+                else gen.build_items(name, bases, count, cfg.seed, spec.options, spec.true_options, report))
         for r in rows:
             r["options"] = json.dumps(r["options"])
             r["gold"] = json.dumps(r["gold"])
@@ -71,6 +56,8 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
             metadata={"dagster/row_count": len(stored),
                       # source rows that could not serve (one option, no correct answer), by reason
                       "skipped_source_rows": dg.MetadataValue.json(report.get("skipped", {})),
+                      # questions that could not supply the configured options (too few, one true answer)
+                      "questions_left_out": dg.MetadataValue.json(report.get("unfit", {})),
                       "variants": dg.MetadataValue.json(dict(Counter(r["variant"] for r in stored))),
                       "label_types": dg.MetadataValue.json(dict(complete))},
             check_results=[

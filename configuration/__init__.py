@@ -262,6 +262,11 @@ class IBDataset(_Strict):
     generator: Literal["fld", "arithmetic", "arithmetic10", "even_numbers"] | None = None
     source: IBSource | None = None
     count: PerScale  # base questions; each yields a complete and an insufficient item
+    options: int = Field(4, ge=3, le=10, description=(
+        "choice forms: options per question (the authors' released items have 4); wrong options sampled "
+        "with the seed, questions with too few skipped and counted"))
+    true_options: int = Field(2, ge=2, description=(
+        "multiple choice: true answers per question (the authors' MultiRC items have 2 of 4)"))
 
     @model_validator(mode="after")
     def _generator_or_source(self) -> "IBDataset":
@@ -270,6 +275,9 @@ class IBDataset(_Strict):
         expected = {"fld": "judging", "arithmetic": "single", "arithmetic10": "single", "even_numbers": "multiple"}
         if self.generator is not None and expected[self.generator] != self.form:
             raise ValueError(f"generator {self.generator} makes {expected[self.generator]} items, not {self.form}")
+        if self.form == "multiple" and self.true_options >= self.options:
+            raise ValueError(f"true_options ({self.true_options}) must be fewer than options ({self.options}): "
+                             "an item needs a wrong option")
         return self
 
 

@@ -16,10 +16,18 @@ items). Disturbing-miscellany items keep the correct option and 1..9 wrong ones
 (MMLU-Pro's ten options). Options are always numbered 1..n in prompts
 (`number_scheme`), and the gold is stored as option numbers.
 
+Choice questions are first fitted to the configured option count (`fit_options`,
+default 4 as in the authors' released items): the correct option and wrong ones
+sampled with the seed; multiple-choice questions keep `true_options` true
+answers (default 2 of 4, as the authors' MultiRC items). A question that cannot
+supply them (a two-option ScienceQA question, a MultiRC question with one true
+answer) is skipped and counted, never padded.
+
 Offline generators (so the demo runs without the hub): FLD-style judging
-problems (generators/fld.py), arithmetic single-choice questions with ten
-options, and "which of these numbers are even" multiple-choice questions; all
-answers exact by construction.
+problems (generators/fld.py), arithmetic single-choice questions, and "which of
+these numbers are even" multiple-choice questions; all answers exact by
+construction. Sources are read by `load_bases` through generators/sources.py,
+the loader WakenLLM uses too.
 """
 
 from __future__ import annotations
@@ -29,11 +37,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from configuration import derived_seed
+from configuration import IBDataset, derived_seed
 from generators.fld import generate_problem
-from generators.sources import SourceRecord
+from generators.sources import SourceRecord, load_configured
 
-ITEMS_VERSION = "ib-1"
+ITEMS_VERSION = "ib-2"
 ALL_FALSE = "All other options are false"
 JUDGING_OPTIONS = ("True", "False", "Unknown")
 
@@ -79,13 +87,14 @@ def arithmetic_bases(rng: random.Random, count: int, name: str, n_options: int =
     return out
 
 
-def even_number_bases(rng: random.Random, count: int, name: str) -> list[Base]:
+def even_number_bases(rng: random.Random, count: int, name: str, n_options: int = 6) -> list[Base]:
+    """"Which of these numbers are even?" with `n_options` numbers, at least two of them even and two odd."""
     out = []
     for k in range(count):
         while True:
-            nums = rng.sample(range(1, 60), 4)
+            nums = rng.sample(range(1, 60), n_options)
             true = [i for i, x in enumerate(nums) if x % 2 == 0]
-            if 2 <= len(true) <= 3:
+            if 2 <= len(true) <= n_options - 2:
                 break
         out.append(Base(f"{name}-gen-{k:04d}", "multiple", "", "Which of these numbers are even?",
                         [str(x) for x in nums], true, "generator:even_numbers"))
@@ -121,6 +130,42 @@ def source_bases(records: Sequence[SourceRecord], form: str, name: str) -> list[
         out.append(Base(f"{name}-{r.source_id}", form, r.context, r.question, options, true, r.origin,
                         {"source_id": r.source_id}))
     return out
+
+
+def load_bases(name: str, spec: IBDataset, count: int, seed: int,
+               report: dict[str, Any] | None = None) -> tuple[list[Base], list[SourceRecord]]:
+    """A dataset's base questions and the source records they came from ([] for generators, which
+    make enough candidates for a 1:1 tense / sparse draw, with at least `spec.options` options)."""
+    if spec.generator is not None:
+        rng = random.Random(ib_seed(seed, name + ":generator"))
+        n = max(2 * count, 4)
+        if spec.generator == "arithmetic":
+            return arithmetic_bases(rng, n, name, n_options=max(spec.options, 4)), []
+        if spec.generator == "even_numbers":
+            return even_number_bases(rng, n, name, n_options=spec.options + 2), []
+        return GENERATORS[spec.generator](rng, n, name), []
+    assert spec.source is not None
+    records = load_configured(spec.source.kind, spec.source, spec.source.topics, report=report)
+    return source_bases(records, spec.form, name), records
+
+
+def fit_options(base: Base, options: int, true_options: int, rng: random.Random) -> Base | str:
+    """The question with exactly `options` options (paper A.3 and the authors' released items:
+    4): single choice keeps its correct option and samples the wrong ones; multiple choice samples
+    `true_options` true answers (at least 2: one true answer is not a multiple-choice item) and
+    fills up with wrong ones. Judging questions are returned as they are. Why not, when the
+    question cannot supply them."""
+    if base.form == "judging":
+        return base
+    wrong = [i for i in range(len(base.options)) if i not in base.true]
+    n_true = 1 if base.form == "single" else true_options
+    if len(base.true) < n_true:
+        return f"fewer than {n_true} true answers"
+    if len(wrong) < options - n_true:
+        return f"fewer than {options} options"
+    keep = sorted(rng.sample(base.true, n_true) + rng.sample(wrong, options - n_true))
+    return Base(base.base_id, base.form, base.context, base.question, [base.options[i] for i in keep],
+                [keep.index(i) for i in base.true if i in keep], base.origin, base.extra)
 
 
 # -- items ------------------------------------------------------------------------------------
@@ -195,22 +240,36 @@ def items_for(name: str, base: Base, sparse: bool, rng: random.Random, seed: int
     return [complete, insufficient]
 
 
-def build_items(name: str, bases: Sequence[Base], count: int, seed: int) -> list[dict[str, Any]]:
-    """`count` base questions (half sparse, half tense), seeded; two items each."""
+def build_items(name: str, bases: Sequence[Base], count: int, seed: int, options: int = 4, true_options: int = 2,
+                report: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """`count` base questions (half sparse, half tense), seeded, each fitted to `options` options
+    (`fit_options`); two items each. Questions that cannot be fitted are left out, counted by
+    reason in `report["unfit"]`."""
     dseed = ib_seed(seed, name)
     rng = random.Random(dseed)
-    if len(bases) < count:
-        raise ValueError(f"{name}: {count} questions wanted, the source has {len(bases)}")
-    form = bases[0].form if bases else "single"
+    fitted, unfit = [], {}
+    for b in bases:
+        got = fit_options(b, options, true_options, random.Random(derived_seed(dseed, "fit", b.base_id)))
+        if isinstance(got, str):
+            unfit[got] = unfit.get(got, 0) + 1
+        else:
+            fitted.append(got)
+    if report is not None:
+        report["unfit"] = unfit
+    if len(fitted) < count:
+        why = f" ({len(bases) - len(fitted)} left out: " + "; ".join(f"{n} with {w}" for w, n in unfit.items()) + ")" \
+            if unfit else ""
+        raise ValueError(f"{name}: {count} questions wanted, the source has {len(fitted)} usable{why}")
+    form = fitted[0].form if fitted else "single"
     if form == "judging":  # the sparse half are the Unknown items, sampled 1:1
-        unknown = [b for b in bases if b.options[b.true[0]] == "Unknown"]
-        known = [b for b in bases if b.options[b.true[0]] != "Unknown"]
+        unknown = [b for b in fitted if b.options[b.true[0]] == "Unknown"]
+        known = [b for b in fitted if b.options[b.true[0]] != "Unknown"]
         if len(unknown) < count // 2 or len(known) < count - count // 2:
             raise ValueError(f"{name}: not enough Unknown / True-False questions for {count}")
         chosen = rng.sample(known, count - count // 2) + rng.sample(unknown, count // 2)
         flags = [False] * (count - count // 2) + [True] * (count // 2)
     else:
-        chosen = rng.sample(list(bases), count)
+        chosen = rng.sample(fitted, count)
         flags = [k % 2 == 1 for k in range(count)]  # every second question gets the sparse label
     rows = []
     for base, sparse in zip(chosen, flags):

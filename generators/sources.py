@@ -449,6 +449,17 @@ def load_source(spec: SourceSpec, max_errors: int = 20, report: dict[str, Any] |
     return records
 
 
+def load_configured(kind: str, source: Any, topics: Iterable[str] | None = None,
+                    report: dict[str, Any] | None = None) -> list[SourceRecord]:
+    """The one loader path of configured sources, for WakenLLM and Instruction Boundary alike:
+    `source` is a configuration's `source` (hub id or local dataset directory, or files; relative
+    paths were resolved against the configuration file when it loaded), `kind` the dataset layout
+    family, `topics` ScienceQA's topics (all four when not given)."""
+    extra = {"topics": tuple(topics)} if topics else {}
+    return load_source(SourceSpec(kind, hub=source.hub, config=source.config, split=source.split, path=source.path,
+                                  **extra), report=report)
+
+
 def _said_once(spec: SourceSpec, errors: list[tuple[str, int, str]]) -> list[str]:
     """One line per (file, problem), with the rows it concerns."""
     grouped: dict[tuple[str, str], list[int]] = {}

@@ -18,7 +18,7 @@ from typing import Any
 
 from configuration import WakenDataset, derived_seed
 from generators.fld import generate_problem
-from generators.sources import SourceRecord, SourceSpec, load_source
+from generators.sources import SourceRecord, load_configured
 from solvers.fol import Verdict, verify
 
 ITEMS_VERSION = "waken-2"
@@ -99,10 +99,7 @@ def load_records(spec: WakenDataset) -> list[SourceRecord]:
     """The dataset's source records ([] for the offline generator)."""
     if spec.source is None:
         return []
-    src = spec.source
-    topics = tuple(spec.topics) if spec.topics else SourceSpec("scienceqa", path="-").topics
-    return load_source(SourceSpec(spec.kind, hub=src.hub, config=src.config, split=src.split, path=src.path,
-                                  topics=topics))
+    return load_configured(spec.kind, spec.source, spec.topics)
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

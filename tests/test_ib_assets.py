@@ -43,7 +43,7 @@ def test_every_dataset_setting_and_form_reaches_the_metrics(tmp_path):
     assert {r["form"] for r in summary} == {"judging", "single", "multiple"}
     assert wh.scalar("SELECT count(*) FROM ib.miscellany") == 9
     assert wh.rows("SELECT dataset, count(*) AS n FROM sources.records WHERE dataset LIKE 'ib:%' GROUP BY ALL ORDER BY 1") == [
-        {"dataset": "ib:miscellany", "n": 2}, {"dataset": "ib:mmlu", "n": 2}, {"dataset": "ib:multirc", "n": 2}]
+        {"dataset": "ib:miscellany", "n": 2}, {"dataset": "ib:mmlu", "n": 2}, {"dataset": "ib:multirc", "n": 3}]
     # a model that always answers 1: right exactly where option 1 is the gold
     for r in wh.rows("SELECT r.correct, i.gold FROM ib.responses r JOIN ib.items i USING (dataset, item_id) "
                      "WHERE r.setting = 'vanilla'"):

@@ -3,6 +3,7 @@
 import random
 from pathlib import Path
 
+import pytest
 
 from generators import ib as gen
 from generators.sources import SourceSpec, load_source
@@ -52,7 +53,7 @@ def test_multiple_choice_items_combine_the_true_answers_into_the_sparse_option()
     tense = by_variant(gen.items_for("d", base, sparse=False, rng=random.Random(2), seed=1))
     t = tense["complete"]
     assert t["label_type"] == "tense" and sorted(t["options"][g - 1] for g in t["gold"]) == ["roses", "tulips"]
-    assert tense["insufficient"]["removed_option"] == "daisies"
+    assert tense["insufficient"]["removed_option"] in ("daisies", "lilies")  # one wrong answer removed
 
 
 def test_judging_items_remove_unknown_or_a_wrong_label():
@@ -98,3 +99,44 @@ def test_generated_answers_are_exact():
         assert b.options[b.true[0]] == str(a + c) and len(set(b.options)) == len(b.options)
     for b in gen.even_number_bases(random.Random(5), 20, "e"):
         assert sorted(b.true) == [i for i, x in enumerate(b.options) if int(x) % 2 == 0]
+
+
+def test_choice_questions_are_fitted_to_the_configured_option_count():
+    csqa = bases("commonsenseqa", "single")[0]  # five options
+    fitted = gen.fit_options(csqa, 4, 2, random.Random(1))
+    assert len(fitted.options) == 4 and fitted.options[fitted.true[0]] == csqa.options[csqa.true[0]]
+    assert set(fitted.options) <= set(csqa.options)
+    assert fitted == gen.fit_options(csqa, 4, 2, random.Random(1))  # seeded
+    # the wrong options are sampled: over seeds more than one set of three is kept
+    assert len({frozenset(gen.fit_options(csqa, 4, 2, random.Random(s)).options) for s in range(20)}) > 1
+    two = gen.Base("b", "single", "", "q", ["yes", "no"], [0], "x")
+    assert gen.fit_options(two, 4, 2, random.Random(1)) == "fewer than 4 options"
+    one_true = gen.Base("m", "multiple", "", "q", ["a", "b", "c", "d"], [1], "x")
+    assert gen.fit_options(one_true, 4, 2, random.Random(1)) == "fewer than 2 true answers"
+    three_true = gen.Base("m", "multiple", "", "q", ["a", "b", "c", "d", "e"], [0, 1, 3], "x")
+    fitted = gen.fit_options(three_true, 4, 2, random.Random(1))
+    assert len(fitted.options) == 4 and len(fitted.true) == 2 and {"c", "e"} <= set(fitted.options)
+
+
+def test_every_choice_item_has_the_configured_options_and_unfit_questions_are_counted():
+    release = load_source(SourceSpec("scienceqa", path=str(FIX / "scienceqa_release"), split="train"))
+    report: dict = {}
+    items = gen.build_items("sqa", gen.source_bases(release, "single", "sqa"), 4, seed=3, report=report)
+    assert report["unfit"] == {"fewer than 4 options": sum(len(r.choices) < 4 for r in release)}
+    for it in items:  # never a one-option item: 4 offered, 3 after the insufficient variant removes one
+        assert it["n_options"] == (4 if it["variant"] == "complete" else 3)
+    usable = sum(len(r.choices) >= 4 for r in release)
+    with pytest.raises(ValueError, match=rf"{usable + 1} questions wanted, the source has {usable} usable "
+                                                        rf"\({len(release) - usable} left out: {len(release) - usable} with fewer than 4 options\)"):
+        gen.build_items("sqa", gen.source_bases(release, "single", "sqa"), usable + 1, seed=3)
+    multi = gen.build_items("mrc", bases("multirc", "multiple"), 2, seed=3, report=report)
+    assert report["unfit"] == {"fewer than 2 true answers": 1}  # "When did the roses bloom?" has one
+    tense = [it for it in multi if it["label_type"] == "tense" and it["variant"] == "complete"]
+    assert tense and all(it["n_options"] == 4 and len(it["gold"]) == 2 for it in tense)
+
+
+def test_true_options_must_leave_room_for_a_wrong_option():
+    from configuration import IBDataset
+
+    with pytest.raises(ValueError, match="true_options"):
+        IBDataset(form="multiple", generator="even_numbers", count={"demo": 1, "paper": 1}, options=3, true_options=3)

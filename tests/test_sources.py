@@ -125,7 +125,7 @@ def test_multirc_rows_are_grouped_into_questions_with_their_true_answers():
     recs = load_source(SourceSpec("multirc", path=str(FIX / "multirc.jsonl")))
     by_q = {r.question: r for r in recs}
     plant = by_q["Which flowers did Mira plant?"]
-    assert plant.choices == ["tulips", "daisies", "roses"] and plant.extra["answer_indices"] == [0, 2]
+    assert plant.choices == ["tulips", "daisies", "roses", "lilies"] and plant.extra["answer_indices"] == [0, 2]
     assert by_q["When did the roses bloom?"].extra["answer_indices"] == [0]
     assert plant.context.startswith("Mira planted")
 
