@@ -462,9 +462,16 @@ def _paths_beside(data: dict[str, Any], source: str) -> dict[str, Any]:
 
     def fix(entry: Any) -> Any:
         if isinstance(entry, dict) and isinstance(entry.get("source"), dict):
-            path = entry["source"].get("path")
+            src = dict(entry["source"])
+            path, hub = src.get("path"), src.get("hub")
             if isinstance(path, str) and path and not Path(path).is_absolute():
-                return {**entry, "source": {**entry["source"], "path": str(base / path)}}
+                src["path"] = str(base / path)
+            # `hub` is a hub id or a local copy of a hub dataset: a relative local copy (one that
+            # starts with ./ or ../, or exists beside the file) resolves beside the file too
+            if isinstance(hub, str) and hub and not Path(hub).is_absolute() and (
+                    hub.startswith(("./", "../")) or (base / hub).is_dir()):
+                src["hub"] = str(base / hub)
+            return {**entry, "source": src}
         return entry
 
     out = dict(data)

@@ -18,9 +18,13 @@ Upstream layouts handled (REFERENCE-FACTS, "Source datasets"), for WakenLLM and
 Instruction Boundary; the choice datasets keep `choices` and `answer_index`
 (MultiRC: `extra.answer_indices`):
 - MMLU (`cais/mmlu`, config `all`): `question`, `subject`, `choices`, `answer`;
+  or the original release's headerless CSVs (`data/test/<subject>_test.csv`:
+  question, four options, answer letter);
 - MMLU-Pro (`TIGER-Lab/MMLU-Pro`): `options` (up to 10), gold from
   `answer_index` (the letter in `answer` must agree);
 - CommonsenseQA (`tau/commonsense_qa`): `choices {label, text}`, `answerKey`;
+  or the original release's JSON Lines (`dev_rand_split.jsonl`: `question
+  {stem, choices: [{label, text}]}`, `answerKey`);
 - TruthfulQA (`truthfulqa/truthful_qa`, `multiple_choice`): `mc1_targets`; or
   the original release's `TruthfulQA.csv` (Best Answer against the "; "
   separated Incorrect Answers; a row without any is skipped and counted);
@@ -141,7 +145,7 @@ def _raw_rows(spec: SourceSpec) -> Iterator[tuple[str, int, dict[str, Any]]]:
             raise SourceError(f"{path}: no {' / '.join(DATA_SUFFIXES)} files in it")
         for f in files:
             try:
-                rows = list(_file_rows(f))
+                rows = list(_file_rows(f, spec.dataset))
             except _NotRows:
                 continue  # a side file of the release, not data
             yield from rows
@@ -149,13 +153,18 @@ def _raw_rows(spec: SourceSpec) -> Iterator[tuple[str, int, dict[str, Any]]]:
     if not path.exists():
         raise SourceError(f"{path}: no such file")
     try:
-        yield from _file_rows(path)
+        yield from _file_rows(path, spec.dataset)
     except _NotRows as exc:
         raise SourceError(f"{path}: {exc}; expected {LAYOUTS}") from None
 
 
-def _file_rows(f: Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
-    """The rows of one file, its format decided by content (the suffix only tells Parquet and CSV)."""
+MMLU_CSV_COLUMNS = ["question", "A", "B", "C", "D", "answer"]
+
+
+def _file_rows(f: Path, dataset: str = "") -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """The rows of one file, its format decided by content (the suffix only tells Parquet and CSV).
+    MMLU's original release (`data/test/<subject>_test.csv`) has no header row: question, four
+    options, answer letter."""
     if f.suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -167,8 +176,9 @@ def _file_rows(f: Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
         import csv
         import io
 
-        reader = csv.DictReader(io.StringIO(text))
-        if not reader.fieldnames:
+        headerless = dataset == "mmlu" and "question" not in text.split("\n", 1)[0].lower().split(",")
+        reader = csv.DictReader(io.StringIO(text), fieldnames=MMLU_CSV_COLUMNS if headerless else None)
+        if not headerless and not reader.fieldnames:
             raise SourceError(f"{f}: an empty CSV file; expected a header row")
         for i, row in enumerate(reader):
             yield str(f), i, dict(row)
@@ -295,6 +305,16 @@ def _index(value: Any, n: int, name: str) -> int:
 
 
 def _mmlu(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
+    """Hub layout (`question`, `subject`, `choices`, `answer` index), or the original release's
+    headerless CSV row (question, A, B, C, D, answer letter), its subject from the file name."""
+    if "choices" not in row and "A" in row:
+        choices = [_text(row, k) for k in "ABCD"]
+        letter = str(row.get("answer") or "").strip().upper()
+        if letter not in ("A", "B", "C", "D"):
+            raise _RowError("answer", f"expected a letter A-D (the original CSV's last column), got {row.get('answer')!r}")
+        subject = Path(origin).stem.rsplit("_", 1)[0]
+        return SourceRecord("mmlu", subject, spec.split, f"{Path(origin).stem}-{i}", origin, i, "",
+                            _text(row, "question"), None, None, choices, "ABCD".index(letter), subject)
     choices = _choices(row, "choices")
     return SourceRecord("mmlu", str(row.get("subject") or "all"), spec.split, f"{spec.split}-{i}", origin, i, "",
                         _text(row, "question"), None, None, choices, _index(row.get("answer"), len(choices), "answer"),
@@ -316,16 +336,30 @@ def _mmlu_pro(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> Sou
 
 
 def _commonsenseqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:
-    ch = row.get("choices")
-    if not isinstance(ch, dict) or not isinstance(ch.get("label"), list) or not isinstance(ch.get("text"), list) \
-            or len(ch["label"]) != len(ch["text"]) or len(ch["text"]) < 2:
-        raise _RowError("choices", "expected {label: [...], text: [...]} of equal length")
+    """Hub layout (`question` text, `choices {label: [...], text: [...]}`, `answerKey`), or the
+    original release's JSON Lines (`train_rand_split.jsonl`, ...): `question {question_concept,
+    choices: [{label, text}], stem}`, `answerKey`."""
+    q = row.get("question")
+    if isinstance(q, dict):  # the original release
+        listed = q.get("choices")
+        if not isinstance(listed, list) or len(listed) < 2 or not all(
+                isinstance(c, dict) and isinstance(c.get("label"), str) and isinstance(c.get("text"), str)
+                for c in listed):
+            raise _RowError("question.choices", "expected a list of {label, text} (the original release)")
+        ch = {"label": [c["label"] for c in listed], "text": [c["text"] for c in listed]}
+        question, concept = _text(q, "stem"), q.get("question_concept")
+    else:
+        ch = row.get("choices")
+        if not isinstance(ch, dict) or not isinstance(ch.get("label"), list) or not isinstance(ch.get("text"), list) \
+                or len(ch["label"]) != len(ch["text"]) or len(ch["text"]) < 2:
+            raise _RowError("choices", "expected {label: [...], text: [...]} of equal length (the hub's layout), or "
+                                       "question {stem, choices: [{label, text}]} (the original release)")
+        question, concept = _text(row, "question"), row.get("question_concept")
     key = row.get("answerKey")
     if key not in ch["label"]:
         raise _RowError("answerKey", f"{key!r} is not one of the labels {ch['label']}")
     return SourceRecord("commonsenseqa", "commonsenseqa", spec.split, str(row.get("id", f"{spec.split}-{i}")), origin,
-                        i, "", _text(row, "question"), None, None, list(ch["text"]), ch["label"].index(key),
-                        row.get("question_concept"))
+                        i, "", question, None, None, list(ch["text"]), ch["label"].index(key), concept)
 
 
 def _truthfulqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord:

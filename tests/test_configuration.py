@@ -125,3 +125,18 @@ def test_relative_source_paths_resolve_beside_the_config_file_like_the_warehouse
     assert cfg.waken.datasets["folio"].source.path == str(cfg_dir / "releases" / "folio_validation.jsonl")
     assert cfg.ib.datasets["mmlu"].source.path == str(cfg_dir / "releases" / "mmlu")
     assert cfg.ib.miscellany.source.path == "/abs/mmlu_pro.jsonl"  # absolute paths stay
+
+
+def test_a_relative_local_copy_of_a_hub_dataset_resolves_beside_the_config_file(tmp_path, monkeypatch):
+    cfg_dir = tmp_path / "project"
+    (cfg_dir / "data" / "FLD.v2").mkdir(parents=True)
+    path = write_config(cfg_dir, {"waken": {"datasets": {
+        "fld_local": {"kind": "fld", "count": {"demo": 2, "paper": 600},
+                      "source": {"hub": "data/FLD.v2", "config": "default"}},
+        "fld_dot": {"kind": "fld", "count": {"demo": 2, "paper": 600}, "source": {"hub": "./elsewhere/FLD.v2"}},
+        "fld_hub": {"kind": "fld", "count": {"demo": 2, "paper": 600}, "source": {"hub": "hitachi-nlp/FLD.v2"}}}}})
+    monkeypatch.chdir(tmp_path)
+    datasets = load_config(path).waken.datasets
+    assert datasets["fld_local"].source.hub == str(cfg_dir / "data" / "FLD.v2")
+    assert datasets["fld_dot"].source.hub == str(cfg_dir / "elsewhere" / "FLD.v2")
+    assert datasets["fld_hub"].source.hub == "hitachi-nlp/FLD.v2"  # a hub id stays a hub id
