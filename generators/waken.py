@@ -257,8 +257,10 @@ def sample_choice_items(name: str, spec: WakenDataset, records: Sequence[SourceR
     if any(need.values()):
         missing = "; ".join(f"topic {t}: {need[t]} more" for t in topics if need[t])
         said = " ".join(f"{k}: {v!r}." for k, v in examples.items() if k != "accepted")
-        cause = ("the judge could not decide (it said neither yes nor no)" if tally["unverified"] and
-                 not tally["accepted"] + tally["rejected"] else "the pool or the draft budget ran out")
+        decided = tally["accepted"] + tally["rejected"]
+        cause = ("the judge could not decide (it said neither yes nor no)" if not decided and tally["unverified"]
+                 else "the judge's calls failed" if not decided and tally["failed"]
+                 else "the topic's pool or the draft budget ran out")
         raise ItemsError(f"{name}: only {tally['accepted']} of {n_unknown} Unknown items verified ({missing}); "
                          f"of {sum(tally.values())} drafts {tally['rejected']} rejected (a unique answer remains), "
                          f"{tally['unverified']} unverified, {tally['failed']} judge calls failed: {cause}. {said}")

@@ -222,8 +222,8 @@ def test_the_judges_verdict_is_read_as_a_careful_grader_would():
     assert read_sufficiency("The answer is (B)") is None and read_sufficiency("Noah is a bird.") is None
 
 
-def _science_run(tmp_path, responder, count=4):
-    with StubServer(responder=responder) as stub:
+def _science_run(tmp_path, responder, count=4, **stub_options):
+    with StubServer(responder=responder, **stub_options) as stub:
         cfg = stub_config(stub, tmp_path, waken={
             "datasets": {"science": {"kind": "scienceqa", "form": "story", "topics": ["physics", "biology"],
                                      "source": {"path": str(RELEASE)}, "count": {"demo": count, "paper": count}}}})
@@ -264,3 +264,12 @@ def test_an_unreadable_verdict_is_asked_again_and_every_verdict_is_recorded(tmp_
     assert len(unknown) == 2 and unknown == {k for k, v in verdicts.items() if v == "accepted"}
     assert set(verdicts.values()) <= {"accepted", "rejected"}
     assert ("science-103-unknown" not in verdicts) or verdicts["science-103-unknown"] == "rejected"
+
+
+def test_failed_judge_calls_are_said_to_have_failed_not_to_be_unverified(tmp_path):
+    cfg, result, asked = _science_run(tmp_path, None, fail_share=1.0)  # every call fails (HTTP 400)
+    assert not result.success
+    said = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE").step_failure_data.error.to_string()
+    assert "2 judge calls failed" in said and "the judge's calls failed" in said and "could not decide" not in said
+    verdicts = Warehouse(cfg.warehouse_path()).rows("SELECT verdict FROM waken.unknown_drafts")
+    assert [v["verdict"] for v in verdicts] == ["failed", "failed"]
