@@ -152,33 +152,37 @@ class Judge:
                        else Reading(None, "judge_unreadable", reading.evidence, reading.call_key))
         return out
 
-    def decide(self, prompts: Sequence[str], purpose: str, max_tokens: int = 8,
-               read: Callable[[str], bool | None] | None = None, retries: int = 0) -> list[Reading]:
-        """Yes / No questions: answer True for yes, False for no, read by `read` (default: the
-        first yes or no word). A reply that cannot be read is asked again, `retries` times, in
-        the same conversation: "Answer with one word: Yes or No."."""
-        if not prompts:
-            return []
-        read = read or read_yes_no
-        convs = [[{"role": "user", "content": p}] for p in prompts]
-        out: list[Reading] = [Reading(None, "judge_unreadable")] * len(prompts)
-        todo = list(range(len(prompts)))
-        params = {"temperature": 0.0, "max_tokens": max_tokens}
+    def _ask_again(self, convs: list[list[dict[str, str]]], params: dict[str, Any], purpose: str,
+                   read_batch: Callable[[list], list[Reading]], again: str, retries: int) -> list[list[Reading]]:
+        """Every conversation asked; one whose reading is `judge_unreadable` is asked again in the
+        same conversation (its reply, then `again`), up to `retries` times. Each one's readings, in order."""
+        history: list[list[Reading]] = [[] for _ in convs]
+        todo = list(range(len(convs)))
         for attempt in range(retries + 1):
             if not todo:
                 break
             results = self.ledger.complete(self.model, [CallRequest(convs[i], params) for i in todo], purpose=purpose)
-            again = []
-            for i, reading, r in zip(todo, self._readings(results, read), results):
-                earlier = out[i].evidence
-                out[i] = reading if earlier is None else Reading(
-                    reading.answer, reading.method, f"{earlier} / then: {reading.evidence}", reading.call_key)
+            retry = []
+            for i, reading, r in zip(todo, read_batch(results), results):
+                history[i].append(reading)
                 if reading.method == "judge_unreadable" and attempt < retries:
-                    convs[i] = convs[i] + [{"role": "assistant", "content": r.text or ""},
-                                           {"role": "user", "content": YES_NO_AGAIN}]
-                    again.append(i)
-            todo = again
-        return out
+                    convs[i] = convs[i] + [{"role": "assistant", "content": r.text or ""}, {"role": "user", "content": again}]
+                    retry.append(i)
+            todo = retry
+        return history
+
+    def decide(self, prompts: Sequence[str], purpose: str, max_tokens: int = 8,
+               read: Callable[[str], bool | None] | None = None, retries: int = 0) -> list[Reading]:
+        """Yes / No questions: answer True for yes, False for no, read by `read` (default: the
+        first yes or no word). A reply that cannot be read is asked again, `retries` times, in
+        the same conversation: "Answer with one word: Yes or No."; the evidence keeps every reply."""
+        if not prompts:
+            return []
+        history = self._ask_again([[{"role": "user", "content": p}] for p in prompts],
+                                  {"temperature": 0.0, "max_tokens": max_tokens}, purpose,
+                                  lambda results: self._readings(results, read or read_yes_no), YES_NO_AGAIN, retries)
+        return [Reading(h[-1].answer, h[-1].method, " / then: ".join(str(r.evidence) for r in h), h[-1].call_key)
+                if len(h) > 1 else h[0] for h in history]
 
     def pick(self, prompts: Sequence[str], letters: Sequence[str], purpose: str, max_tokens: int = 8) -> list[Reading]:
         """Classification questions answered by a letter (WakenLLM's causes): the first of `letters`
@@ -196,29 +200,21 @@ class Judge:
     def grade(self, cases: Sequence[tuple[str, str, str]], purpose: str) -> list[Reading]:
         """S1-Bench table 18: per (question, model answer, ground truth), answer True (correct) or
         False; unreadable verdicts are asked to be rewritten up to `grade_retries` times."""
-        convs = [[{"role": "user", "content": GRADE.format(question=q, answer=a, ground_truth=g)}] for q, a, g in cases]
-        out: list[Reading] = [Reading(None, "judge_unreadable")] * len(cases)
-        todo = list(range(len(cases)))
-        params = {"temperature": 0.0, "max_tokens": self.grade_max_tokens}
-        for attempt in range(self.grade_retries + 1):
-            if not todo:
-                break
-            results = self.ledger.complete(self.model, [CallRequest(convs[i], params) for i in todo],
-                                           purpose=f"{purpose}.judge")
-            again = []
-            for i, r in zip(todo, results):
+        def read_batch(results: list) -> list[Reading]:
+            out = []
+            for r in results:
                 if not r.ok:
-                    out[i] = Reading(None, "judge_failed", f"judge call failed: {r.error}", r.key)
+                    out.append(Reading(None, "judge_failed", f"judge call failed: {r.error}", r.key))
                     continue
                 result, why = parse_judgement(r.text)
-                out[i] = (Reading(bool(result), "judge", why or "", r.key) if result is not None
-                          else Reading(None, "judge_unreadable", why, r.key))
-                if result is None and attempt < self.grade_retries:
-                    convs[i] = convs[i] + [{"role": "assistant", "content": r.text or ""},
-                                           {"role": "user", "content": GRADE_REWRITE}]
-                    again.append(i)
-            todo = again
-        return out
+                out.append(Reading(bool(result), "judge", why or "", r.key) if result is not None
+                           else Reading(None, "judge_unreadable", why, r.key))
+            return out
+
+        convs = [[{"role": "user", "content": GRADE.format(question=q, answer=a, ground_truth=g)}] for q, a, g in cases]
+        history = self._ask_again(convs, {"temperature": 0.0, "max_tokens": self.grade_max_tokens}, f"{purpose}.judge",
+                                  read_batch, GRADE_REWRITE, self.grade_retries)
+        return [h[-1] for h in history]
 
 
 NO_UNIQUE_ANSWER = (
