@@ -8,23 +8,28 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import figure_markdown, markdown_table, stacked_bar_chart
+from assets.metadata import figure_markdown, legend, markdown_table, stacked_bar_chart
+from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
+from assets.versions import code_version
 from configuration import Config
 from evaluations.ib import Item, Runner, metric_rows
 from generators import ib as gen
 
 GROUP = "ib"
 MISCELLANY = "miscellany"
+# bumped when the responses or the metrics computed from the same inputs change
+RESPONSES_VERSION, METRICS_VERSION = "ib-responses-1", "ib-metrics-1"
 
 
 def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
     partitions_def = dg.StaticPartitionsDefinition([*cfg.ib.datasets, MISCELLANY])
 
     @dg.asset(name="ib_items", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
-              check_specs=[dg.AssetCheckSpec("tense_sparse_balanced", asset="ib_items"),
-                           dg.AssetCheckSpec("gold_among_options", asset="ib_items")])
+              code_version=code_version(gen.ITEMS_VERSION, cfg, "ib"),
+              check_specs=[dg.AssetCheckSpec("tense_sparse_balanced", asset="ib_items", partitions_def=partitions_def),
+                           dg.AssetCheckSpec("gold_among_options", asset="ib_items", partitions_def=partitions_def)])
     def ib_items(context: dg.AssetExecutionContext, settings: SettingsResource,
                  warehouse: WarehouseResource) -> dg.MaterializeResult:
         """Judging, single- and multiple-choice items with tense and sparse labels, each in a complete and
@@ -69,15 +74,18 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
             ],
         )
 
-    @dg.asset(name="ib_responses", group_name=GROUP, partitions_def=partitions_def, deps=[ib_items],
-              kinds={"duckdb"}, check_specs=reply_check_specs("ib_responses"))
+    slices = by_model("dataset", partitions_def, cfg)
+
+    @dg.asset(name="ib_responses", group_name=GROUP, partitions_def=slices,
+              deps=[ib_items], code_version=code_version(RESPONSES_VERSION, cfg, "ib"),
+              kinds={"duckdb"}, check_specs=reply_check_specs("ib_responses", slices))
     def ib_responses(context: dg.AssetExecutionContext, settings: SettingsResource,
                      warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
-        """Every evaluated model asked this dataset's items under each configured setting (paper
-        table 2); the prompts into `ib.prompts` (polished rewrites included), the checked answers into
+        """One evaluated model asked this dataset's items (partition `dataset|model`) under each
+        configured setting (paper table 2); the prompts into `ib.prompts` (polished rewrites included), the checked answers into
         `ib.responses` with the extraction method (keywords first, the judge model for the rest)."""
         cfg = settings.load()
-        name = context.partition_key
+        name, model = model_slice(context, "dataset")
         wh = warehouse.get()
         items = [Item.from_row(r) for r in wh.rows("SELECT * FROM ib.items WHERE dataset = ? ORDER BY item_id", [name])]
         ledger = llm.ledger(context, wh)
@@ -86,26 +94,24 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
             settings_here = [s for s in cfg.ib.settings if s == "disturbing_miscellany"]
         else:
             settings_here = [s for s in cfg.ib.settings if s != "disturbing_miscellany"]
-        prompts, responses = [], []
-        for model in cfg.evaluate:
-            runner = Runner(ledger, model, cfg.judge, cfg.ib.polisher or cfg.judge, params)
-            runner.run([] if name == MISCELLANY else items, items if name == MISCELLANY else [], settings_here)
-            prompts += runner.prompts
-            responses += runner.responses
+        runner = Runner(ledger, model, cfg.judge, cfg.ib.polisher or cfg.judge, params)
+        runner.run([] if name == MISCELLANY else items, items if name == MISCELLANY else [], settings_here)
+        prompts, responses = runner.prompts, runner.responses
         for r in (*prompts, *responses):
             r["dataset"] = name
-        wh.replace_partitions({"ib.prompts": prompts, "ib.responses": responses}, {"dataset": name})
+        wh.replace_partitions({"ib.prompts": prompts, "ib.responses": responses}, {"dataset": name, "model": model})
         return dg.MaterializeResult(
             metadata={"dagster/row_count": len(responses), "correct": sum(bool(r["correct"]) for r in responses),
                       "methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in responses)))},
             check_results=reply_check_results(
-                wh, cfg.reply_checks, name, total=len(responses),
+                wh, cfg.reply_checks, context.partition_key, total=len(responses),
                 failed=sum(r["method"] in ("call_failed", "judge_failed") for r in responses),
                 undecided=sum(r["output_category"] == "undecided" for r in responses),
                 call_keys=[r["call_key"] for r in responses]),
         )
 
     @dg.asset(name="ib_metrics", group_name=GROUP, deps=[ib_responses], kinds={"duckdb"},
+              code_version=code_version(METRICS_VERSION, cfg, "ib"),
               check_specs=[dg.AssetCheckSpec("every_model_setting_form", asset="ib_metrics")])
     def ib_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
         """Acc, SR, GR, RR, RS, OR, OR_T, OR_S, FR and the judge's share per model x setting x dataset
@@ -165,7 +171,7 @@ def _options_chart(rows: list[dict]) -> dg.MetadataValue:
     ax.set_ylabel("accuracy")
     ax.set_ylim(0, 1)
     ax.set_title("Disturbing miscellany")
-    ax.legend(fontsize=7)
+    legend(ax, fontsize=7)
     value = figure_markdown(fig)
     plt.close(fig)
     return value

@@ -1,30 +1,46 @@
-"""Materialise the whole asset graph into the Dagster instance, partition by partition.
+"""Materialise the whole asset graph into the Dagster instance, step by step, through the named jobs.
 
-A Dagster job cannot mix assets with different partitions, so the demo command
-runs this: unpartitioned assets first in one run, then each partitioned asset
-group once per partition key, then the downstream summaries. Runs are recorded
-in the instance named by DAGSTER_HOME, so they show up in the UI.
-
-    python -m assets.materialize_all [--select FAMILY ...] [--partition KEY ...]
+    python -m assets.materialize_all [--select FAMILY ...] [--partition KEY ...] [--model NAME ...]
     python -m assets.materialize_all --plan [--latency SECONDS] [--select FAMILY ...]
 
-FAMILY is an asset group (llm: the models probe and the call summary; muso, waken, ib, s1); KEY a partition key
-(`timetabling_1-50`, `fld`, ...). Every step runs even when an earlier one
-failed; the command ends with a table of the steps (time, failed and warning
-checks) and exits 1 if any step failed. `--plan` makes no run: it prints the calls the
-configured run will make per family and model, cached and new, and their time (assets/plan.py).
+FAMILY is muso, waken, ib or s1; KEY a dataset or level (`fld`, `timetabling_1-50`) or one
+slice (`fld|smollm2`); NAME an evaluated model. The steps (assets/jobs.py): the models probe,
+then per family its items, its (dataset, model) slices and its metrics, then the ledger summary
+and the per-model reports. Each step is a run of a named job (`waken_responses`, ...), tagged with
+the family, partition, models and configuration, recorded in the instance named by DAGSTER_HOME,
+so the UI's Runs page and each job's page show it. `--model` evaluates only that model's slices
+(items already built are not rebuilt) and refreshes the metrics and reports.
+
+While it runs, one progress line: steps done of all, calls done of those planned, elapsed time
+and an estimate of the time left (Dagster's own log goes to the instance; `--verbose` prints it).
+At the end, a summary per family: items, calls (cached, new, failed), failed steps and checks,
+time, the headline numbers per model, and where to look next. Every step runs even when an
+earlier one failed; the command exits 1 if any step failed. `--plan` makes no run: it prints the
+calls the configured run will make per family and model, cached and new, and their time.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 import time
-from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import dagster as dg
 
+from assets.jobs import FAMILIES, SelectionError, Step, plan_steps
+from llm_calls.ledger import TOTALS
 from warehouse import Warehouse
+
+# Dagster's console log stays quiet (the event log in the instance keeps everything; --verbose prints
+# it): a failed step is reported by this command in one line, with its cause.
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+ITEMS_SQL = {"muso": "SELECT count(*) FROM muso.instances", "waken": "SELECT count(*) FROM waken.items",
+             "ib": "SELECT count(*) FROM ib.items", "s1": "SELECT count(*) FROM s1.items"}
+NAMES = {"muso": "MuSoBench", "waken": "WakenLLM", "ib": "Instruction Boundary", "s1": "S1-Bench", "": "models, summary"}
 
 
 def raw_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:
@@ -32,53 +48,92 @@ def raw_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:
     return [a for a in (defs.assets or []) if isinstance(a, dg.AssetsDefinition)]
 
 
-def plan(defs: dg.Definitions) -> list[tuple[list[dg.AssetsDefinition], str | None]]:
-    """(assets, partition key) steps: unpartitioned assets upstream of any partitioned one, then
-    each partitions definition's assets together once per key (one run per key does a whole
-    slice, e.g. a level's instances and responses), then the remaining unpartitioned assets."""
-    graph = defs.get_repository_def().asset_graph
-    by_key = {key: a for a in raw_assets(defs) for key in a.keys}
-    order = [k for level in graph.toposorted_asset_keys_by_level for k in level]
-    partitioned = [k for k in order if by_key[k].partitions_def is not None]
-    downstream = set()
-    for k in partitioned:
-        downstream |= graph.get(k).child_keys
-    frontier = list(downstream)
-    while frontier:
-        for child in graph.get(frontier.pop()).child_keys:
-            if child not in downstream:
-                downstream.add(child)
-                frontier.append(child)
+@dataclass
+class Done:
+    step: Step
+    ok: bool
+    seconds: float
+    calls: tuple[int, int, int]  # cached, answered, failed
+    failed_checks: list[str] = field(default_factory=list)
+    warned_checks: list[str] = field(default_factory=list)
 
-    def unique(keys: list[dg.AssetKey]) -> list[dg.AssetsDefinition]:
-        out: list[dg.AssetsDefinition] = []
-        for k in keys:
-            if by_key[k] not in out:
-                out.append(by_key[k])
-        return out
 
-    steps: list[tuple[list[dg.AssetsDefinition], str | None]] = []
-    before = [k for k in order if by_key[k].partitions_def is None and k not in downstream]
-    if before:
-        steps.append((unique(before), None))
-    groups: dict[object, list[dg.AssetKey]] = defaultdict(list)
-    for k in partitioned:
-        groups[by_key[k].partitions_def].append(k)
-    for partitions_def, keys in groups.items():
-        for pk in partitions_def.get_partition_keys():  # type: ignore[union-attr]
-            steps.append((unique(keys), pk))
-    after = [k for k in order if by_key[k].partitions_def is None and k in downstream]
-    if after:
-        steps.append((unique(after), None))
-    return steps
+class Progress:
+    """One line for the whole run, rewritten in place on a terminal (a line per step and every
+    `every_s` seconds otherwise): steps, calls against the plan, elapsed, estimated time left."""
+
+    def __init__(self, total_steps: int, planned_calls: int | None, planned_new: int | None,
+                 stream=sys.stdout, every_s: float | None = None):
+        self.total_steps, self.planned_calls, self.planned_new = total_steps, planned_calls, planned_new
+        self.stream = stream
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.every_s = every_s if every_s is not None else (1.0 if self.tty else 30.0)
+        self.steps_done = 0
+        self.current = ""
+        self.t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self.t0
+        calls = f"calls {TOTALS.done}" + (f"/{self.planned_calls}" if self.planned_calls else "")
+        calls += f" ({TOTALS.cached} cached, {TOTALS.failed} failed)"
+        new = TOTALS.answered + TOTALS.failed
+        if self.planned_new and new:
+            left = max(self.planned_new - new, 0) * elapsed / new
+        elif self.steps_done:
+            left = (self.total_steps - self.steps_done) * elapsed / self.steps_done
+        else:
+            left = None
+        eta = f"~{_clock(left)} left" if left is not None else "time left: measuring"
+        return (f"[{self.steps_done}/{self.total_steps} steps] {calls} | {_clock(elapsed)} elapsed, {eta} | "
+                f"{self.current}")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def begin(self, label: str) -> None:
+        self.current = label
+        self.show(force=True)
+
+    def finish(self) -> None:
+        self.steps_done += 1
+        self.show()
+
+    def show(self, force: bool = False) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K" + self.line()[:200])
+        elif force:
+            self.stream.write(self.line() + "\n")
+        self.stream.flush()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.show(force=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+        else f"{seconds // 60}:{seconds % 60:02d}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Materialise every asset at the configured scale.")
     parser.add_argument("--select", action="append", metavar="FAMILY",
-                        help="only the assets of this group (llm, muso, waken, ib, s1); repeatable")
+                        help=f"only this family ({', '.join(FAMILIES)}); repeatable. The models probe, the "
+                             "ledger summary and the reports always run")
     parser.add_argument("--partition", action="append", metavar="KEY",
-                        help="only these partition keys of the partitioned assets; repeatable")
+                        help="only this dataset or level (fld, timetabling_1-50) or slice (fld|smollm2); repeatable")
+    parser.add_argument("--model", action="append", metavar="NAME",
+                        help="only this evaluated model's slices (items already built are kept); repeatable")
+    parser.add_argument("--verbose", action="store_true", help="print Dagster's event log as it runs")
     parser.add_argument("--plan", action="store_true",
                         help="print the calls the configured run will make (cached / new) and their time; run nothing")
     parser.add_argument("--latency", type=float, metavar="SECONDS",
@@ -92,46 +147,84 @@ def main(argv: list[str] | None = None) -> int:
     from assets.definitions import build_definitions
 
     defs = build_definitions()  # from the configuration named now (BENCHSMITH_CONFIG), not at first import
-
-    resources = defs.resources
-    all_assets = raw_assets(defs)
-    checks = list(defs.asset_checks or [])
-    groups = {a.group_names_by_key[k] for a in all_assets for k in a.keys}
-    unknown = sorted(set(args.select or []) - groups)
-    if unknown:
-        parser.error(f"--select {unknown[0]!r}: not an asset group; expected one of {sorted(groups)}")
+    by_name = {k.path[-1]: a for a in raw_assets(defs) for k in a.keys}
+    try:
+        plan_steps(by_name, args.select, args.partition, args.model)  # a bad selection fails before any run
+    except SelectionError as exc:
+        parser.error(str(exc))
+    config = defs.resources["settings"].load()
+    if not os.environ.get("DAGSTER_HOME"):  # `make` sets it; else the runs go beside the configuration file
+        os.environ["DAGSTER_HOME"] = str(Path(config.source).resolve().parent)
+        print(f"DAGSTER_HOME not set: recording runs in {os.environ['DAGSTER_HOME']}", file=sys.stderr)
     instance = dg.DagsterInstance.get()
-    steps = plan(defs)
-    config = resources["settings"].load()
-    summary = []
-    for group, partition_key in steps:
-        keys = [k for a in group for k in a.keys if not args.select or a.group_names_by_key[k] in args.select]
-        if not keys or (args.partition and partition_key is not None and partition_key not in args.partition):
-            continue
-        label = ", ".join(k.to_user_string() for k in keys) + (f" [{partition_key}]" if partition_key else "")
-        print(f"materialising {label}", flush=True)
-        t0 = time.monotonic()
-        result = dg.materialize(
-            [*all_assets, *checks],
-            selection=dg.AssetSelection.assets(*keys) | dg.AssetSelection.checks_for_assets(*keys),
-            instance=instance,
-            resources=resources,
-            partition_key=partition_key,
-            raise_on_error=False,
-            tags=_run_tags(group, keys, partition_key, config),
-        )
-        evals = result.get_asset_check_evaluations()
-        failed = [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
-        warned = [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.WARN]
-        summary.append((label, result.success, time.monotonic() - t0, failed, warned))
-        if not result.success:
-            print(f"FAILED: {label}" + (f" (checks: {', '.join(failed)})" if failed else ""), file=sys.stderr)
-    _print_summary(summary)
-    wh_path = resources["warehouse"].path
-    print(f"\nWarehouse: {wh_path}")
-    n = Warehouse(wh_path).scalar("SELECT count(*) FROM llm.calls")
-    print(f"llm.calls rows: {n}")
-    return 0 if all(ok for _, ok, _, _, _ in summary) else 1
+    materialized = {}
+    if args.model:
+        for family in FAMILIES.values():
+            key = dg.AssetKey(family[0])
+            if by_name[family[0]].partitions_def is None:
+                materialized[family[0]] = {""} if instance.get_latest_materialization_event(key) else set()
+            else:
+                materialized[family[0]] = set(instance.get_materialized_partitions(key))
+    try:
+        steps = plan_steps(by_name, args.select, args.partition, args.model, materialized)
+    except SelectionError as exc:
+        parser.error(str(exc))
+    wh = Warehouse(defs.resources["warehouse"].path)
+    planned = _planned_calls(config, wh, args.select)
+    progress = Progress(len(steps), *planned)
+    TOTALS.reset()
+    progress.start()
+    done: list[Done] = []
+    try:
+        for step in steps:
+            progress.begin(step.label)
+            before = (TOTALS.cached, TOTALS.answered, TOTALS.failed)
+            t0 = time.monotonic()
+            result = defs.resolve_job_def(step.job).execute_in_process(
+                instance=instance, partition_key=step.partition, raise_on_error=False,
+                tags=_run_tags(step, config), run_config=None if args.verbose else QUIET)
+            evals = result.get_asset_check_evaluations()
+            calls = (TOTALS.cached - before[0], TOTALS.answered - before[1], TOTALS.failed - before[2])
+            done.append(Done(step, result.success, time.monotonic() - t0, calls,
+                             [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR],
+                             [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.WARN]))
+            if not result.success:
+                sys.stderr.write(f"\nFAILED: {step.label} (run {result.run_id[:8]}): {_failure(result, wh)}\n")
+            progress.finish()
+    finally:
+        progress.stop()
+    print(summary(done, wh, config, defs.resources["warehouse"].path))
+    return 0 if all(d.ok for d in done) else 1
+
+
+def _failure(result: dg.ExecuteInProcessResult, wh: Warehouse) -> str:
+    """Why a step failed, in one line: the failing checks and the first failed call's error, or the
+    step's own error."""
+    failed = [e for e in result.get_asset_check_evaluations()
+              if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
+    if failed:
+        why = "; ".join(f"{e.check_name}: {e.description}" for e in failed)
+        error = wh.scalar("SELECT min(error) FROM llm.calls WHERE run_id = ? AND status = 'failed'", [result.run_id])
+        return f"checks failed: {why}" + (f"; first failed call: {error[:200]}" if error else "")
+    for e in result.all_events:
+        if e.event_type_value == "STEP_FAILURE" and e.step_failure_data and e.step_failure_data.error:
+            err = e.step_failure_data.error
+            while err.cause is not None and err.message.startswith("dagster."):
+                err = err.cause
+            return err.message.strip().splitlines()[0][:300]
+    return "see the run in the UI"
+
+
+def _planned_calls(config, wh: Warehouse, families) -> tuple[int | None, int | None]:
+    """(calls planned, of them not cached) from the capacity plan; (None, None) if it cannot say."""
+    from assets import plan
+
+    try:
+        fams = [f for f in plan.FAMILIES if not families or f in families or f == "llm"]
+        rows = plan.with_cache(plan.plan_lines(config, wh, fams), plan.stored_calls(config, wh))
+    except Exception:  # the plan is an estimate: never a reason not to run
+        return None, None
+    return sum(r.line.calls for r in rows), sum(r.new for r in rows)
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -163,23 +256,59 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_tags(group: list[dg.AssetsDefinition], keys: list[dg.AssetKey], partition_key: str | None,
-              config: object) -> dict[str, str]:
-    """What the Runs page filters by: the families, the partition, the evaluated models, the config."""
-    families = sorted({a.group_names_by_key[k] for a in group for k in a.keys if k in keys})
-    tags = {"benchsmith/family": ",".join(families), "benchsmith/models": ",".join(config.evaluate),
-            "benchsmith/config": config.source}
-    if partition_key:
-        tags["benchsmith/partition"] = partition_key
+def _run_tags(step: Step, config) -> dict[str, str]:
+    """What the Runs page filters by: the family, the partition, the models, the configuration."""
+    tags = {"benchsmith/family": step.family or step.job, "benchsmith/config": config.source,
+            "benchsmith/models": step.model or ",".join(config.evaluate)}
+    if step.partition:
+        tags["benchsmith/partition"] = step.partition
     return tags
 
 
-def _print_summary(summary: list[tuple[str, bool, float, list[str], list[str]]]) -> None:
-    print("\nstep" + " " * 60 + "status   seconds  checks")
-    for label, ok, seconds, failed, warned in summary:
-        notes = "; ".join(x for x in (f"failed: {', '.join(failed)}" if failed else "",
-                                      f"warnings: {', '.join(sorted(set(warned)))}" if warned else "") if x)
-        print(f"{label[:62]:<64}{'ok' if ok else 'FAILED':<9}{seconds:>7.1f}  {notes}")
+def summary(done: list[Done], wh: Warehouse, config, warehouse_path: str) -> str:
+    """The end-of-run table per family, the headline numbers per model, and where to look next."""
+    out = ["", f"{'family':<22}{'items':>7}{'cached':>8}{'new':>7}{'failed':>8}  {'time':>7}  status"]
+    by_family: dict[str, list[Done]] = {}
+    for d in done:
+        by_family.setdefault(d.step.family, []).append(d)
+    for family, ds in by_family.items():
+        items = wh.scalar(ITEMS_SQL[family]) if family in ITEMS_SQL else ""
+        cached, answered, failed = (sum(d.calls[i] for d in ds) for i in range(3))
+        bad = [d for d in ds if not d.ok]
+        warned = sorted({c for d in ds for c in d.warned_checks})
+        status = "ok" if not bad else "FAILED: " + ", ".join(
+            d.step.label + (f" (checks: {', '.join(d.failed_checks)})" if d.failed_checks else "") for d in bad)[:200]
+        if warned:
+            status += f" (warnings: {', '.join(warned)})"
+        out.append(f"{NAMES[family]:<22}{items!s:>7}{cached:>8}{answered + failed:>7}{failed:>8}  "
+                   f"{_clock(sum(d.seconds for d in ds)):>7}  {status}")
+    out.append(f"{'total':<22}{'':>7}{sum(d.calls[0] for d in done):>8}"
+               f"{sum(d.calls[1] + d.calls[2] for d in done):>7}{sum(d.calls[2] for d in done):>8}  "
+               f"{_clock(sum(d.seconds for d in done)):>7}")
+    out += ["", "headline numbers (report.headline; fractions unless named):"]
+    families = [f for f in by_family if f in FAMILIES]
+    rows = wh.rows("SELECT * FROM report.headline WHERE family IN (SELECT unnest(?::VARCHAR[])) "
+                   "ORDER BY family, model, scope, metric", [families]) if families else []
+    if not rows:
+        out.append("  none: no metrics were computed")
+    for family in families:
+        cells: dict[str, list[str]] = {}
+        for r in rows:
+            if r["family"] == family:
+                value = "NULL" if r["value"] is None else (f"{r['value']:.3g}")
+                cells.setdefault(r["model"], []).append(f"{r['scope']} {r['metric']}={value}")
+        for model, parts in cells.items():
+            shown = "; ".join(parts[:6]) + (f"; ... {len(parts) - 6} more" if len(parts) > 6 else "")
+            out.append(f"  {NAMES[family]} [{model}]: {shown}")
+    reports = wh.path.parent / "reports"
+    out += ["", "where to look next:",
+            f"  reports:   {reports / 'index.html'}" + ("" if (reports / "index.html").exists() else " (not built)"),
+            f"  warehouse: {warehouse_path}   (python -m warehouse.query \"SELECT * FROM report.headline\")",
+            "  Dagster UI: make ui, then http://127.0.0.1:3000 (runs, check verdicts per partition)"]
+    failed = [d for d in done if not d.ok]
+    if failed:
+        out += ["", f"{len(failed)} step(s) failed: " + ", ".join(d.step.label for d in failed[:10])]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

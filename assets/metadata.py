@@ -32,6 +32,12 @@ def figure_markdown(fig: Any) -> dg.MetadataValue:
     return dg.MetadataValue.md(f"![plot](data:image/png;base64,{encoded})")
 
 
+def legend(ax: Any, **kwargs: Any) -> None:
+    """A legend when anything drawn has a label (an empty chart gets none, and no warning)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kwargs)
+
+
 def stacked_bar_chart(bars: Mapping[str, Mapping[str, float]], title: str, ylabel: str = "share",
                       colours: Mapping[str, str] | None = None) -> dg.MetadataValue:
     """One stacked bar per key of `bars` (categories stacked in sorted order, or in the order of
@@ -52,7 +58,7 @@ def stacked_bar_chart(bars: Mapping[str, Mapping[str, float]], title: str, ylabe
     ax.set_ylim(0, 1)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, not over them
+    legend(ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, not over them
     ax.tick_params(axis="x", labelsize=7)
     value = figure_markdown(fig)
     plt.close(fig)

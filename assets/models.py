@@ -23,7 +23,7 @@ def _served_ids(base_url: str, api_key: str | None) -> list[str]:
         client.close()
 
 
-@dg.asset(group_name=GROUP, kinds={"duckdb"})
+@dg.asset(group_name=GROUP, kinds={"duckdb"}, code_version="models-1")
 def models(
     context: dg.AssetExecutionContext, settings: SettingsResource, warehouse: WarehouseResource, llm: LLMResource
 ) -> dg.MaterializeResult:
@@ -91,7 +91,7 @@ def evaluated_models_reachable(settings: SettingsResource, warehouse: WarehouseR
 def llm_call_summary_asset(upstream: list[dg.AssetKey]) -> dg.AssetsDefinition:
     """The ledger summary, downstream of every asset that calls models."""
 
-    @dg.asset(name="llm_call_summary", group_name=GROUP, deps=upstream, kinds={"duckdb"})
+    @dg.asset(name="llm_call_summary", group_name=GROUP, deps=upstream, kinds={"duckdb"}, code_version="summary-1")
     def llm_call_summary(warehouse: WarehouseResource) -> dg.MaterializeResult:
         """Counts of the call ledger (`llm.calls`) per model, purpose and status, with
         tokens and latency; the same numbers as the SQL view `llm.call_summary`."""

@@ -11,9 +11,11 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import figure_markdown, markdown_table
+from assets.metadata import figure_markdown, legend, markdown_table
+from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
+from assets.versions import code_version
 from configuration import Config
 from evaluations import muso as protocol
 from evaluations import scoring
@@ -23,6 +25,8 @@ from solvers import timetabling as tt
 from validators.muso_check import subset_violations, timetable_violations
 
 GROUP = "muso"
+# bumped when the responses or the metrics computed from the same inputs change
+RESPONSES_VERSION, METRICS_VERSION = "muso-responses-1", "muso-metrics-1"
 
 
 def task_bins(cfg: Config, task: str) -> list[gen.LevelBin]:
@@ -55,7 +59,8 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
 
     @dg.asset(
         name="muso_instances", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
-        check_specs=[dg.AssetCheckSpec(n, asset="muso_instances") for n in check_names],
+        code_version=code_version(gen.GENERATOR_VERSION, cfg, "muso"),
+        check_specs=[dg.AssetCheckSpec(n, asset="muso_instances", partitions_def=partitions_def) for n in check_names],
     )
     def muso_instances(context: dg.AssetExecutionContext, settings: SettingsResource,
                        warehouse: WarehouseResource) -> dg.MaterializeResult:
@@ -101,41 +106,43 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
             check_results=_instance_checks(wh, cfg, pk, task, b, quota),
         )
 
-    @dg.asset(name="muso_responses", group_name=GROUP, partitions_def=partitions_def, deps=[muso_instances],
-              kinds={"duckdb"}, check_specs=reply_check_specs("muso_responses"))
+    slices = by_model("level", partitions_def, cfg)
+
+    @dg.asset(name="muso_responses", group_name=GROUP, partitions_def=slices, deps=[muso_instances],
+              kinds={"duckdb"}, code_version=code_version(RESPONSES_VERSION, cfg, "muso"),
+              check_specs=reply_check_specs("muso_responses", slices))
     def muso_responses(context: dg.AssetExecutionContext, settings: SettingsResource,
                        warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
-        """Each evaluated model's answers to this level's instances through the three-turn
-        protocol (solve, confidence, recheck; paper section 3, appendix A.3), per paradigm
-        and variant (exploration cue, self-consistency when configured), parsed and scored
+        """One evaluated model's answers to this level's instances (partition `level|model`) through
+        the three-turn protocol (solve, confidence, recheck; paper section 3, appendix A.3), per
+        paradigm and variant (exploration cue, self-consistency when configured), parsed and scored
         into `muso.responses`. Failed calls are rows with status 'call_failed'."""
         cfg = settings.load()
-        pk = context.partition_key
+        pk, model = model_slice(context, "level")
         wh = warehouse.get()
         items = load_items(wh, pk)
         ledger = llm.ledger(context, wh)
         m = cfg.muso
         rows = []
-        for model in cfg.evaluate:
-            for paradigm in m.paradigms:
-                variants = ["standard"] + (["exploration"] if m.exploration else [])
-                if m.self_consistency.at(cfg.scale) > 0:
-                    variants.append("self_consistency")
-                for variant in variants:
-                    for temperature in m.temperatures:
-                        rows += protocol.run(
-                            ledger, model, items, paradigm, variant, temperature=temperature,
-                            solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
-                            confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
-                            paths=max(1, m.self_consistency.at(cfg.scale)),
-                        )
+        for paradigm in m.paradigms:
+            variants = ["standard"] + (["exploration"] if m.exploration else [])
+            if m.self_consistency.at(cfg.scale) > 0:
+                variants.append("self_consistency")
+            for variant in variants:
+                for temperature in m.temperatures:
+                    rows += protocol.run(
+                        ledger, model, items, paradigm, variant, temperature=temperature,
+                        solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
+                        confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
+                        paths=max(1, m.self_consistency.at(cfg.scale)),
+                    )
         for r in rows:
             r["partition_key"] = pk
-        wh.replace_partition("muso.responses", rows, {"partition_key": pk})
+        wh.replace_partition("muso.responses", rows, {"partition_key": pk, "model": model})
         scored = [r for r in rows if r["status"] == "ok" and r["variant"] != "sc_path"]
         conversations = [r for r in rows if r["variant"] not in ("sc_vote", "sc_median")]  # aggregates call nothing
         checks = reply_check_results(
-            wh, cfg.reply_checks, pk, total=len(conversations),
+            wh, cfg.reply_checks, context.partition_key, total=len(conversations),
             failed=sum(r["status"] == "call_failed" for r in conversations),
             # a reply without a readable solution is scored (recall 0); undecided is a reply with no answer text at all
             undecided=sum(r["status"] == "ok" and r["parse_error"] in NO_ANSWER_TEXT for r in conversations),
@@ -150,6 +157,7 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
         })
 
     @dg.asset(name="muso_metrics", group_name=GROUP, deps=[muso_responses], kinds={"duckdb"},
+              code_version=code_version(METRICS_VERSION, cfg, "muso"),
               check_specs=[dg.AssetCheckSpec("every_model_task_level", asset="muso_metrics")])
     def muso_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
         """Precision, recall, ECE against precision and against recall (10 equal-width bins),
@@ -270,7 +278,7 @@ def _reliability_plot(responses: list[dict]) -> dg.MetadataValue:
     ax.set_xlabel("stated confidence")
     ax.set_ylabel("mean recall")
     ax.set_title("MuSoBench recall vs confidence")
-    ax.legend(fontsize=7)
+    legend(ax, fontsize=7)
     value = figure_markdown(fig)
     plt.close(fig)
     return value

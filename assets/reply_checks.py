@@ -27,8 +27,11 @@ DESCRIPTIONS = {
 }
 
 
-def reply_check_specs(asset: str) -> list[dg.AssetCheckSpec]:
-    return [dg.AssetCheckSpec(name, asset=asset, blocking=True, description=text) for name, text in DESCRIPTIONS.items()]
+def reply_check_specs(asset: str, partitions_def: dg.PartitionsDefinition | None = None) -> list[dg.AssetCheckSpec]:
+    """The three specs; on a partitioned asset they are partitioned alike, so each evaluation is
+    recorded against its partition and the UI keeps every partition's verdict."""
+    return [dg.AssetCheckSpec(name, asset=asset, blocking=True, description=text, partitions_def=partitions_def)
+            for name, text in DESCRIPTIONS.items()]
 
 
 def reply_check_results(wh: Warehouse, thresholds: ReplyCheckThresholds, partition: str | None, *, total: int,

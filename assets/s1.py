@@ -5,6 +5,8 @@ from collections import Counter
 import dagster as dg
 
 from assets.metadata import figure_markdown, markdown_table
+from assets.partitions import models_partitions
+from assets.versions import code_version
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from evaluations.s1 import evaluate, metric_rows
@@ -15,12 +17,29 @@ from validators.judge import Judge
 GROUP = "s1"
 
 
-@dg.asset(group_name=GROUP, kinds={"duckdb"},
-          check_specs=[dg.AssetCheckSpec("lineage_complete", asset="s1_items",
-                                         description="every accepted item leads back to a generated candidate"),
-                       dg.AssetCheckSpec("accepted_only_if_every_answer_correct", asset="s1_items",
-                                         description="an accepted item has every validation answer correct"),
-                       *reply_check_specs("s1_items")])
+ITEMS_VERSION, RESPONSES_VERSION, METRICS_VERSION = "s1-items-1", "s1-responses-1", "s1-metrics-1"
+
+
+def build_s1_assets(cfg) -> list[dg.AssetsDefinition]:
+    """The three S1-Bench assets; `s1_responses` is partitioned by the evaluated models (S1-Bench
+    has one item set, no datasets)."""
+    items = dg.asset(
+        s1_items, name="s1_items", group_name=GROUP, kinds={"duckdb"},
+        code_version=code_version(ITEMS_VERSION, cfg, "s1"),
+        check_specs=[dg.AssetCheckSpec("lineage_complete", asset="s1_items",
+                                       description="every accepted item leads back to a generated candidate"),
+                     dg.AssetCheckSpec("accepted_only_if_every_answer_correct", asset="s1_items",
+                                       description="an accepted item has every validation answer correct"),
+                     *reply_check_specs("s1_items")])
+    by_model = models_partitions(cfg)
+    responses = dg.asset(s1_responses, name="s1_responses", group_name=GROUP, deps=[items], kinds={"duckdb"},
+                         partitions_def=by_model, check_specs=reply_check_specs("s1_responses", by_model),
+                         code_version=code_version(RESPONSES_VERSION, cfg, "s1"))
+    metrics = dg.asset(s1_metrics, name="s1_metrics", group_name=GROUP, deps=[responses], kinds={"duckdb"},
+                       code_version=code_version(METRICS_VERSION, cfg, "s1"))
+    return [items, responses, metrics]
+
+
 def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, warehouse: WarehouseResource,
              llm: LLMResource) -> dg.MaterializeResult:
     """The S1-Bench construction loop (paper section 2): candidates from programmatic generators
@@ -84,10 +103,9 @@ def _validation_counts(wh) -> dict:
     return {"total": c["total"], "failed": c["failed"], "undecided": c["undecided"], "call_keys": c["keys"] or []}
 
 
-@dg.asset(group_name=GROUP, deps=[s1_items], kinds={"duckdb"}, check_specs=reply_check_specs("s1_responses"))
 def s1_responses(context: dg.AssetExecutionContext, settings: SettingsResource, warehouse: WarehouseResource,
-                 llm: LLMResource) -> dg.MaterializeResult:
-    """Each evaluated model answers every accepted item k times (temperature 0.6, top_p 0.95) and
+                    llm: LLMResource) -> dg.MaterializeResult:
+    """One evaluated model (the partition) answers every accepted item k times (temperature 0.6, top_p 0.95) and
     greedily; format type, thinking / answer split, correctness (exact or judge; a reasoning
     model's malformed replies are not correct and not judged), tokens, difficulty awareness and
     redundancy per response, into `s1.responses` (paper section 3)."""
@@ -97,24 +115,22 @@ def s1_responses(context: dg.AssetExecutionContext, settings: SettingsResource, 
     items = wh.rows("SELECT * FROM s1.items ORDER BY item_id")
     ledger = llm.ledger(context, wh)
     judge = Judge(ledger, cfg.judge)
-    rows = []
-    for model in cfg.evaluate:
-        rows += evaluate(ledger, model, items, judge, s.k, s.eval_temperature, s.eval_top_p,
-                         s.eval_max_tokens.at(cfg.scale), reasoning=cfg.models[model].reasoning)
-    wh.replace_partition("s1.responses", rows)
+    model = context.partition_key
+    rows = evaluate(ledger, model, items, judge, s.k, s.eval_temperature, s.eval_top_p,
+                    s.eval_max_tokens.at(cfg.scale), reasoning=cfg.models[model].reasoning)
+    wh.replace_partition("s1.responses", rows, {"model": model})
     return dg.MaterializeResult(
         metadata={"dagster/row_count": len(rows), "items": len(items),
                   "format_types": dg.MetadataValue.json(dict(Counter(str(r["format_type"]) for r in rows))),
                   "methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in rows)))},
         check_results=reply_check_results(
-            wh, cfg.reply_checks, None, total=len(rows),
+            wh, cfg.reply_checks, model, total=len(rows),
             failed=sum(r["method"] in ("call_failed", "judge_failed") for r in rows),
             undecided=sum(r["method"] in ("judge_unreadable", "judge_no_answer", "empty") for r in rows),
             call_keys=[r["call_key"] for r in rows]),
     )
 
 
-@dg.asset(group_name=GROUP, deps=[s1_responses], kinds={"duckdb"})
 def s1_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
     """pass@1, acc@k, f-acc, greedy accuracy, format rates, mean response tokens (endless replies
     left out), difficulty-awareness shares and thinking redundancy per model, overall, per

@@ -9,15 +9,19 @@ from collections import Counter
 import dagster as dg
 
 from assets.metadata import markdown_table, stacked_bar_chart
+from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
+from assets.versions import code_version
 from configuration import Config
 from evaluations.waken import Item, Pipeline
 from evaluations.waken_metrics import identity_violations, metric_rows
-from generators.waken import ItemsError, build_items, fol_checks, fol_summary, load_records
+from generators.waken import ITEMS_VERSION, ItemsError, build_items, fol_checks, fol_summary, load_records
 from validators.judge import Judge, unknown_verifier
 
 GROUP = "waken"
+# bumped when the outcomes or the metrics computed from the same inputs change
+OUTCOMES_VERSION, METRICS_VERSION = "waken-outcomes-1", "waken-metrics-1"
 
 
 def _fol_check(checks: list[dict], kind: str) -> dg.AssetCheckResult:
@@ -38,11 +42,12 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
     partitions_def = dg.StaticPartitionsDefinition(list(cfg.waken.datasets))
 
     @dg.asset(name="waken_items", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
-              check_specs=[dg.AssetCheckSpec("solvable_unknown_one_to_one", asset="waken_items"),
-                           dg.AssetCheckSpec("no_duplicate_items", asset="waken_items"),
-                           dg.AssetCheckSpec("gold_label_matches_proof", asset="waken_items",
+              code_version=code_version(ITEMS_VERSION, cfg, "waken"),
+              check_specs=[dg.AssetCheckSpec("solvable_unknown_one_to_one", asset="waken_items", partitions_def=partitions_def),
+                           dg.AssetCheckSpec("no_duplicate_items", asset="waken_items", partitions_def=partitions_def),
+                           dg.AssetCheckSpec("gold_label_matches_proof", asset="waken_items", partitions_def=partitions_def,
                                              description="FOLIO: gold labels that z3 contradicts from the FOL"),
-                           dg.AssetCheckSpec("folio_fol_read", asset="waken_items",
+                           dg.AssetCheckSpec("folio_fol_read", asset="waken_items", partitions_def=partitions_def,
                                              description="FOLIO: every row of the source file has its FOL read; "
                                                          "per file rows, parsed, agreeing with gold (waken.fol_checks)")])
     def waken_items(context: dg.AssetExecutionContext, settings: SettingsResource,
@@ -98,18 +103,22 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
             ],
         )
 
-    @dg.asset(name="waken_outcomes", group_name=GROUP, partitions_def=partitions_def, deps=[waken_items],
-              kinds={"duckdb"}, check_specs=[dg.AssetCheckSpec("converting_identities", asset="waken_outcomes",
+    slices = by_model("dataset", partitions_def, cfg)
+
+    @dg.asset(name="waken_outcomes", group_name=GROUP, partitions_def=slices,
+              deps=[waken_items], code_version=code_version(OUTCOMES_VERSION, cfg, "waken"),
+              kinds={"duckdb"}, check_specs=[dg.AssetCheckSpec("converting_identities", asset="waken_outcomes", partitions_def=slices,
                                                                description="TC/FC/UC identities of every stage hold"),
-                                             *reply_check_specs("waken_outcomes")])
+                                             *reply_check_specs("waken_outcomes", slices)])
     def waken_outcomes(context: dg.AssetExecutionContext, settings: SettingsResource,
                        warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
-        """Every evaluated model through the WakenLLM pipeline on this dataset: direct pass,
+        """One evaluated model through the WakenLLM pipeline on this dataset (partition
+        `dataset|model`): direct pass,
         vague-perception extraction, two stimulation stages, Remind-then-Guide at each misguiding
         rate and with earlier reasoning, the ablation, the prompt baselines and the cause
         classification, into `waken.outcomes` (one row per model x item x step x setting)."""
         cfg = settings.load()
-        name = context.partition_key
+        name, model = model_slice(context, "dataset")
         wh = warehouse.get()
         items = [Item(r["item_id"], r["form"], r["label"], r["context"], r["question"],
                       tuple(json.loads(r["extra"]).get("choices") or ()) or None) for r in wh.rows(
@@ -117,14 +126,12 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
             [name])]
         ledger = llm.ledger(context, wh)
         w = cfg.waken
-        rows = []
-        for model in cfg.evaluate:
-            pipe = Pipeline(ledger, model, cfg.judge, items, w.temperature, w.ablation_temperature,
-                            w.max_tokens.at(cfg.scale), cfg.seed)
-            rows += pipe.run(w.misguiding_rates, w.baselines)
+        pipe = Pipeline(ledger, model, cfg.judge, items, w.temperature, w.ablation_temperature,
+                        w.max_tokens.at(cfg.scale), cfg.seed)
+        rows = pipe.run(w.misguiding_rates, w.baselines)
         for r in rows:
             r["dataset"] = name
-        wh.replace_partition("waken.outcomes", rows, {"dataset": name})
+        wh.replace_partition("waken.outcomes", rows, {"dataset": name, "model": model})
         problems = identity_violations(rows)
         direct = [r for r in rows if r["step"] == "direct"]
         return dg.MaterializeResult(
@@ -133,13 +140,14 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                       "steps": dg.MetadataValue.json(dict(Counter(r["step"] for r in rows)))},
             check_results=[dg.AssetCheckResult(check_name="converting_identities", passed=not problems,
                                                metadata={"violations": dg.MetadataValue.json(problems)}),
-                           *reply_check_results(wh, cfg.reply_checks, name, total=len(rows),
+                           *reply_check_results(wh, cfg.reply_checks, context.partition_key, total=len(rows),
                                                 failed=sum(r["outcome"] in ("call_failed", "judge_failed") for r in rows),
                                                 undecided=sum(r["outcome"] == "undecided" for r in rows),
                                                 call_keys=[r["call_key"] for r in rows])],
         )
 
     @dg.asset(name="waken_metrics", group_name=GROUP, deps=[waken_outcomes], kinds={"duckdb"},
+              code_version=code_version(METRICS_VERSION, cfg, "waken"),
               check_specs=[dg.AssetCheckSpec("every_model_and_dataset", asset="waken_metrics")])
     def waken_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
         """TC/FC/UC and their rates per sample type and stage, OCR, Conf, RPC, CGR, Deg,

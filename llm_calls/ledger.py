@@ -170,6 +170,24 @@ class _Failed(Exception):
     pass
 
 
+class RunTotals:
+    """Requests answered from the cache, answered by a model and failed, by every ledger in this
+    process since the last `reset` (the command's progress line reads them)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.cached = self.answered = self.failed = 0
+
+    @property
+    def done(self) -> int:
+        return self.cached + self.answered + self.failed
+
+
+TOTALS = RunTotals()
+
+
 class Ledger:
     """Makes, caches and records model calls. See the module docstring for the contract."""
 
@@ -200,6 +218,7 @@ class Ledger:
             writer = self.warehouse.writer()  # the cache lookup and the commits share one connection
             try:
                 results, known = self._cached(list(keyed), writer)
+                TOTALS.cached += len(results)
                 if len(results) < len(keyed):
                     results.update(asyncio.run(self._fetch(model, identity, purpose, keyed, results, known, writer)))
             finally:
@@ -219,6 +238,7 @@ class Ledger:
         writer = self.warehouse.writer()
         try:
             results, known = await asyncio.to_thread(self._cached, list(keyed), writer)
+            TOTALS.cached += len(results)
             if len(results) < len(keyed):
                 results.update(await self._fetch(model, identity, purpose, keyed, results, known, writer))
         finally:
@@ -511,8 +531,10 @@ class _Progress:
     def record(self, ok: bool) -> None:
         if ok:
             self.ok += 1
+            TOTALS.answered += 1
         else:
             self.failed += 1
+            TOTALS.failed += 1
 
     def line(self, final: bool = False) -> str:
         elapsed = time.monotonic() - self.t0

@@ -54,16 +54,49 @@ def stub_ledger(stub, tmp_path):
         yield Ledger(wh, registry)
 
 
-def materialize(defs: Any, keys: list[str], partition: str | None = None) -> Any:
-    """Materialise `keys` (and their checks) of a Definitions for one partition, in process."""
+class Results:
+    """The runs of one `materialize` call, read like one `ExecuteInProcessResult`."""
+
+    def __init__(self, results: list[Any]):
+        self.results = results
+        self.success = all(r.success for r in results)
+        self.all_events = [e for r in results for e in r.all_events]
+
+    def get_asset_check_evaluations(self) -> list[Any]:
+        return [e for r in self.results for e in r.get_asset_check_evaluations()]
+
+
+def partition_keys(asset: Any, partition: str | None) -> list[str | None]:
+    """The partition keys of `asset` that make up `partition` (a dataset or level): itself, or every
+    (partition, model) slice of a model-partitioned asset; every model for `s1_responses`."""
+    import dagster as dg
+
+    pdef = asset.partitions_def
+    if pdef is None:
+        return [None]
+    if isinstance(pdef, dg.MultiPartitionsDefinition):
+        keys = pdef.get_partition_keys()
+        return [k for k in keys if partition in (k, *k.keys_by_dimension.values())]
+    if partition is None:
+        return list(pdef.get_partition_keys())
+    return [partition]
+
+
+def materialize(defs: Any, keys: list[str], partition: str | None = None, instance: Any = None) -> Results:
+    """Materialise `keys` (and their checks) of a Definitions for one dataset or level, in process,
+    each asset in the order given and, when partitioned by model, once per evaluated model."""
     import dagster as dg
 
     from assets.materialize_all import raw_assets
 
-    return dg.materialize(
-        [*raw_assets(defs), *defs.asset_checks], resources=defs.resources, partition_key=partition,
-        selection=dg.AssetSelection.assets(*keys) | dg.AssetSelection.checks_for_assets(*keys), raise_on_error=False,
-    )
+    results = []
+    for key in keys:
+        for pk in partition_keys(defs.resolve_assets_def(key), partition):
+            results.append(dg.materialize(
+                [*raw_assets(defs), *defs.asset_checks], resources=defs.resources, partition_key=pk, instance=instance,
+                selection=dg.AssetSelection.assets(key) | dg.AssetSelection.checks_for_assets(key),
+                raise_on_error=False))
+    return Results(results)
 
 
 def user(text: str) -> list[dict[str, str]]:

@@ -25,13 +25,17 @@ REPO = Path(__file__).resolve().parent.parent
 def test_definitions_load_from_the_repository_config():
     from assets.definitions import defs
 
+    dg.Definitions.validate_loadable(defs)  # what `dagster dev` does: job and asset names must not clash
     repo = defs.get_repository_def()
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
     assert {"models", "llm_call_summary", "muso_instances", "muso_metrics", "waken_items", "waken_metrics"} <= keys
-    # one partitioned job per family, and the unpartitioned rest
-    assert defs.resolve_job_def("everything").partitions_def is None
-    assert defs.resolve_job_def("muso").partitions_def.get_partition_keys()[0] == "timetabling_1-50"
-    assert defs.resolve_job_def("waken").partitions_def.get_partition_keys() == ["fld"]
+    # per family: items per dataset or level, responses per (dataset, model) slice, metrics unpartitioned
+    assert defs.resolve_job_def("probe_models").partitions_def is None
+    assert defs.resolve_job_def("build_muso").partitions_def.get_partition_keys()[0] == "timetabling_1-50"
+    assert defs.resolve_job_def("build_waken").partitions_def.get_partition_keys() == ["fld"]
+    assert defs.resolve_job_def("evaluate_waken").partitions_def.get_partition_keys() == ["fld|smollm2"]
+    assert defs.resolve_job_def("evaluate_s1").partitions_def.get_partition_keys() == ["smollm2"]
+    assert defs.resolve_job_def("score_waken").partitions_def is None
 
 
 def _materialize(defs: dg.Definitions, instance: dg.DagsterInstance | None = None) -> dg.ExecuteInProcessResult:

@@ -29,3 +29,65 @@ def test_readme_names_the_commands_ci_and_the_makefile_run():
     assert "make demo" in README and "make test" in README
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
     assert "make test" in ci
+
+
+def recipe_commands() -> list[list[str]]:
+    """The commands of the README's recipes block, as argument lists after `assets.materialize_all`."""
+    block = README.split("<!-- recipes:", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split() for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_the_readme_recipes_do_what_they_say(tmp_path, monkeypatch):
+    """Run one family; run one partition; add a model and evaluate only it; compare two models in
+    SQL; open the report: the README's own commands, in order, on a small stub configuration
+    (`smollm2` stands for the stub model, `qwen7b` for a second one)."""
+    import yaml
+
+    from assets.materialize_all import main as materialize_all
+    from llm_calls.stub_server import StubServer
+    from tests.conftest import stub_config
+    from tests.test_plan import SMALL
+
+    commands = recipe_commands()
+    runs = [c for c in commands if c[:3] == [".venv/bin/python", "-m", "assets.materialize_all"]]
+    opens = [c for c in commands if c[0] == "xdg-open"]
+    assert [r[3:] for r in runs] == [["--select", "waken"], ["--select", "ib", "--partition", "fld"],
+                                     ["--model", "qwen7b"]] and len(opens) == 1
+    compare = next(q for q in readme_queries() if "FILTER (model = 'qwen7b')" in q)
+    with StubServer(responder=lambda body: "Answer: 1") as stub:
+        small = {**SMALL, "muso": {**SMALL["muso"], "timetabling": {"bins": [[1, 50]]}}}
+        cfg = stub_config(stub, tmp_path, **small)
+        data = yaml.safe_load(Path(cfg.source).read_text())
+        data["models"] = {"smollm2": {"base_url": stub.base_url, "model": "stub-model"}}
+        data["evaluate"], data["judge"] = ["smollm2"], "smollm2"
+        Path(cfg.source).write_text(yaml.safe_dump(data, sort_keys=False))
+        monkeypatch.setenv("BENCHSMITH_CONFIG", cfg.source)
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        wh = Warehouse(cfg.warehouse_path())
+
+        assert materialize_all(runs[0][3:]) == 0  # one family
+        assert wh.scalar("SELECT count(DISTINCT dataset) FROM waken.outcomes") == 1
+        assert wh.scalar("SELECT count(*) FROM ib.items") == 0 and wh.scalar("SELECT count(*) FROM muso.instances") == 0
+
+        assert materialize_all(runs[1][3:]) == 0  # one partition
+        assert [r["dataset"] for r in wh.rows("SELECT DISTINCT dataset FROM ib.responses")] == ["fld"]
+
+        # add a model, as the README says: under `models` and in `evaluate`
+        data["models"]["qwen7b"] = {"base_url": stub.base_url, "model": "second-model"}
+        data["evaluate"].append("qwen7b")
+        Path(cfg.source).write_text(yaml.safe_dump(data, sort_keys=False))
+        before = wh.rows("SELECT * FROM ib.responses WHERE model = 'smollm2' ORDER BY ALL")
+        assert materialize_all(runs[2][3:]) == 0  # only the new model's slices
+        assert wh.rows("SELECT * FROM ib.responses WHERE model = 'smollm2' ORDER BY ALL") == before
+        by_model = {r["model"]: r["n"] for r in wh.rows(
+            "SELECT model, count(DISTINCT dataset) AS n FROM ib.responses GROUP BY model")}
+        assert by_model == {"smollm2": 1, "qwen7b": 3}  # fld, arithmetic, miscellany for the new one
+        assert wh.scalar("SELECT count(*) FROM s1.responses WHERE model = 'smollm2'") == 0
+
+        # compare two models in SQL: both columns filled where both were evaluated
+        both = [r for r in wh.rows(compare) if r["smollm2"] is not None and r["qwen7b"] is not None]
+        assert {r["family"] for r in both} == {"waken", "ib"}
+
+    # open the report: the file the README names exists, beside the warehouse
+    report = cfg.warehouse_path().parent / Path(opens[0][1]).relative_to("data")
+    assert report.name == "qwen7b.html" and "<h1>Benchsmith report: qwen7b</h1>" in report.read_text()

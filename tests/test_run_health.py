@@ -37,7 +37,7 @@ def test_an_endpoint_that_is_down_fails_the_run_and_names_the_endpoint(tmp_path)
     assert not result.success  # not green
     failed = evaluations(result)["failed_calls"]
     assert not failed.passed and failed.severity == dg.AssetCheckSeverity.ERROR
-    assert failed.metadata["share"].value == 1.0 and failed.metadata["partition"].value == "fld"
+    assert failed.metadata["share"].value == 1.0 and failed.partition == "fld|down"
     errors = {r["error"] for r in Warehouse(cfg.warehouse_path()).rows("SELECT error FROM llm.calls")}
     assert errors and all(f"127.0.0.1:{port}" in e for e in errors)
 
@@ -46,12 +46,19 @@ def test_a_server_that_stops_midway_fails_only_the_partitions_it_left_unanswered
     stub = StubServer(responder=lambda body: "Answer: 1").start()
     cfg = stub_config(stub, tmp_path, ib=IB, ledger={"max_attempts": 1})
     defs = build_definitions(cfg.source)
-    first = materialize(defs, ["ib_items", "ib_responses"], "fld")
-    stub.stop()  # the server goes away between the backfill's partitions
-    second = materialize(defs, ["ib_items", "ib_responses"], "arithmetic")
+    with dg.instance_for_test() as instance:
+        first = materialize(defs, ["ib_items", "ib_responses"], "fld", instance=instance)
+        stub.stop()  # the server goes away between the backfill's partitions
+        second = materialize(defs, ["ib_items", "ib_responses"], "arithmetic", instance=instance)
+        history = instance.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(dg.AssetKey("ib_responses"), "failed_calls"), limit=10)
+        verdicts = {r.partition: r.status.value for r in history}
     assert first.success and evaluations(first)["failed_calls"].passed
     assert not second.success and not evaluations(second)["failed_calls"].passed
-    assert evaluations(second)["failed_calls"].metadata["partition"].value == "arithmetic"
+    assert evaluations(second)["failed_calls"].partition == "arithmetic|stub"
+    assert evaluations(second)["failed_calls"].metadata["partition"].value == "arithmetic|stub"
+    # the instance keeps each partition's verdict, not only the last run's
+    assert verdicts == {"fld|stub": "SUCCEEDED", "arithmetic|stub": "FAILED"}
 
 
 def test_a_few_failures_below_the_threshold_warn_without_failing_the_run(tmp_path):
@@ -104,14 +111,21 @@ def test_the_main_command_selects_a_family_and_partition_and_fails_when_a_step_f
                                         timeout=300)
     good_out = runs["good"].stdout
     assert runs["good"].returncode == 0, runs["good"].stderr[-2000:]
-    assert "ib_items, ib_responses [fld]" in good_out and "[arithmetic]" not in good_out and "muso" not in good_out
-    assert runs["bad"].returncode == 1 and "FAILED" in runs["bad"].stdout and "failed_calls" in runs["bad"].stdout
+    assert "ib_items [fld]" in good_out and "ib_responses [fld|stub]" in good_out
+    assert "[arithmetic" not in good_out and "muso_" not in good_out
+    bad_out = runs["bad"].stdout
+    assert runs["bad"].returncode == 1 and "FAILED: ib_responses [fld|stub] (checks: failed_calls" in bad_out
+    assert "FAILED: ib_responses [fld|stub]" in runs["bad"].stderr and "127.0.0.1" in runs["bad"].stderr
     with dg.DagsterInstance.from_config(str(tmp_path / "good")) as instance:
         runs_recorded = instance.get_runs()
-    [run] = [r for r in runs_recorded if "benchsmith/partition" in r.tags]  # ib_metrics ran unpartitioned after it
-    assert run.tags["benchsmith/family"] == "ib" and run.tags["benchsmith/partition"] == "fld"
+    # every run is a run of a named job, none of Dagster's ephemeral one
+    assert sorted(r.job_name for r in runs_recorded) == sorted(
+        ["probe_models", "build_ib", "evaluate_ib", "score_ib", "summarise"])
+    by_job = {r.job_name: r for r in runs_recorded}
+    assert by_job["build_ib"].tags["benchsmith/partition"] == "fld"
+    run = by_job["evaluate_ib"]
+    assert run.tags["benchsmith/family"] == "ib" and run.tags["benchsmith/partition"] == "fld|stub"
     assert run.tags["benchsmith/models"] == "stub" and run.tags["benchsmith/config"] == good.source
-    assert {r.tags["benchsmith/family"] for r in runs_recorded} == {"ib"}
 
 
 def test_the_main_command_refuses_an_unknown_family():
@@ -120,4 +134,4 @@ def test_the_main_command_refuses_an_unknown_family():
 
     out = subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "nope"], capture_output=True,
                          text=True, timeout=120)
-    assert out.returncode == 2 and "not an asset group" in out.stderr
+    assert out.returncode == 2 and "--select 'nope': not a family" in out.stderr

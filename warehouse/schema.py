@@ -12,7 +12,7 @@ import re
 
 import duckdb
 
-SCHEMAS = ("llm", "sources", "muso", "waken", "s1", "ib")
+SCHEMAS = ("llm", "sources", "muso", "waken", "s1", "ib", "report")
 
 TABLES: dict[str, str] = {
     # One row per distinct call (the key). A failed call is stored as a failure and
@@ -587,6 +587,36 @@ VIEWS.update({
 })
 
 
+# Every family's headline numbers in one long table (fractions, tokens or counts; `n` is what the
+# value is computed over), read by the end-of-run summary, the per-model reports and the README.
+VIEWS["report.headline"] = """
+    SELECT 'muso' AS family, model, task || ' ' || paradigm || ' T=' || temperature AS scope, metric, value, n
+    FROM (SELECT model, task, paradigm, temperature, 'recall' AS metric, recall AS value, n_scored AS n
+              FROM muso.metrics WHERE level = 0 AND variant = 'standard'
+          UNION ALL SELECT model, task, paradigm, temperature, 'precision', precision, n_scored
+              FROM muso.metrics WHERE level = 0 AND variant = 'standard'
+          UNION ALL SELECT model, task, paradigm, temperature, 'ece_recall', ece_recall, n_confidence
+              FROM muso.metrics WHERE level = 0 AND variant = 'standard')
+    UNION ALL
+    SELECT 'waken', model, dataset, CASE metric WHEN 'TCR' THEN 'TCR' || stage ELSE metric END, value,
+           CAST(denominator AS BIGINT)
+    FROM waken.metrics
+    WHERE setting = 'vanilla' AND ((metric IN ('acc_direct', 'acc_wakenllm') AND sample_type = 'all')
+          OR (metric = 'vague_perception_share' AND sample_type = 's')
+          OR (metric = 'TCR' AND sample_type = 'all' AND stage IN ('1', '2')))
+    UNION ALL
+    SELECT 'ib', model, setting, 'Acc', sum(numerator) / nullif(sum(denominator), 0), CAST(sum(denominator) AS BIGINT)
+    FROM ib.metrics WHERE metric = 'Acc' AND category = '-' GROUP BY model, setting
+    UNION ALL
+    SELECT 's1', model, 'all', CASE WHEN metric LIKE 'acc@%' THEN 'acc@k' ELSE metric END, value, n
+    FROM s1.metrics
+    WHERE level = 'all' AND category = '-' AND (metric IN ('pass@1', 'greedy_acc', 'mean_tokens') OR metric LIKE 'acc@%')
+    UNION ALL
+    SELECT 's1', '-', language, 'accepted_items', count(*), count(*) FROM s1.items GROUP BY language
+    ORDER BY family, model, scope, metric
+"""
+
+
 def _schema_version() -> str:
     """A digest of every DDL statement: any new table, column or view changes it, so an existing
     warehouse is brought up to date without anyone bumping a number."""
@@ -682,6 +712,7 @@ TABLE_DOCS: dict[str, str] = {
     "ib.table3": "Instruction Boundary paper table 3 (percent): Acc_b^1, SR1, GR1, Acc_b^2, SR2, GR2, GR3.",
     "ib.figure7": "Instruction Boundary figure 7 (percent): the judging robustness score RS.",
     "ib.miscellany": "Instruction Boundary disturbing miscellany: accuracy by number of options (paper table 6).",
+    "report.headline": "Every family's headline numbers per model (fractions; tokens; counts), with what each is over.",
     "s1.table3": "S1-Bench paper table 3: pass@1, acc@k, f-acc (percent) and mean response tokens.",
     "s1.table5": "S1-Bench paper table 5: mean response tokens per language and category.",
     "s1.table8": "S1-Bench paper table 8 (greedy decoding): accuracy, f-acc (percent), tokens.",
@@ -763,6 +794,9 @@ VIEW_COLUMN_DOCS: dict[str, str] = {
     "n_options": "options shown", "accuracy": "accuracy (fraction)", "items": "items behind the accuracy",
     "purpose": "what the calls were for", "status": "ok or failed", "calls": "calls", "truncated": "calls cut at the budget",
     "mean_latency_s": "mean seconds per call", "attempts": "attempts over all runs",
+    "family": "benchmark family: muso, waken, ib or s1",
+    "scope": "what the number covers: task / paradigm / temperature, dataset, setting, or language",
+    "n": "replies, items or instances the value is computed over",
 }
 
 

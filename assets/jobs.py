@@ -1,0 +1,139 @@
+"""The named jobs, and the steps `python -m assets.materialize_all` runs them in.
+
+A Dagster job holds assets of one partitions definition, so each family has three jobs:
+
+- `build_<family>`: the items (per dataset or level; S1-Bench: one item set),
+- `evaluate_<family>`: the evaluated models' answers, per (dataset, model) slice,
+- `score_<family>`: the metrics and the paper's tables, over every stored slice,
+
+plus `probe_models` (the endpoint probe, run first) and `summarise` (the ledger summary and the
+per-model reports, run last). Job names differ from asset names: Dagster keeps both in one namespace. Every run of the command, the UI or a schedule is a run of one of these, so
+each job's page in the UI lists its history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import dagster as dg
+
+from assets.partitions import MODEL
+
+# family -> (items, responses, metrics) asset names, in the order the command runs the families
+FAMILIES: dict[str, tuple[str, str, str]] = {
+    "muso": ("muso_instances", "muso_responses", "muso_metrics"),
+    "waken": ("waken_items", "waken_outcomes", "waken_metrics"),
+    "ib": ("ib_items", "ib_responses", "ib_metrics"),
+    "s1": ("s1_items", "s1_responses", "s1_metrics"),
+}
+FIRST = ("probe_models", ["models"])
+LAST = ("summarise", ["llm_call_summary", "model_report"])
+STAGES = {"items": "build", "responses": "evaluate", "metrics": "score"}  # stage -> job name prefix
+
+
+def job_name(family: str, stage: str) -> str:
+    return f"{STAGES[stage]}_{family}"
+
+_DESCRIPTIONS = {
+    "items": "{family}: build the items, one run per {unit}.",
+    "responses": "{family}: the evaluated models' answers, one run per {unit} x model slice.",
+    "metrics": "{family}: metrics and the paper's tables over every stored slice.",
+}
+_NAMES = {"muso": ("MuSoBench", "task level"), "waken": ("WakenLLM", "dataset"),
+          "ib": ("Instruction Boundary", "dataset"), "s1": ("S1-Bench", "run (one item set)")}
+
+
+def job_names() -> list[str]:
+    return [FIRST[0], *(job_name(f, stage) for f in FAMILIES for stage in STAGES), LAST[0]]
+
+
+def define_jobs() -> list[dg.UnresolvedAssetJobDefinition]:
+    jobs = [dg.define_asset_job(FIRST[0], selection=dg.AssetSelection.assets(*FIRST[1]),
+                                description="Probe every configured model's endpoint (run first by the command).")]
+    for family, assets in FAMILIES.items():
+        name, unit = _NAMES[family]
+        for stage, asset in zip(("items", "responses", "metrics"), assets):
+            jobs.append(dg.define_asset_job(job_name(family, stage), selection=dg.AssetSelection.assets(asset),
+                                            description=_DESCRIPTIONS[stage].format(family=name, unit=unit)))
+    jobs.append(dg.define_asset_job(LAST[0], selection=dg.AssetSelection.assets(*LAST[1]),
+                                    description="The call-ledger summary and the per-model HTML reports."))
+    return jobs
+
+
+@dataclass(frozen=True)
+class Step:
+    job: str
+    family: str  # muso, waken, ib, s1; or '' for the models probe and the summary
+    assets: tuple[str, ...]
+    partition: str | None  # the Dagster partition key ('fld|smollm2' for a slice)
+    base: str | None = None  # dataset or level of a partition
+    model: str | None = None  # model of a slice
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.assets) + (f" [{self.partition}]" if self.partition else "")
+
+
+def _split(asset: dg.AssetsDefinition, key: str) -> tuple[str | None, str | None]:
+    """(dataset or level, model) of a partition key of `asset`."""
+    pdef = asset.partitions_def
+    if isinstance(pdef, dg.MultiPartitionsDefinition):
+        dims = pdef.get_partition_key_from_str(key).keys_by_dimension
+        base = next(v for d, v in dims.items() if d != MODEL)
+        return base, dims[MODEL]
+    if asset.key.path[-1] == FAMILIES["s1"][1]:
+        return None, key  # s1_responses: partitioned by model alone
+    return key, None
+
+
+class SelectionError(ValueError):
+    """A --select, --partition or --model value that names nothing in the configuration."""
+
+
+def plan_steps(assets_by_name: dict[str, dg.AssetsDefinition], families: Sequence[str] | None = None,
+               partitions: Sequence[str] | None = None, models: Sequence[str] | None = None,
+               materialized: dict[str, set[str]] | None = None) -> list[Step]:
+    """The steps of a run, in order: the models probe; per family its items (each dataset or
+    level), its responses (each slice), its metrics; the summary. `families`, `partitions` (a
+    dataset, level or whole slice key) and `models` narrow it. With `models`, items already
+    materialised (`materialized`: asset name -> partition keys) are not rebuilt: evaluating an
+    added model runs only its slices, then the metrics and the summary."""
+    unknown = sorted(set(families or ()) - set(FAMILIES))
+    if unknown:
+        raise SelectionError(f"--select {unknown[0]!r}: not a family; expected one of {sorted(FAMILIES)}")
+    chosen = [f for f in FAMILIES if not families or f in families]
+    steps: list[Step] = []
+    matched_partitions: set[str] = set()
+    all_models: set[str] = set()
+    for family in chosen:
+        items, responses, metrics = (assets_by_name[a] for a in FAMILIES[family])
+        family_steps: list[Step] = []
+        for stage, asset in (("items", items), ("responses", responses)):
+            name = asset.key.path[-1]
+            keys = asset.partitions_def.get_partition_keys() if asset.partitions_def else [None]
+            for key in keys:
+                base, model = _split(asset, key) if key is not None else (None, None)
+                if model is not None:
+                    all_models.add(model)
+                if partitions and not ({base, key} & set(partitions)):
+                    continue
+                matched_partitions |= {base, key} & set(partitions or ())
+                if models and model is not None and model not in models:
+                    continue
+                if models and stage == "items" and (key or "") in (materialized or {}).get(name, set()):
+                    continue
+                family_steps.append(Step(job_name(family, stage), family, (name,), key, base, model))
+        if partitions and not family_steps:
+            continue  # a family without the partitions asked for
+        steps += family_steps
+        steps.append(Step(job_name(family, "metrics"), family, (metrics.key.path[-1],), None))
+    missing = sorted(set(partitions or ()) - matched_partitions)
+    if missing:
+        raise SelectionError(f"--partition {missing[0]!r}: no such dataset, level or slice in "
+                             f"{', '.join(chosen) or 'the selected families'}")
+    absent = sorted(set(models or ()) - all_models)
+    if absent:
+        raise SelectionError(f"--model {absent[0]!r}: not an evaluated model; add it to `evaluate` in the "
+                             f"configuration (evaluated: {', '.join(sorted(all_models))})")
+    return [Step(FIRST[0], "", tuple(FIRST[1]), None), *steps, Step(LAST[0], "", tuple(LAST[1]), None)]

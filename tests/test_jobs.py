@@ -1,0 +1,115 @@
+"""The named jobs and the steps of the main command: order, selection by family, partition and
+model, and evaluating an added model without rebuilding items."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets.definitions import build_definitions
+from assets.jobs import FAMILIES, SelectionError, job_names, plan_steps
+from assets.materialize_all import raw_assets
+from configuration import CONFIG_ENV_VAR
+from llm_calls.stub_server import StubServer
+from tests.conftest import stub_config
+from warehouse import Warehouse
+
+IB = {"datasets": {"fld": {"form": "judging", "generator": "fld", "count": {"demo": 2, "paper": 2}},
+                   "arithmetic": {"form": "single", "generator": "arithmetic", "count": {"demo": 2, "paper": 2}}},
+      "settings": ["vanilla"]}
+WAKEN = {"datasets": {"fld": {"kind": "fld", "form": "fact", "generator": {"depth": [1, 2], "max_distractors": 2},
+                              "count": {"demo": 2, "paper": 2}}}}
+
+
+def two_models(stub, tmp_path, **overrides):
+    models = {name: {"base_url": stub.base_url, "model": f"stub-{name}"} for name in ("alpha", "beta")}
+    return stub_config(stub, tmp_path, models=models, evaluate=["alpha", "beta"], judge="alpha", **overrides)
+
+
+def assets_of(cfg):
+    return {k.path[-1]: a for a in raw_assets(build_definitions(cfg.source)) for k in a.keys}
+
+
+def test_the_steps_run_the_probe_then_each_family_items_slices_metrics_then_the_summary(stub, tmp_path):
+    cfg = two_models(stub, tmp_path, ib=IB)
+    steps = plan_steps(assets_of(cfg))
+    assert steps[0].job == "probe_models" and steps[-1].job == "summarise"
+    assert steps[-1].assets == ("llm_call_summary", "model_report")
+    families = [s.family for s in steps[1:-1]]
+    assert list(dict.fromkeys(families)) == list(FAMILIES)  # each family's steps together, in order
+    ib = [(s.job, s.partition) for s in steps if s.family == "ib"]
+    assert ib == [("build_ib", "fld"), ("build_ib", "arithmetic"), ("build_ib", "miscellany"),
+                  ("evaluate_ib", "fld|alpha"), ("evaluate_ib", "fld|beta"),
+                  ("evaluate_ib", "arithmetic|alpha"), ("evaluate_ib", "arithmetic|beta"),
+                  ("evaluate_ib", "miscellany|alpha"), ("evaluate_ib", "miscellany|beta"), ("score_ib", None)]
+    s1 = [(s.job, s.partition) for s in steps if s.family == "s1"]
+    assert s1 == [("build_s1", None), ("evaluate_s1", "alpha"), ("evaluate_s1", "beta"), ("score_s1", None)]
+    assert {s.job for s in steps} <= set(job_names())
+
+
+def test_selection_by_family_partition_and_model(stub, tmp_path):
+    cfg = two_models(stub, tmp_path, ib=IB, waken=WAKEN)
+    assets = assets_of(cfg)
+    one = plan_steps(assets, ["waken"], ["fld"])
+    assert [(s.job, s.partition) for s in one] == [
+        ("probe_models", None), ("build_waken", "fld"), ("evaluate_waken", "fld|alpha"),
+        ("evaluate_waken", "fld|beta"), ("score_waken", None), ("summarise", None)]
+    # a partition without a family: every family that has it (S1-Bench and MuSoBench have no `fld`)
+    assert {s.family for s in plan_steps(assets, None, ["fld"])} == {"", "waken", "ib"}
+    # one slice
+    assert [s.partition for s in plan_steps(assets, ["ib"], ["fld|beta"]) if s.partition] == ["fld|beta"]
+    # an added model: its slices only; items already built are not rebuilt, missing ones are
+    built = {"ib_items": {"fld", "arithmetic"}, "waken_items": {"fld"}, "muso_instances": set(), "s1_items": {""}}
+    steps = plan_steps(assets, ["ib", "s1"], None, ["beta"], built)
+    assert [(s.job, s.partition) for s in steps if s.family] == [
+        ("build_ib", "miscellany"), ("evaluate_ib", "fld|beta"), ("evaluate_ib", "arithmetic|beta"),
+        ("evaluate_ib", "miscellany|beta"), ("score_ib", None), ("evaluate_s1", "beta"), ("score_s1", None)]
+
+
+@pytest.mark.parametrize("args, message", [
+    ((["nope"], None, None), "--select 'nope': not a family"),
+    ((["ib"], ["folio"], None), "--partition 'folio': no such dataset, level or slice in ib"),
+    ((None, None, ["gamma"]), "--model 'gamma': not an evaluated model; add it to `evaluate`"),
+])
+def test_a_selection_that_names_nothing_is_refused(stub, tmp_path, args, message):
+    cfg = two_models(stub, tmp_path, ib=IB)
+    with pytest.raises(SelectionError, match=message.replace("(", r"\(").replace("|", r"\|")):
+        plan_steps(assets_of(cfg), *args)
+
+
+def test_adding_a_model_evaluates_only_its_slices_and_the_first_models_rows_stay(tmp_path):
+    """The README recipe: evaluate one model, add a second to `evaluate`, run `--model` for it."""
+    root = Path(__file__).resolve().parent.parent
+    home = tmp_path / "home"
+    home.mkdir()
+    with StubServer(responder=lambda body: "Answer: 1") as stub:
+        cfg = stub_config(stub, tmp_path, ib=IB, models={"alpha": {"base_url": stub.base_url, "model": "a"}},
+                          evaluate=["alpha"], judge="alpha")
+
+        def run(*args):
+            env = {"PATH": "/usr/bin:/bin", CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home)}
+            return subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "ib", *args],
+                                  cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+        first = run()
+        assert first.returncode == 0, first.stderr[-2000:]
+        wh = Warehouse(cfg.warehouse_path())
+        alpha_before = wh.rows("SELECT * FROM ib.responses WHERE model = 'alpha' ORDER BY ALL")
+        # a second model, added to the configuration
+        text = Path(cfg.source).read_text().replace("evaluate:\n- alpha", "evaluate:\n- alpha\n- beta")
+        text = text.replace("models:\n", f"models:\n  beta:\n    base_url: {stub.base_url}\n    model: b\n", 1)
+        Path(cfg.source).write_text(text)
+        second = run("--model", "beta")
+    assert second.returncode == 0, second.stderr[-2000:]
+    out = second.stdout
+    assert "ib_responses [fld|beta]" in out and "|alpha]" not in out and "ib_items [" not in out
+    assert wh.rows("SELECT * FROM ib.responses WHERE model = 'alpha' ORDER BY ALL") == alpha_before
+    assert wh.scalar("SELECT count(DISTINCT model) FROM ib.metrics") == 2  # the metrics cover both
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        jobs = [r.job_name for r in instance.get_runs()]
+        slices = instance.get_materialized_partitions(dg.AssetKey("ib_responses"))
+    assert jobs.count("build_ib") == 3 and jobs.count("evaluate_ib") == 6  # 3 items, 3 + 3 slices
+    assert {str(k) for k in slices} == {f"{d}|{m}" for d in ("fld", "arithmetic", "miscellany")
+                                        for m in ("alpha", "beta")}

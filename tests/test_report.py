@@ -1,0 +1,176 @@
+"""The per-model HTML report: four panels with plots and the papers' tables, "no data" with the
+reason where a plot has nothing to draw, links in the asset's metadata; and, in a real browser,
+the report and the Dagster UI's asset page."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from assets.definitions import build_definitions
+from assets.report import _Writer, muso_panel, s1_panel, waken_panel
+from configuration import CONFIG_ENV_VAR
+from llm_calls.stub_server import StubServer
+from tests.conftest import materialize, stub_config
+from warehouse import Warehouse
+
+ROOT = Path(__file__).resolve().parent.parent
+IB = {"datasets": {"fld": {"form": "judging", "generator": "fld", "count": {"demo": 2, "paper": 2}},
+                   "arithmetic": {"form": "single", "generator": "arithmetic", "count": {"demo": 2, "paper": 2}}},
+      "settings": ["vanilla", "few_shot"]}
+
+
+def build_ib_report(tmp_path):
+    with StubServer(responder=lambda body: "Answer: 1") as stub:
+        cfg = stub_config(stub, tmp_path, ib=IB)
+        defs = build_definitions(cfg.source)
+        for pk in ("fld", "arithmetic", "miscellany"):
+            assert materialize(defs, ["ib_items", "ib_responses"], pk).success
+        assert materialize(defs, ["models", "ib_metrics"]).success
+        result = materialize(defs, ["model_report"])
+    assert result.success
+    return cfg, result
+
+
+def test_the_report_shows_what_was_evaluated_and_says_why_the_rest_is_empty(tmp_path):
+    cfg, result = build_ib_report(tmp_path)
+    folder = cfg.warehouse_path().parent / "reports"
+    page = (folder / "stub.html").read_text()
+    for section in ('id="waken"', 'id="muso"', 'id="s1"', 'id="ib"'):
+        assert section in page
+    # Instruction Boundary was evaluated: its plots are PNG files, its paper table has the model's rows
+    images = sorted(p.name for p in (folder / "stub").glob("*.png"))
+    assert images == ["ib_accuracy.png", "ib_outputs.png"]
+    assert all((folder / "stub" / n).read_bytes().startswith(b"\x89PNG") for n in images)
+    ib = page[page.index('id="ib"'):]
+    assert '<img src="stub/ib_accuracy.png"' in ib and "<h4>ib.table3</h4><table>" in ib
+    # the other three say "no data" and why, with the command that fills them
+    waken = page[page.index('id="waken"'):page.index('id="muso"')]
+    assert waken.count("<strong>no data</strong>") == 2
+    assert "WakenLLM has not been evaluated for this model: no rows in waken.metrics" in waken
+    assert "--select waken" in waken
+    s1 = page[page.index('id="s1"'):page.index('id="ib"')]
+    assert "S1-Bench has not been evaluated for this model: no rows in s1.responses" in s1
+    # linked from the asset's metadata and from the index
+    [mat] = [e for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"]
+    metadata = mat.event_specific_data.materialization.metadata
+    assert metadata["report_stub"].value == (folder / "stub.html").resolve().as_uri()
+    assert 'href="stub.html"' in (folder / "index.html").read_text()
+    # a rebuild with the same rows writes the same page (no timestamps in it)
+    with StubServer(responder=lambda body: "Answer: 1") as stub2:
+        cfg2 = stub_config(stub2, tmp_path, ib=IB)  # same warehouse, same config apart from the port
+        assert materialize(build_definitions(cfg2.source), ["model_report"]).success
+    assert (folder / "stub.html").read_text() == page
+
+
+def test_empty_plots_name_what_in_the_rows_left_them_empty(tmp_path):
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    # WakenLLM ran, but the model answered no solvable item Unknown: the stages had nothing to stimulate
+    wh.upsert("waken.metrics", [
+        {"model": "m", "dataset": "fld", "metric": "d_vp", "sample_type": "all", "stage": s, "setting": "vanilla",
+         "value": 0.0, "numerator": None, "denominator": None} for s in ("1", "2")] + [
+        {"model": "m", "dataset": "fld", "metric": "TCR", "sample_type": "all", "stage": "1", "setting": "vanilla",
+         "value": None, "numerator": 0, "denominator": 0},
+        {"model": "m", "dataset": "fld", "metric": "vague_perception_share", "sample_type": "s", "stage": "-",
+         "setting": "vanilla", "value": 0.0, "numerator": 0, "denominator": 5}])
+    # MuSoBench ran, every reply cut before a confidence was stated
+    wh.upsert("muso.responses", [
+        {"partition_key": "subsetsum_1-50", "model": "m", "paradigm": "short_cot", "variant": "standard", "path": 0,
+         "instance_id": f"i{k}", "task": "subsetsum", "level": 1, "status": "ok", "confidence": None,
+         "recall": 0.0, "precision": 0.0, "truncated": True, "call_keys": "[]", "level_lo": 1, "level_hi": 50,
+         "temperature": 0.2} for k in range(3)])
+    w = _Writer(tmp_path / "out")
+    waken = waken_panel(wh, "m", w)
+    [conv, vague] = waken.plots
+    assert conv.file is None and "stage 1 never ran" in conv.reason and "'fld s1': 0" in conv.reason
+    assert vague.file is not None  # the shares exist (0 of 5): that is a plot, not "no data"
+    muso = muso_panel(wh, "m", w)
+    assert muso.plots[0].file is None
+    assert muso.plots[0].reason == "no reply stated a confidence: 3 of 3 conversations answered, 3 cut at the token budget"
+    assert muso.plots[1].file is not None
+    # S1-Bench: candidates were made, the validators accepted none
+    wh.upsert("s1.candidates", [
+        {"candidate_id": f"c{k}", "parent_id": None, "round": 0, "subcategory": "counting", "category": "reasoning",
+         "language": "en", "question": "How many?", "answer": "2", "check_spec": None, "origin": "llm:m"}
+        for k in range(4)])
+    [formats, _] = s1_panel(wh, "m", w).plots
+    assert formats.file is None and formats.reason.startswith(
+        "no S1-Bench question was accepted: of 4 candidate versions, the validator models answered none")
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(_chromium() is None and not os.environ.get("BENCHSMITH_REQUIRE_BROWSER"),
+                    reason="no Chromium on this machine (CI installs it and requires this test: .ci/run)")
+def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with StubServer(responder=lambda body: "Answer: 1") as stub:
+        cfg = stub_config(stub, tmp_path, ib=IB)
+        env = {**os.environ, CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home)}
+        run = subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "ib"], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+    port = _free_port()
+    ui = subprocess.Popen([str(Path(sys.executable).parent / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(port)],
+                          cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_ui(port)
+        report = (cfg.warehouse_path().parent / "reports" / "stub.html").resolve()
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+            page = browser.new_page()
+            page.goto(report.as_uri())
+            assert page.locator("section").count() == 4
+            loaded = page.eval_on_selector_all("#ib img", "imgs => imgs.map(i => i.complete && i.naturalWidth)")
+            assert len(loaded) == 2 and all(w and w > 100 for w in loaded)  # decoded images, not broken links
+            assert page.locator("#waken .nodata").count() == 2
+            assert "has not been evaluated" in page.locator("#waken .nodata").first.inner_text()
+            # the asset page in the Dagster UI shows the materialisation's link to the report
+            page.goto(f"http://127.0.0.1:{port}/assets/model_report")
+            link = page.locator(f'a[href="{report.as_uri()}"]')
+            link.first.wait_for(timeout=60_000)
+            assert link.count() >= 1
+            # a partitioned asset's checks: the verdict of the slice, with its partition
+            page.goto(f"http://127.0.0.1:{port}/assets/ib_responses?view=checks")
+            page.get_by_text("failed_calls").first.wait_for(timeout=60_000)
+            page.get_by_text("Partition", exact=True).first.wait_for(timeout=60_000)
+            assert page.get_by_text("|stub", exact=False).count() >= 1  # the verdict names its slice
+            # the runs page lists the named jobs with their tags
+            page.goto(f"http://127.0.0.1:{port}/runs")
+            page.get_by_text("evaluate_ib").first.wait_for(timeout=60_000)
+            browser.close()
+    finally:
+        ui.terminate()
+        ui.wait(20)
+
+
+def _wait_for_ui(port: int) -> None:
+    query = json.dumps({"query": "{ version }"}).encode()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", data=query,
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=5):
+                return
+        except OSError:
+            time.sleep(1)
+    raise AssertionError("the Dagster UI did not start in 120 s")
