@@ -28,8 +28,10 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
 
     @dg.asset(name="ib_items", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
               code_version=code_version(gen.ITEMS_VERSION, cfg, "ib"),
-              check_specs=[dg.AssetCheckSpec("tense_sparse_balanced", asset="ib_items", partitions_def=partitions_def),
-                           dg.AssetCheckSpec("gold_among_options", asset="ib_items", partitions_def=partitions_def)])
+              check_specs=[dg.AssetCheckSpec("tense_sparse_balanced", asset="ib_items", partitions_def=partitions_def,
+                                             description="complete items with tense and sparse labels differ by at most one"),
+                           dg.AssetCheckSpec("gold_among_options", asset="ib_items", partitions_def=partitions_def,
+                                             description="every gold option number is one of the item's options")])
     def ib_items(context: dg.AssetExecutionContext, settings: SettingsResource,
                  warehouse: WarehouseResource) -> dg.MaterializeResult:
         """Judging, single- and multiple-choice items with tense and sparse labels, each in a complete and
@@ -112,7 +114,8 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
 
     @dg.asset(name="ib_metrics", group_name=GROUP, deps=[ib_responses], kinds={"duckdb"},
               code_version=code_version(METRICS_VERSION, cfg, "ib"),
-              check_specs=[dg.AssetCheckSpec("every_model_setting_form", asset="ib_metrics")])
+              check_specs=[dg.AssetCheckSpec("every_model_setting_form", asset="ib_metrics",
+                                           description="every evaluated model has accuracy for every setting and form")])
     def ib_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
         """Acc, SR, GR, RR, RS, OR, OR_T, OR_S, FR and the judge's share per model x setting x dataset
         form (paper section 2.2, table 7), and disturbing-miscellany accuracy by number of options

@@ -300,6 +300,12 @@ def summary(done: list[Done], wh: Warehouse, config, warehouse_path: str) -> str
         for model, parts in cells.items():
             shown = "; ".join(parts[:6]) + (f"; ... {len(parts) - 6} more" if len(parts) > 6 else "")
             out.append(f"  {NAMES[family]} [{model}]: {shown}")
+    missed = wh.rows("SELECT * FROM report.mechanisms WHERE family IN (SELECT unnest(?::VARCHAR[])) AND NOT reached",
+                     [families]) if families else []
+    if families:
+        out += ["", "mechanisms not exercised (report.mechanisms):" if missed else
+                "every family's main mechanism was exercised (report.mechanisms)"]
+        out += [f"  {NAMES[r['family']]} [{r['model']}] {r['scope']}: {r['mechanism']}: {r['detail']}" for r in missed]
     reports = wh.path.parent / "reports"
     out += ["", "where to look next:",
             f"  reports:   {reports / 'index.html'}" + ("" if (reports / "index.html").exists() else " (not built)"),

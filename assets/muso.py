@@ -55,12 +55,18 @@ def partitions(cfg: Config) -> dict[str, tuple[str, int, gen.LevelBin]]:
 def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
     parts = partitions(cfg)
     partitions_def = dg.StaticPartitionsDefinition(list(parts))
-    check_names = ["quota_met", "counts_in_bin", "enumerators_agree", "no_duplicate_instances"]
+    check_docs = {
+        "quota_met": "the level holds the configured number of instances",
+        "counts_in_bin": "every instance's solution count lies in the level's bin and equals its stored solutions",
+        "enumerators_agree": "CP-SAT re-enumerates (a sample of) the instances and finds exactly the stored solutions",
+        "no_duplicate_instances": "no two instances of a task share a problem or an id",
+    }
 
     @dg.asset(
         name="muso_instances", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
         code_version=code_version(gen.GENERATOR_VERSION, cfg, "muso"),
-        check_specs=[dg.AssetCheckSpec(n, asset="muso_instances", partitions_def=partitions_def) for n in check_names],
+        check_specs=[dg.AssetCheckSpec(n, asset="muso_instances", partitions_def=partitions_def, description=d)
+                     for n, d in check_docs.items()],
     )
     def muso_instances(context: dg.AssetExecutionContext, settings: SettingsResource,
                        warehouse: WarehouseResource) -> dg.MaterializeResult:
@@ -158,7 +164,9 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
 
     @dg.asset(name="muso_metrics", group_name=GROUP, deps=[muso_responses], kinds={"duckdb"},
               code_version=code_version(METRICS_VERSION, cfg, "muso"),
-              check_specs=[dg.AssetCheckSpec("every_model_task_level", asset="muso_metrics")])
+              check_specs=[dg.AssetCheckSpec("every_model_task_level", asset="muso_metrics",
+                                           description="every evaluated model has metrics for every configured bin, "
+                                                       "and none for a bin no longer configured")])
     def muso_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
         """Precision, recall, ECE against precision and against recall (10 equal-width bins),
         retention, correction and discovery (paper appendix A.2) per model x paradigm x variant x

@@ -43,8 +43,10 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
 
     @dg.asset(name="waken_items", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
               code_version=code_version(ITEMS_VERSION, cfg, "waken"),
-              check_specs=[dg.AssetCheckSpec("solvable_unknown_one_to_one", asset="waken_items", partitions_def=partitions_def),
-                           dg.AssetCheckSpec("no_duplicate_items", asset="waken_items", partitions_def=partitions_def),
+              check_specs=[dg.AssetCheckSpec("solvable_unknown_one_to_one", asset="waken_items", partitions_def=partitions_def,
+                                             description="solvable and Unknown items differ in number by at most one"),
+                           dg.AssetCheckSpec("no_duplicate_items", asset="waken_items", partitions_def=partitions_def,
+                                             description="no item id occurs twice"),
                            dg.AssetCheckSpec("gold_label_matches_proof", asset="waken_items", partitions_def=partitions_def,
                                              description="FOLIO: gold labels that z3 contradicts from the FOL"),
                            dg.AssetCheckSpec("folio_fol_read", asset="waken_items", partitions_def=partitions_def,
@@ -148,7 +150,8 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
 
     @dg.asset(name="waken_metrics", group_name=GROUP, deps=[waken_outcomes], kinds={"duckdb"},
               code_version=code_version(METRICS_VERSION, cfg, "waken"),
-              check_specs=[dg.AssetCheckSpec("every_model_and_dataset", asset="waken_metrics")])
+              check_specs=[dg.AssetCheckSpec("every_model_and_dataset", asset="waken_metrics",
+                                           description="every evaluated model has outcomes on every built dataset")])
     def waken_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
         """TC/FC/UC and their rates per sample type and stage, OCR, Conf, RPC, CGR, Deg,
         Acc(Direct), Acc(WakenLLM), baseline accuracies, vague-perception and cause shares

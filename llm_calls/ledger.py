@@ -20,6 +20,11 @@ latency, finish reason, attempts and error. The ledger is also the cache:
   the reply as the model produced it (`CallResult.reply`), and a reply cut
   inside its reasoning is an answered, truncated call, not a failure.
 
+An endpoint that refuses connections is not asked again and again: once a call has spent its
+retries on connection errors, the endpoint is marked down in this process, the batch's remaining
+calls are recorded as failed without a request ("endpoint down (host:port) ... no request
+sent"), and the next batch first checks with one short request that it is back.
+
 Retries follow inspect_ai's and curator's model layers: 429, 5xx, timeouts and
 connection errors are retried with exponential backoff and jitter up to
 `max_attempts`, and a server's `Retry-After` (or `retry-after-ms`) wins over
@@ -58,6 +63,20 @@ _CLIENT_PARAMS = {
 _RETRY_AFTER_CAP_S = 600.0
 _FLUSH_GATHER_S = 0.05  # how long the writer waits for more finished calls before a commit
 _IDLE_RELEASE_S = 0.5  # the writer releases the warehouse file after this long without a result
+_REACH_TIMEOUT_S = 3.0  # the check that a down endpoint is back
+# Endpoints that refused connections until a call's retries were spent (base_url -> why), in this process.
+_DOWN: dict[str, str] = {}
+
+
+def endpoint_unreachable(base_url: str) -> str | None:
+    """None when a server answers HTTP at `base_url` at all (any status, even 401 or 404);
+    otherwise why not. One short GET of `<base_url>/models`, no key sent."""
+    try:
+        with httpx2.Client(timeout=_REACH_TIMEOUT_S, verify=_tls_context()) as client:
+            client.get(base_url.rstrip("/") + "/models")
+        return None
+    except httpx2.HTTPError as exc:
+        return f"{type(exc).__name__}: {_brief(exc, 200)}"
 
 # The openai client's transport logs every request at INFO; our progress lines say enough.
 logging.getLogger("httpx2").setLevel(logging.WARNING)
@@ -264,6 +283,12 @@ class Ledger:
                      cached: dict[str, CallResult], known: set[str], writer: Any) -> dict[str, CallResult]:
         misses = {k: v for k, v in keyed.items() if k not in cached}
         endpoint = await asyncio.to_thread(self.registry.endpoint, model)
+        if endpoint.base_url in _DOWN:  # down for an earlier batch: back now?
+            why = await asyncio.to_thread(endpoint_unreachable, endpoint.base_url)
+            if why is None:
+                _DOWN.pop(endpoint.base_url, None)
+            else:
+                _DOWN[endpoint.base_url] = f"still unreachable: {why}"
         return await self._run(endpoint, identity, purpose, misses, len(keyed) - len(misses), known, writer)
 
     # -- cache -----------------------------------------------------------------
@@ -349,6 +374,9 @@ class Ledger:
         ptok = ctok = rtok = None
         ok = False
         while True:
+            if ep.base_url in _DOWN:  # another call of this batch (or an earlier one) found it down
+                error = f"endpoint down ({ep.host}): {_DOWN[ep.base_url]}; no request sent"
+                break
             attempts += 1
             try:
                 async with sem:
@@ -398,6 +426,8 @@ class Ledger:
                 error = f"{kind} ({ep.host}): {_brief(exc)}"
                 if attempts >= self.config.max_attempts:
                     error = f"retries spent after {attempts} attempts; last: {error}"
+                    if kind == "connection error":  # refused, not slow: spare the other calls the retries
+                        _DOWN[ep.base_url] = f"a call spent its {attempts} attempts on connection errors"
                     break
                 await asyncio.sleep(
                     backoff_delay(attempts, self.config.backoff_base_s, self.config.backoff_max_s, None, self._rng)

@@ -220,3 +220,14 @@ def test_a_built_wheel_carries_the_s1_registry(tmp_path):
     [wheel] = tmp_path.glob("benchsmith-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "generators/s1_subcategories.yaml" in names  # a non-editable install can build S1-Bench
+
+
+def test_every_check_has_a_description_and_checks_of_partitioned_assets_are_partitioned():
+    from assets.definitions import defs
+
+    graph = defs.get_repository_def().asset_graph
+    specs = [spec for key in graph.asset_check_keys for spec in [graph.get_check_spec(key)]]
+    assert len(specs) > 20
+    assert [s.key.to_user_string() for s in specs if not s.description] == []
+    for spec in specs:
+        assert spec.partitions_def == graph.get(spec.asset_key).partitions_def, spec.key

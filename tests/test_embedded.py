@@ -152,3 +152,45 @@ def test_threads_match_the_usable_cores():
     from llm_calls.embedded import _usable_cores
 
     assert EmbeddedServer("smollm2-135m-instruct").n_threads == _usable_cores() == len(os.sched_getaffinity(0))
+
+
+def test_two_concurrent_materialisations_never_run_two_servers(tmp_path):
+    """Two `materialize_all` runs at once, each with its own warehouse and Dagster instance, both
+    on the embedded model: the server processes are counted every 0.2 s while they run."""
+    import threading
+
+    run_dir = tmp_path / "run"
+    procs, counts = [], []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        cfg = {"warehouse": {"path": str(tmp_path / name / "wh.duckdb")},
+               "reply_checks": {"failed_calls": 0.0, "undecided_replies": 1.0, "truncated_replies": 1.0},
+               "ib": {"datasets": {"fld": {"form": "judging", "generator": "fld", "count": {"demo": 2, "paper": 2}}},
+                      "settings": ["vanilla", "few_shot"], "max_tokens": {"demo": 16, "paper": 16}}}
+        path = write_config(tmp_path / name, cfg)
+        env = {**os.environ, "BENCHSMITH_RUN_DIR": str(run_dir), "BENCHSMITH_CONFIG": str(path),
+               "DAGSTER_HOME": str(tmp_path / name)}
+        procs.append(subprocess.Popen([sys.executable, "-m", "assets.materialize_all", "--select", "ib",
+                                       "--partition", "fld"], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            counts.append(len(_servers_for(run_dir)))
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        outputs = [p.communicate(timeout=600) for p in procs]
+    finally:
+        done.set()
+        sampler.join()
+    for p, (out, err) in zip(procs, outputs):
+        assert p.returncode == 0, err[-2000:]
+        assert "ib_responses [fld|smollm2]" in out
+    assert max(counts) == 1 and counts.count(1) >= 5  # it served, and never beside a second one
+    for name in ("a", "b"):  # both runs got answers from the model
+        calls = Warehouse(tmp_path / name / "wh.duckdb").rows("SELECT status, count(*) AS n FROM llm.calls GROUP BY 1")
+        assert {r["status"]: r["n"] for r in calls}.get("ok", 0) >= 4, calls

@@ -229,3 +229,37 @@ def test_back_pressure_bounds_the_answers_waiting_for_their_commit(tmp_path, mon
     for t in sent:  # when each request was sent, at most concurrency + max_unsaved calls were not yet committed
         committed = sum(n for when, n in commits if when <= t)
         assert sent.index(t) + 1 - committed <= 2 + 3
+
+
+def test_an_endpoint_that_refuses_connections_is_not_asked_once_per_call(tmp_path):
+    """Once a call spends its retries on connection errors the endpoint is down: the batch's other
+    calls are recorded as failed without a request, the next batch checks once that it is still
+    down, and a server back on the port is used again."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with StubServer() as any_stub:  # only to build the configuration; the model points at the closed port
+        cfg = stub_config(any_stub, tmp_path, ledger={"max_attempts": 3},
+                          models={"stub": {"base_url": f"http://127.0.0.1:{port}/v1", "model": "stub-model",
+                                           "concurrency": 2}})
+    wh = Warehouse(cfg.warehouse_path())
+    with ModelRegistry(cfg) as registry:
+        ledger = Ledger(wh, registry)
+        first = ledger.complete("stub", [CallRequest(user(f"q{i}")) for i in range(12)])
+        assert not any(r.ok for r in first)
+        unsent = [r for r in first if r.attempts == 0]
+        assert len(unsent) >= 12 - 4  # at most the calls in flight (2 x concurrency) tried at all
+        assert all(f"endpoint down (127.0.0.1:{port})" in r.error and "no request sent" in r.error for r in unsent)
+        assert sum(r.attempts for r in first) <= 4 * 3
+        t0 = time.monotonic()
+        second = ledger.complete("stub", [CallRequest(user(f"other {i}")) for i in range(6)])
+        assert all(r.attempts == 0 and "still unreachable" in r.error for r in second)
+        assert time.monotonic() - t0 < 5  # one short check, no retries with backoff
+        with StubServer(port=port) as back:  # the server is back on the same port
+            third = ledger.complete("stub", [CallRequest(user(f"q{i}")) for i in range(3)])
+            assert all(r.ok for r in third) and len(back.requests) == 3
+    rows = wh.rows("SELECT status, attempts, error FROM llm.calls WHERE key IN (SELECT unnest(?::VARCHAR[]))",
+                   [[r.key for r in second]])
+    assert len(rows) == 6 and all(r["status"] == "failed" and r["attempts"] == 0 for r in rows)  # recorded

@@ -617,6 +617,37 @@ VIEWS["report.headline"] = """
 """
 
 
+# Whether each family's main mechanism was exercised, and why not: the demo's honest summary.
+VIEWS["report.mechanisms"] = """
+    SELECT 'waken' AS family, model, dataset AS scope,
+           'stage ' || stage || ' stimulation (vague-perception set)' AS mechanism,
+           coalesce(value, 0) > 0 AS reached,
+           CAST(coalesce(value, 0) AS BIGINT) || ' items entered stage ' || stage AS detail
+    FROM waken.metrics WHERE metric = 'd_vp' AND setting = 'vanilla' AND stage IN ('1', '2')
+    UNION ALL
+    SELECT 'muso', model, task, 'replies finish within the token budget', sum(n_scored - n_truncated) > 0,
+           sum(n_scored - n_truncated) || ' of ' || sum(n_scored) || ' answered conversations not cut'
+    FROM muso.metrics WHERE level = 0 AND variant = 'standard' GROUP BY model, task
+    UNION ALL
+    SELECT 'muso', model, task, 'a solution set read from the reply', sum(n_scored - n_parse_failures) > 0,
+           sum(n_scored - n_parse_failures) || ' of ' || sum(n_scored) || ' replies read'
+    FROM muso.metrics WHERE level = 0 AND variant = 'standard' GROUP BY model, task
+    UNION ALL
+    SELECT 'muso', model, task, 'a confidence stated', sum(n_confidence) > 0,
+           sum(n_confidence) || ' of ' || sum(n_scored) || ' replies with a confidence'
+    FROM muso.metrics WHERE level = 0 AND variant = 'standard' GROUP BY model, task
+    UNION ALL
+    SELECT 's1', '-', c.language, 'several questions accepted by every validator answer', count(i.item_id) >= 2,
+           count(i.item_id) || ' accepted of ' || count(DISTINCT c.candidate_id) || ' candidate versions'
+    FROM s1.candidates c LEFT JOIN s1.items i ON i.item_id = c.candidate_id GROUP BY c.language
+    UNION ALL
+    SELECT 'ib', model, setting, 'decided replies', count(*) FILTER (output_category <> 'undecided') > 0,
+           count(*) FILTER (output_category <> 'undecided') || ' of ' || count(*) || ' replies decided'
+    FROM ib.responses GROUP BY model, setting
+    ORDER BY family, model, scope, mechanism
+"""
+
+
 def _schema_version() -> str:
     """A digest of every DDL statement: any new table, column or view changes it, so an existing
     warehouse is brought up to date without anyone bumping a number."""
@@ -712,6 +743,7 @@ TABLE_DOCS: dict[str, str] = {
     "ib.table3": "Instruction Boundary paper table 3 (percent): Acc_b^1, SR1, GR1, Acc_b^2, SR2, GR2, GR3.",
     "ib.figure7": "Instruction Boundary figure 7 (percent): the judging robustness score RS.",
     "ib.miscellany": "Instruction Boundary disturbing miscellany: accuracy by number of options (paper table 6).",
+    "report.mechanisms": "Whether each family's main mechanism was exercised per model and scope, and the counts behind it.",
     "report.headline": "Every family's headline numbers per model (fractions; tokens; counts), with what each is over.",
     "s1.table3": "S1-Bench paper table 3: pass@1, acc@k, f-acc (percent) and mean response tokens.",
     "s1.table5": "S1-Bench paper table 5: mean response tokens per language and category.",
@@ -797,6 +829,8 @@ VIEW_COLUMN_DOCS: dict[str, str] = {
     "family": "benchmark family: muso, waken, ib or s1",
     "scope": "what the number covers: task / paradigm / temperature, dataset, setting, or language",
     "n": "replies, items or instances the value is computed over",
+    "mechanism": "what the family does that the run should have exercised",
+    "reached": "true when the rows show the mechanism at work", "detail": "the counts behind `reached`",
 }
 
 
