@@ -44,11 +44,14 @@ def task_params(cfg: Config, task: str) -> gen.TimetablingParams | gen.SubsetSum
 
 
 def partitions(cfg: Config) -> dict[str, tuple[str, int, gen.LevelBin]]:
-    """Partition key -> (task, level, bin)."""
+    """Partition key -> (task, level, bin); at demo scale only the first `demo_levels` of each task
+    (a level keeps its number and its instances whichever levels are built)."""
+    limit = cfg.muso.demo_levels if cfg.scale == "demo" else None
     return {
         gen.partition_key(task, b): (task, level, b)
         for task in gen.TASKS
         for level, b in enumerate(task_bins(cfg, task), start=1)
+        if limit is None or level <= limit
     }
 
 

@@ -171,6 +171,8 @@ class MusoConfig(_Strict):
     timetabling: MusoTimetabling = MusoTimetabling()
     subsetsum: MusoSubsetSum = MusoSubsetSum()
     quota: PerScale = PerScale(demo=1, paper=100)
+    demo_levels: int | None = Field(
+        None, ge=1, description="demo scale: only the first N levels (bins) of each task; null = all")
     cpsat_check_per_level: PerScale = Field(
         PerScale(demo=1000, paper=10), description="instances per level re-enumerated by CP-SAT in the asset check"
     )

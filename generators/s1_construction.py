@@ -11,7 +11,8 @@ Construction, per round (round 0 = the generated candidates):
 3. posterior validation: every validator answers `samples_per_temperature` times at each of
    the temperatures (paper: 10 x {0, 0.2, 0.4}); programmatic candidates are checked exactly,
    the others by the judge (table 18, JSON with rewrite retries; an unreadable verdict counts
-   as not correct). Accepted only if every answer of every validator is correct; a failed call
+   as not correct). The temperatures are asked in turn; a candidate with a wrong answer is not
+   asked at the next one. Accepted only if every answer of every validator is correct; a failed call
    or a failed judgement leaves the candidate `incomplete` (retried next run), never rejected;
 4. difficulty reduction: a rejected candidate goes back through the reduction prompt (a new
    candidate, its parent recorded) and through steps 1-3 again, for at most `max_rounds`
@@ -248,37 +249,42 @@ class Construction:
 
     def _validate_chunk(self, model: str, records: list[Record], status: dict[str, str],
                         tally: dict[str, tuple[int, int]]) -> None:
-        requests, index = [], []
-        for r in records:
-            for t in self.temperatures:
-                for s in range(self.k):
-                    requests.append(CallRequest([{"role": "user", "content": r.candidate.question}],
-                                                {"temperature": t, "max_tokens": self.budgets.validation}, s))
-                    index.append((r, t, s))
-        results = self.ledger.complete(model, requests, purpose="s1.validate")
-        verdicts = self._judge_until_wrong(index, results)
+        """`model` answers each candidate `k` times at each temperature, one temperature at a time:
+        a candidate with a wrong answer (or a failed call) is not asked at the next temperature,
+        since it is already rejected (or retried next run). An accepted candidate has every answer
+        at every temperature correct, as before; a rejected one costs fewer calls."""
+        alive = list(records)
         rows = []
-        for k, ((rec, t, s), res) in enumerate(zip(index, results)):
-            if not res.ok:
-                correct, method, explain = None, "call_failed", res.error
-            elif rec.candidate.check is not None:
-                correct = check_answer(res.reply, rec.candidate.check, rec.candidate.question)
-                method, explain = "exact", None
-            elif k not in verdicts:
-                correct, method, explain = None, "not_judged", "an earlier answer already failed"
-            else:
-                v = verdicts[k]
-                correct, method, explain = v.answer, v.method, v.evidence
-            right, answers = tally.get(rec.cid, (0, 0))
-            tally[rec.cid] = (right + bool(correct), answers + 1)
-            rows.append({"candidate_id": rec.cid, "round": rec.round, "validator": model, "temperature": t,
-                         "sample_index": s, "reply": res.reply, "correct": correct, "method": method,
-                         "detail": explain, "call_key": res.key})
-            if method in ("call_failed", "judge_failed"):  # no verdict yet: retried next run
-                if status[rec.cid] != "rejected":
-                    status[rec.cid] = "incomplete"
-            elif method != "not_judged" and not correct:
-                status[rec.cid] = "rejected"
+        for t in self.temperatures:
+            index = [(r, t, s) for r in alive for s in range(self.k)]
+            if not index:
+                break
+            requests = [CallRequest([{"role": "user", "content": r.candidate.question}],
+                                    {"temperature": t, "max_tokens": self.budgets.validation}, s) for r, t, s in index]
+            results = self.ledger.complete(model, requests, purpose="s1.validate")
+            verdicts = self._judge_until_wrong(index, results)
+            for k, ((rec, t, s), res) in enumerate(zip(index, results)):
+                if not res.ok:
+                    correct, method, explain = None, "call_failed", res.error
+                elif rec.candidate.check is not None:
+                    correct = check_answer(res.reply, rec.candidate.check, rec.candidate.question)
+                    method, explain = "exact", None
+                elif k not in verdicts:
+                    correct, method, explain = None, "not_judged", "an earlier answer already failed"
+                else:
+                    v = verdicts[k]
+                    correct, method, explain = v.answer, v.method, v.evidence
+                right, answers = tally.get(rec.cid, (0, 0))
+                tally[rec.cid] = (right + bool(correct), answers + 1)
+                rows.append({"candidate_id": rec.cid, "round": rec.round, "validator": model, "temperature": t,
+                             "sample_index": s, "reply": res.reply, "correct": correct, "method": method,
+                             "detail": explain, "call_key": res.key})
+                if method in ("call_failed", "judge_failed"):  # no verdict yet: retried next run
+                    if status[rec.cid] != "rejected":
+                        status[rec.cid] = "incomplete"
+                elif method != "not_judged" and not correct:
+                    status[rec.cid] = "rejected"
+            alive = [r for r in alive if status[r.cid] == "accepted"]
         self.sink("s1.validations", rows)
 
     def _judge_until_wrong(self, index: list[tuple[Record, float, int]], results: list[Any]) -> dict[int, Reading]:

@@ -174,3 +174,36 @@ def _wait_for_ui(port: int) -> None:
         except OSError:
             time.sleep(1)
     raise AssertionError("the Dagster UI did not start in 120 s")
+
+
+def test_the_mechanisms_view_says_what_was_not_exercised_and_why(tmp_path):
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    wh.upsert("waken.metrics", [
+        {"model": "m", "dataset": "fld", "metric": "d_vp", "sample_type": "all", "stage": "1", "setting": "vanilla",
+         "value": 0.0, "numerator": None, "denominator": None},
+        {"model": "m", "dataset": "fld", "metric": "vague_perception_share", "sample_type": "s", "stage": "-",
+         "setting": "vanilla", "value": 0.0, "numerator": 0, "denominator": 20},
+        {"model": "m", "dataset": "fld", "metric": "vague_perception_share", "sample_type": "u", "stage": "-",
+         "setting": "vanilla", "value": 0.0, "numerator": 0, "denominator": 20}])
+    wh.upsert("s1.candidates", [
+        {"candidate_id": f"{lang}{k}", "parent_id": None, "round": 0, "subcategory": "counting",
+         "category": "reasoning", "language": lang, "question": "q", "answer": "1", "check_spec": None,
+         "origin": "programmatic:x"} for lang in ("en", "zh") for k in range(3)])
+    wh.upsert("s1.items", [{"item_id": f"en{k}", "root_candidate": f"en{k}", "rounds_taken": 0, "subcategory": "counting",
+                            "category": "reasoning", "language": "en", "question": "q", "answer": "1",
+                            "check_spec": None, "origin": "programmatic:x"} for k in range(2)])
+    wh.upsert("ib.responses", [
+        {"dataset": "fld", "model": "m", "setting": setting, "item_id": f"i{k}", "form": "judging",
+         "label_type": "tense", "variant": "complete", "n_options": 3, "selected": None, "correct": None,
+         "method": "judge", "output_category": category, "reply": "?", "call_key": None, "error": None}
+        for setting, category in (("vanilla", "True"), ("vagueness", "undecided")) for k in range(2)])
+    got = {(r["family"], r["scope"], r["mechanism"]): (r["reached"], r["detail"])
+           for r in wh.rows("SELECT * FROM report.mechanisms")}
+    assert got[("waken", "fld", "stage 1 stimulation (vague-perception set)")] == (
+        False, "0 items entered stage 1; direct answers Unknown on solvable items: 0 of 20, "
+               "Unknown items whose explanation failed: 0 of 20")
+    assert got[("s1", "en", "several questions accepted by every validator answer")] == (
+        True, "2 accepted of 3 candidate versions")
+    assert got[("s1", "zh", "several questions accepted by every validator answer")][0] is False
+    assert got[("ib", "vanilla", "decided replies")] == (True, "2 of 2 replies decided")
+    assert got[("ib", "vagueness", "decided replies")] == (False, "0 of 2 replies decided")

@@ -619,11 +619,19 @@ VIEWS["report.headline"] = """
 
 # Whether each family's main mechanism was exercised, and why not: the demo's honest summary.
 VIEWS["report.mechanisms"] = """
-    SELECT 'waken' AS family, model, dataset AS scope,
-           'stage ' || stage || ' stimulation (vague-perception set)' AS mechanism,
-           coalesce(value, 0) > 0 AS reached,
-           CAST(coalesce(value, 0) AS BIGINT) || ' items entered stage ' || stage AS detail
-    FROM waken.metrics WHERE metric = 'd_vp' AND setting = 'vanilla' AND stage IN ('1', '2')
+    SELECT 'waken' AS family, d.model, d.dataset AS scope,
+           'stage ' || d.stage || ' stimulation (vague-perception set)' AS mechanism,
+           coalesce(d.value, 0) > 0 AS reached,
+           CAST(coalesce(d.value, 0) AS BIGINT) || ' items entered stage ' || d.stage
+           || '; direct answers Unknown on solvable items: ' || coalesce(CAST(v.numerator AS BIGINT), 0) || ' of '
+           || coalesce(CAST(v.denominator AS BIGINT), 0) || ', Unknown items whose explanation failed: '
+           || coalesce(CAST(u.numerator AS BIGINT), 0) || ' of ' || coalesce(CAST(u.denominator AS BIGINT), 0) AS detail
+    FROM waken.metrics d
+    LEFT JOIN waken.metrics v ON v.model = d.model AND v.dataset = d.dataset AND v.setting = 'vanilla'
+         AND v.metric = 'vague_perception_share' AND v.sample_type = 's'
+    LEFT JOIN waken.metrics u ON u.model = d.model AND u.dataset = d.dataset AND u.setting = 'vanilla'
+         AND u.metric = 'vague_perception_share' AND u.sample_type = 'u'
+    WHERE d.metric = 'd_vp' AND d.setting = 'vanilla' AND d.stage IN ('1', '2')
     UNION ALL
     SELECT 'muso', model, task, 'replies finish within the token budget', sum(n_scored - n_truncated) > 0,
            sum(n_scored - n_truncated) || ' of ' || sum(n_scored) || ' answered conversations not cut'
