@@ -25,7 +25,8 @@ demo: $(STAMP)
 	$(BIN)/python -m assets.materialize_all
 	@echo
 	@echo "Open the Dagster UI on this project:  make ui   (then http://127.0.0.1:3000)"
-	@echo "Try a query:  $(BIN)/python -m warehouse.query \"SELECT model, purpose, status, calls FROM llm.call_summary\""
+	@echo "The per-model reports:  data/reports/index.html"
+	@echo "Try a query:  $(BIN)/python -m warehouse.query \"SELECT * FROM report.headline\""
 
 ## Install (if needed) and run the whole test suite. .ci/run calls exactly this.
 test: $(STAMP)
@@ -37,3 +38,4 @@ ui: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/llm_ledger.py
+	$(BIN)/python benchmarks/demo_calls.py

@@ -11,8 +11,9 @@ the family, partition, models and configuration, recorded in the instance named 
 so the UI's Runs page and each job's page show it. `--model` evaluates only that model's slices
 (items already built are not rebuilt) and refreshes the metrics and reports.
 
-While it runs, one progress line: steps done of all, calls done of those planned, elapsed time
-and an estimate of the time left (Dagster's own log goes to the instance; `--verbose` prints it).
+While it runs, one progress line: steps done of all, calls done of those the configuration fixes
+(`+<=N`: the most that replies may add, e.g. WakenLLM's stages), elapsed time and an estimate of
+the time left (the fixed calls still to make at the rate so far: a lower bound) (Dagster's own log goes to the instance; `--verbose` prints it).
 At the end, a summary per family: items, calls (cached, new, failed), failed steps and checks,
 time, the headline numbers per model, and where to look next. Every step runs even when an
 earlier one failed; the command exits 1 if any step failed. `--plan` makes no run: it prints the
@@ -62,9 +63,11 @@ class Progress:
     """One line for the whole run, rewritten in place on a terminal (a line per step and every
     `every_s` seconds otherwise): steps, calls against the plan, elapsed, estimated time left."""
 
-    def __init__(self, total_steps: int, planned_calls: int | None, planned_new: int | None,
+    def __init__(self, total_steps: int, planned: tuple[int, int, int] | None = None,
                  stream=sys.stdout, every_s: float | None = None):
-        self.total_steps, self.planned_calls, self.planned_new = total_steps, planned_calls, planned_new
+        self.total_steps = total_steps
+        # calls the configuration fixes, of them not cached, and the most that replies may add
+        self.exact, self.exact_new, self.bounded = planned or (0, 0, 0)
         self.stream = stream
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.every_s = every_s if every_s is not None else (1.0 if self.tty else 30.0)
@@ -76,16 +79,17 @@ class Progress:
 
     def line(self) -> str:
         elapsed = time.monotonic() - self.t0
-        calls = f"calls {TOTALS.done}" + (f"/{self.planned_calls}" if self.planned_calls else "")
+        calls = f"calls {TOTALS.done}" + (f"/{self.exact}" if self.exact else "")
+        calls += f"+<={self.bounded}" if self.bounded else ""
         calls += f" ({TOTALS.cached} cached, {TOTALS.failed} failed)"
         new = TOTALS.answered + TOTALS.failed
-        if self.planned_new and new:
-            left = max(self.planned_new - new, 0) * elapsed / new
+        if self.exact_new and new and new < self.exact_new:
+            # the calls the configuration fixes, at the rate so far; replies may add more: at least this
+            eta = f">={_clock((self.exact_new - new) * elapsed / new)} left"
         elif self.steps_done:
-            left = (self.total_steps - self.steps_done) * elapsed / self.steps_done
+            eta = f"~{_clock((self.total_steps - self.steps_done) * elapsed / self.steps_done)} left"
         else:
-            left = None
-        eta = f"~{_clock(left)} left" if left is not None else "time left: measuring"
+            eta = "time left: measuring"
         return (f"[{self.steps_done}/{self.total_steps} steps] {calls} | {_clock(elapsed)} elapsed, {eta} | "
                 f"{self.current}")
 
@@ -171,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     wh = Warehouse(defs.resources["warehouse"].path)
     planned = _planned_calls(config, wh, args.select)
-    progress = Progress(len(steps), *planned)
+    progress = Progress(len(steps), planned)
     TOTALS.reset()
     progress.start()
     done: list[Done] = []
@@ -215,16 +219,19 @@ def _failure(result: dg.ExecuteInProcessResult, wh: Warehouse) -> str:
     return "see the run in the UI"
 
 
-def _planned_calls(config, wh: Warehouse, families) -> tuple[int | None, int | None]:
-    """(calls planned, of them not cached) from the capacity plan; (None, None) if it cannot say."""
+def _planned_calls(config, wh: Warehouse, families) -> tuple[int, int, int] | None:
+    """(calls the configuration fixes, of them not cached, the most that replies may add) from the
+    capacity plan (assets/plan.py); None if it cannot say."""
     from assets import plan
 
     try:
         fams = [f for f in plan.FAMILIES if not families or f in families or f == "llm"]
         rows = plan.with_cache(plan.plan_lines(config, wh, fams), plan.stored_calls(config, wh))
     except Exception:  # the plan is an estimate: never a reason not to run
-        return None, None
-    return sum(r.line.calls for r in rows), sum(r.new for r in rows)
+        return None
+    exact = [r for r in rows if r.line.kind == plan.EXACT]
+    return (sum(r.line.calls for r in exact), sum(r.new for r in exact),
+            sum(r.line.calls for r in rows if r.line.kind != plan.EXACT))
 
 
 def _plan(args: argparse.Namespace) -> int:

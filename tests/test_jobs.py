@@ -113,3 +113,50 @@ def test_adding_a_model_evaluates_only_its_slices_and_the_first_models_rows_stay
     assert jobs.count("build_ib") == 3 and jobs.count("evaluate_ib") == 6  # 3 items, 3 + 3 slices
     assert {str(k) for k in slices} == {f"{d}|{m}" for d in ("fld", "arithmetic", "miscellany")
                                         for m in ("alpha", "beta")}
+
+
+def test_the_progress_line_counts_steps_and_calls_and_bounds_the_time_left():
+    import io
+
+    from assets.materialize_all import Progress
+    from llm_calls.ledger import TOTALS
+
+    out = io.StringIO()  # not a terminal: a line per step, none in between
+    TOTALS.reset()
+    progress = Progress(4, (100, 80, 300), stream=out, every_s=3600)
+    progress.t0 -= 60  # a minute in
+    progress.begin("ib_items [fld]")
+    TOTALS.cached, TOTALS.answered, TOTALS.failed = 20, 15, 5
+    progress.finish()
+    progress.begin("ib_responses [fld|m]")
+    first, second = out.getvalue().splitlines()
+    assert first.startswith("[0/4 steps] calls 0/100+<=300 (0 cached, 0 failed) | 1:00 elapsed, time left: measuring")
+    # 20 new calls in a minute, 60 fixed ones still to make: at least 3 minutes
+    assert second.startswith("[1/4 steps] calls 40/100+<=300 (20 cached, 5 failed) | 1:00 elapsed, >=3:00 left")
+    assert second.endswith("| ib_responses [fld|m]")
+    TOTALS.reset()
+
+
+def test_the_summary_has_a_row_per_family_the_headline_and_where_to_look(tmp_path):
+    from assets.jobs import Step
+    from assets.materialize_all import Done, summary
+
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    wh.upsert("ib.items", [{"dataset": "fld", "item_id": f"i{k}", "base_id": f"b{k}", "form": "judging",
+                            "label_type": "tense", "variant": "complete", "options": "[]", "gold": "[1]",
+                            "n_options": 2, "number_scheme": "arabic", "question": "q", "origin": "test",
+                            "extra": "{}", "dataset_seed": 1, "items_version": "ib-2"} for k in range(3)])
+    wh.upsert("ib.metrics", [{"model": "m", "setting": "vanilla", "form": "judging", "metric": "Acc", "category": "-",
+                              "value": 0.5, "numerator": 1, "denominator": 2, "n_failed": 0}])
+    done = [Done(Step("probe_models", "", ("models",), None), True, 2.0, (0, 1, 0)),
+            Done(Step("build_ib", "ib", ("ib_items",), "fld", "fld"), True, 1.0, (0, 0, 0)),
+            Done(Step("evaluate_ib", "ib", ("ib_responses",), "fld|m", "fld", "m"), False, 30.0, (4, 10, 2),
+                 ["failed_calls"], ["truncated_replies"])]
+    text = summary(done, wh, type("C", (), {"evaluate": ["m"]})(), str(tmp_path / "wh.duckdb"))
+    rows = {line.split("  ")[0].strip(): line for line in text.splitlines() if line.startswith(("Instruction", "total"))}
+    ib = rows["Instruction Boundary"].split()
+    assert ib[2:7] == ["3", "4", "12", "2", "0:31"]  # items, cached, new, failed, time
+    assert "FAILED: ib_responses [fld|m] (checks: failed_calls) (warnings: truncated_replies)" in rows["Instruction Boundary"]
+    assert "Instruction Boundary [m]: vanilla Acc=0.5" in text
+    assert "Instruction Boundary [m] vanilla: decided replies" not in text  # no responses stored: no claim
+    assert "1 step(s) failed: ib_responses [fld|m]" in text and "reports:" in text
