@@ -6,7 +6,7 @@ SmolLM2, the demo scale) with a fresh warehouse, so every call is made: the Dags
 ledger and the one shared embedded server (llm_calls/embedded.py). Direct: the same requests,
 read back from that run's ledger in the order they were made, sent one at a time with the
 `openai` client to a llama.cpp server started directly on the same model file with the same
-threads. Calls per second over the span from the first request to the last answer. Then both
+threads (llm_calls.embedded.server_threads). Calls per second over the span from the first request to the last answer. Then both
 again beside a neighbour process that keeps one core busy. Never two servers at once: each side
 stops its server before the next starts.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from llm_calls.embedded import _free_port, _usable_cores, embedded_model_path  # noqa: E402
+from llm_calls.embedded import _free_port, _usable_cores, embedded_model_path, server_threads  # noqa: E402
 from warehouse import Warehouse  # noqa: E402
 
 
@@ -73,7 +73,8 @@ def direct(requests: list[dict]) -> tuple[int, float, int]:
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path("smollm2-135m-instruct")),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", str(_usable_cores())],
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", str(server_threads()),
+         "--n_threads_batch", str(server_threads())],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
