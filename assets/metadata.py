@@ -38,6 +38,24 @@ def legend(ax: Any, **kwargs: Any) -> None:
         ax.legend(**kwargs)
 
 
+def draw_reliability(ax: Any, series: Mapping[str, tuple[list[float], list[float]]]) -> None:
+    """MuSoBench's recall-confidence reliability diagram (paper figure 3a) on `ax`: per series
+    (name -> confidences in 0-1, recalls), the mean recall of each confidence bin, with its ECE."""
+    from evaluations import scoring
+
+    ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
+    width = 0.1 / max(1, len(series))
+    for k, (name, (confs, scores)) in enumerate(sorted(series.items())):
+        bins = [b for b in scoring.reliability_bins(confs, scores) if b.count]
+        ax.bar([b.lo + width * (k + 0.5) for b in bins], [b.mean_score for b in bins], width=width,
+               label=f"{name} (ECE {scoring.ece(confs, scores):.2f}, n={len(confs)})")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("stated confidence")
+    ax.set_ylabel("mean recall")
+    legend(ax, fontsize=7)
+
+
 def stacked_bar_chart(bars: Mapping[str, Mapping[str, float]], title: str, ylabel: str = "share",
                       colours: Mapping[str, str] | None = None) -> dg.MetadataValue:
     """One stacked bar per key of `bars` (categories stacked in sorted order, or in the order of

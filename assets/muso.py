@@ -11,7 +11,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import figure_markdown, legend, markdown_table
+from assets.metadata import draw_reliability, figure_markdown, markdown_table
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -278,18 +278,8 @@ def _reliability_plot(responses: list[dict]) -> dg.MetadataValue:
             c.append(r["confidence"] / 100)
             s.append(r["recall"])
     fig, ax = plt.subplots(figsize=(5, 4))
-    ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
-    width = 0.1 / max(1, len(series))
-    for k, (name, (confs, scores)) in enumerate(sorted(series.items())):
-        bins = [b for b in scoring.reliability_bins(confs, scores) if b.count]
-        ax.bar([b.lo + width * (k + 0.5) for b in bins], [b.mean_score for b in bins], width=width,
-               label=f"{name} (ECE {scoring.ece(confs, scores):.2f}, n={len(confs)})")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("stated confidence")
-    ax.set_ylabel("mean recall")
+    draw_reliability(ax, series)
     ax.set_title("MuSoBench recall vs confidence")
-    legend(ax, fontsize=7)
     value = figure_markdown(fig)
     plt.close(fig)
     return value

@@ -21,7 +21,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.metadata import legend
+from assets.metadata import draw_reliability, legend
 from assets.resources import SettingsResource, WarehouseResource
 from evaluations import scoring
 from warehouse import Warehouse
@@ -154,22 +154,12 @@ def muso_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
                       f"{sum(bool(r['truncated']) for r in responses)} cut at the token budget")
 
     def reliability(ax: Any) -> None:
-        ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
         by: dict[str, tuple[list[float], list[float]]] = {}
         for r in stated:
             c, s = by.setdefault(r["paradigm"], ([], []))
             c.append(r["confidence"] / 100)
             s.append(r["recall"])
-        width = 0.1 / max(1, len(by))
-        for k, (paradigm, (confs, scores)) in enumerate(sorted(by.items())):
-            bins = [b for b in scoring.reliability_bins(confs, scores) if b.count]
-            ax.bar([b.lo + width * (k + 0.5) for b in bins], [b.mean_score for b in bins], width=width,
-                   label=f"{paradigm} (ECE {scoring.ece(confs, scores):.2f}, n={len(confs)})")
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1)
-        ax.set_xlabel("stated confidence")
-        ax.set_ylabel("mean recall")
-        legend(ax, fontsize=7)
+        draw_reliability(ax, by)
 
     scored = [r for r in ok if r["recall"] is not None]
 
