@@ -75,16 +75,14 @@ class Step:
         return ", ".join(self.assets) + (f" [{self.partition}]" if self.partition else "")
 
 
-def _split(asset: dg.AssetsDefinition, key: str) -> tuple[str | None, str | None]:
-    """(dataset or level, model) of a partition key of `asset`."""
+def _split(asset: dg.AssetsDefinition, stage: str, key: str) -> tuple[str | None, str | None]:
+    """(dataset or level, model) of a partition key of `asset`: a responses asset is partitioned by
+    (dataset or level, model), or by model alone when its family has one item set (S1-Bench)."""
     pdef = asset.partitions_def
     if isinstance(pdef, dg.MultiPartitionsDefinition):
         dims = pdef.get_partition_key_from_str(key).keys_by_dimension
-        base = next(v for d, v in dims.items() if d != MODEL)
-        return base, dims[MODEL]
-    if asset.key.path[-1] == FAMILIES["s1"][1]:
-        return None, key  # s1_responses: partitioned by model alone
-    return key, None
+        return next(v for d, v in dims.items() if d != MODEL), dims[MODEL]
+    return (None, key) if stage == "responses" else (key, None)
 
 
 class SelectionError(ValueError):
@@ -113,7 +111,7 @@ def plan_steps(assets_by_name: dict[str, dg.AssetsDefinition], families: Sequenc
             name = asset.key.path[-1]
             keys = asset.partitions_def.get_partition_keys() if asset.partitions_def else [None]
             for key in keys:
-                base, model = _split(asset, key) if key is not None else (None, None)
+                base, model = _split(asset, stage, key) if key is not None else (None, None)
                 if model is not None:
                     all_models.add(model)
                 if partitions and not ({base, key} & set(partitions)):
