@@ -1,7 +1,9 @@
 # Benchsmith: the two set-up commands are `make demo` and `make test`.
 # Both create .venv on first use and reuse it afterwards (re-installing only
-# when pyproject.toml changes). The first install builds llama-cpp-python from
-# source (about 11 minutes on 2 cores); pip caches the wheel for later installs.
+# when pyproject.toml or the llama.cpp build script changes). The first install
+# builds llama-cpp-python from source for any x86-64 CPU with AVX2 (about 10
+# minutes on 2 cores) into ~/.cache/benchsmith/wheels, never pip's cache, and
+# installs that wheel by path (llm_calls/llama_build.py says why).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
@@ -12,10 +14,12 @@ export HF_HUB_OFFLINE := 1
 
 .PHONY: demo test ui install bench clean-data
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml llm_calls/llama_build.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python llm_calls/llama_build.py install
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python llm_calls/llama_build.py check
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -79,6 +80,47 @@ class ModelConfig(_Strict):
     reasoning: bool = Field(False, description="thinks before it answers (a reasoning model): S1-Bench scores "
                                                "only its well formatted replies (paper 002, section 3.2)")
     n_ctx: int = Field(4096, ge=256, description="embedded only: context window")
+    # How the endpoint wants a request (hosted reasoning models differ from vLLM and llama.cpp):
+    token_param: Literal["max_tokens", "max_completion_tokens"] | None = Field(None, description=(
+        "the name under which the token budget is sent; null = max_completion_tokens for OpenAI's reasoning "
+        "models (served ids o1..., o3..., o4..., gpt-5...), max_tokens for everything else"))
+    unsupported_params: list[str] | None = Field(None, description=(
+        "sampling parameters the endpoint refuses, never sent (the server's default applies); null = "
+        "[temperature, top_p] for OpenAI's reasoning models, none for everything else"))
+    extra_body: dict[str, Any] = Field(default_factory=dict, description=(
+        "fields added to every request's body and to its cache key: vLLM's chat_template_kwargs "
+        "({enable_thinking: false} for Qwen3), reasoning_effort, ..."))
+
+    @property
+    def openai_reasoning(self) -> bool:
+        """A served id of OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, ... and their dated names)."""
+        return bool(re.match(r"^(?:o\d|gpt-5)(?:[-.]|$)", (self.model or "").rsplit("/", 1)[-1]))
+
+    @property
+    def sent_token_param(self) -> str:
+        return self.token_param or ("max_completion_tokens" if self.openai_reasoning else "max_tokens")
+
+    @property
+    def refused_params(self) -> frozenset[str]:
+        if self.unsupported_params is not None:
+            return frozenset(self.unsupported_params)
+        return frozenset({"temperature", "top_p"}) if self.openai_reasoning else frozenset()
+
+    @field_validator("unsupported_params")
+    @classmethod
+    def _known_params(cls, value: list[str] | None) -> list[str] | None:
+        bad = [p for p in value or [] if p in ("model", "messages")]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is part of every request and cannot be left out")
+        return value
+
+    @field_validator("extra_body")
+    @classmethod
+    def _no_core_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        bad = [k for k in value if k in ("model", "messages", "stream", "n")]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is set by the ledger; extra_body adds other fields")
+        return value
 
     @model_validator(mode="after")
     def _embedded_xor_remote(self) -> "ModelConfig":

@@ -15,7 +15,9 @@ from typing import Any
 
 from llm_calls import CallRequest, Ledger
 from validators.judge import Judge
-from validators.read import FORMAT_TYPES, STRICT_FORMATS, UNREADABLE_FORMATS, check_answer, format_type
+from validators.read import (
+    FORMAT_TYPES, HIDDEN_REASONING, STRICT_FORMATS, UNREADABLE_FORMATS, check_answer, format_type,
+)
 from validators.s1 import difficulty_awareness, redundancy
 
 
@@ -30,7 +32,9 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
     formatting"; an end-of-thinking marker separating the thinking from a non-empty answer,
     formats 100 / 101): the final answer is checked exactly or judged, and any other format is
     not correct and never sent to the judge (an endless reply, 301, is not read at all). A model
-    that does not think first (the paper's validator LLMs, f-acc "–") is scored on its whole reply.
+    that does not think first (the paper's validator LLMs, f-acc "–") is scored on its whole reply,
+    and so is a reply whose reasoning the API hid (counted in `reasoning_tokens`, no text: o4-mini,
+    Claude, Gemini, which table 3 scores with f-acc "–"): format `HIDDEN_REASONING`, not malformed.
     """
     plan = [(it, "sample", s) for it in items for s in range(k)] + [(it, "greedy", 0) for it in items]
     requests = [CallRequest([{"role": "user", "content": it["question"]}],
@@ -39,11 +43,15 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
     results = ledger.complete(model, requests, purpose="s1.evaluate")
     rows = []
     for (it, mode, s), r in zip(plan, results):
-        fmt, thinking, answer = format_type(r.reply, r.finish_reason) if r.ok else (None, "", "")
-        well = (fmt in STRICT_FORMATS) if reasoning and r.ok else None
-        target = answer if (well or not reasoning) else ""
+        hidden = r.reasoning_hidden
+        if hidden:
+            fmt, thinking, answer = HIDDEN_REASONING, "", (r.text or "").strip()
+        else:
+            fmt, thinking, answer = format_type(r.reply, r.finish_reason) if r.ok else (None, "", "")
+        well = (fmt in STRICT_FORMATS) if reasoning and r.ok and not hidden else None
+        target = answer if (well or not reasoning or hidden) else ""
         first = (thinking or r.text or "").strip().split("\n\n")[0]
-        method = "call_failed" if not r.ok else ("malformed" if reasoning and not well else None)
+        method = "call_failed" if not r.ok else ("malformed" if reasoning and not well and not hidden else None)
         rows.append({"model": model, "item_id": it["item_id"], "subcategory": it["subcategory"],
                      "category": it["category"], "language": it["language"], "mode": mode, "sample_index": s,
                      "format_type": fmt, "well_formatted": well, "has_thinking": bool(thinking),
@@ -117,7 +125,7 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list
         for prefix, group in (("", sampled), ("greedy_", greedy)):
             judged = [r["well_formatted"] for r in group if r.get("well_formatted") is not None]
             put(f"{prefix}f-acc", sum(judged) / len(judged) if judged else None, len(judged))
-            fmts = [r["format_type"] for r in group if r["format_type"] is not None]
+            fmts = [r["format_type"] for r in group if r["format_type"] not in (None, HIDDEN_REASONING)]
             put(f"{prefix}strict_format", sum(f in STRICT_FORMATS for f in fmts) / len(fmts) if fmts else None, len(fmts))
             put(f"{prefix}loose_format", sum(f not in UNREADABLE_FORMATS for f in fmts) / len(fmts) if fmts else None,
                 len(fmts))
@@ -125,6 +133,9 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list
                 put(f"{prefix}format_type", sum(x == f for x in fmts) / len(fmts), len(fmts), str(f))
             toks = [r["completion_tokens"] for r in group if r["completion_tokens"] is not None and r["format_type"] != 301]
             put(f"{prefix}mean_tokens", sum(toks) / len(toks) if toks else None, len(toks))
+        hidden = [r["format_type"] == HIDDEN_REASONING for r in sampled if r["format_type"] is not None]
+        if any(hidden):  # only where it happens: the tables of models that show their thinking stay as they were
+            put("reasoning_hidden", sum(hidden) / len(hidden), len(hidden))
         classes = [r["difficulty_class"] for r in sampled if r["difficulty_class"] is not None]
         for c in (1, 2, 3, 4):
             put("difficulty_awareness", sum(x == c for x in classes) / len(classes) if classes else None, len(classes), str(c))

@@ -19,6 +19,14 @@ the pipeline that feeds it needs a core, and llama.cpp's threads spin against an
 process. On 2 cores, measured with a direct server and 48-token replies: 1 thread answers
 0.95 calls/s idle and 1.05 beside a CPU-bound neighbour; 2 threads answer 0.95 idle and 0.50
 beside it (and far less beside the pipeline's own work).
+
+A server is healthy only once it has answered one short completion, not merely `GET /v1/models`:
+a llama.cpp built for another CPU loads the model and lists it, then dies with SIGILL on its first
+matrix product. A server that dies is named as such (`death()`: the exit code or signal, the last
+lines of its log, and what to do), and one that crashed (SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGABRT,
+or any exit during its start-up check) is not started again by this process: it would die the same
+way. One killed from outside (SIGKILL: the out-of-memory killer or a user; SIGTERM) may be started
+again, until `MAX_DEATHS` servers for one model have died in one process.
 """
 
 from __future__ import annotations
@@ -42,7 +50,48 @@ from configuration import EMBEDDED_MODELS
 
 
 class EmbeddedModelError(RuntimeError):
-    """The embedded model file is missing or its server did not come up."""
+    """The embedded model file is missing, or its server did not come up or died."""
+
+
+MAX_DEATHS = 3  # servers for one model file that may die (killed from outside) before this process gives up
+# Signals that mean the server itself is broken on this machine: starting it again would only repeat them.
+_CRASH_SIGNALS = {signal.SIGILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGABRT, signal.SIGSYS}
+_SIGNAL_MEANING = {
+    signal.SIGILL: "illegal instruction", signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error",
+    signal.SIGFPE: "arithmetic fault", signal.SIGABRT: "aborted", signal.SIGSYS: "bad system call",
+    signal.SIGKILL: "killed", signal.SIGTERM: "terminated",
+}
+_SIGNAL_ADVICE = {
+    signal.SIGILL: ("this llama.cpp build uses an instruction the CPU refuses; rebuild it portable with `make "
+                    "install` (`python llm_calls/llama_build.py check` lists what it needs: a native build, or one "
+                    "made on another CPU, or on a VM that advertises AMX or AVX-512 it does not allow)"),
+    signal.SIGKILL: ("the kernel's out-of-memory killer (see `dmesg`) or a user: if it was memory, give the machine "
+                     "more or lower models.<name>.n_ctx"),
+    signal.SIGABRT: "llama.cpp stopped on a failed assertion: see its log below",
+    signal.SIGBUS: "the model file changed while mapped, or its disk is failing",
+}
+# model file -> why its server must not be started again in this process; model file -> servers that died
+_BROKEN: dict[str, str] = {}
+_DEATHS: dict[str, int] = {}
+
+
+def describe_exit(returncode: int | None) -> str:
+    """An exit status in words: 'killed by SIGILL (illegal instruction)' or 'exited with code 1'."""
+    if returncode is None:
+        return "exited (status unknown: another process started it)"
+    if returncode < 0:
+        try:
+            sig = signal.Signals(-returncode)
+        except ValueError:
+            return f"killed by signal {-returncode}"
+        meaning = _SIGNAL_MEANING.get(sig)
+        return f"killed by {sig.name}" + (f" ({meaning})" if meaning else "")
+    return f"exited with code {returncode}"
+
+
+def broken_reason(model_path: Path | str) -> str | None:
+    """Why this process will not start a server for `model_path` again, if it will not."""
+    return _BROKEN.get(str(model_path))
 
 
 def embedded_model_path(name: str) -> Path:
@@ -88,12 +137,18 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # a dead process its parent has not reaped yet still answers kill(pid, 0)
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 class EmbeddedServer:
     """The machine's llama-cpp-python server for one GGUF file, started or joined by `start()` and
     left by `stop()` (see the module docstring). `started_here` says whether this object started it."""
+
+    # the module run as the server process (it takes llama_cpp.server's arguments after --users-lock)
+    server_module = "llm_calls.serve_embedded"
 
     def __init__(self, name: str, n_ctx: int = 4096, n_threads: int | None = None, startup_timeout_s: float = 120):
         self.name = name
@@ -107,6 +162,8 @@ class EmbeddedServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_path: Path | None = None
         self._users_fd: int | None = None
+        self._counted_death: int | None = None  # the pid whose death was counted
+        self._keep_log = False  # a server that died keeps its log where its error message says it is
 
     @property
     def base_url(self) -> str:
@@ -133,6 +190,9 @@ class EmbeddedServer:
     def start(self) -> "EmbeddedServer":
         if self.running():
             return self
+        broken = broken_reason(self.model_path)
+        if broken:
+            raise EmbeddedModelError(f"{broken}\nNot started again in this process: it would die the same way.")
         start_lock, users_lock, state = self._paths()
         start_fd = os.open(start_lock, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -142,10 +202,11 @@ class EmbeddedServer:
             known = self._read_state(state)
             if known and self._healthy(int(known["port"]), timeout=5):
                 self.port, self.pid, self.started_here = int(known["port"]), int(known["pid"]), False
+                self._log_path = Path(known["log"]) if known.get("log") else None
                 return self
-            self._spawn(users_lock)
+            self._spawn(users_lock, self.server_module)
             state.write_text(json.dumps({"pid": self.pid, "port": self.port, "model": str(self.model_path),
-                                         "started_by": os.getpid()}))
+                                         "started_by": os.getpid(), "log": str(self._log_path)}))
             return self
         except BaseException:
             self._leave_users()
@@ -154,13 +215,13 @@ class EmbeddedServer:
             fcntl.flock(start_fd, fcntl.LOCK_UN)
             os.close(start_fd)
 
-    def _spawn(self, users_lock: Path) -> None:
+    def _spawn(self, users_lock: Path, module: str) -> None:
         self.port = _free_port()
         fd, log = tempfile.mkstemp(prefix=f"benchsmith-{self.name}-", suffix=".log")
         self._log_path = Path(log)
         cmd = [
             # the wrapper exits when no process holds a lock on the users file (see llm_calls.serve_embedded)
-            sys.executable, "-m", "llm_calls.serve_embedded", "--users-lock", str(users_lock),
+            sys.executable, "-m", module, "--users-lock", str(users_lock),
             "--model", str(self.model_path),
             "--model_alias", self.name,
             "--host", "127.0.0.1",
@@ -187,20 +248,84 @@ class EmbeddedServer:
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
             return False
 
+    def _answers(self, port: int, timeout: float) -> bool:
+        """One short completion (one token): the model really computes, not only lists itself."""
+        body = json.dumps({"model": self.name, "max_tokens": 1, "temperature": 0,
+                           "messages": [{"role": "user", "content": "Say OK."}]}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as resp:
+                return resp.status == 200 and bool(json.loads(resp.read()).get("choices"))
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError):
+            return False
+
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
+        listed = False
         while time.monotonic() < deadline:
             assert self._proc is not None
             if self._proc.poll() is not None:
-                raise EmbeddedModelError(
-                    f"embedded server for {self.name} exited with code {self._proc.returncode}:\n{self.log_tail()}"
-                )
-            if self.port is not None and self._healthy(self.port):
-                return
+                self._exited_during_start(listed)
+            if self.port is not None:
+                listed = listed or self._healthy(self.port)
+                if listed and self._answers(self.port, timeout=max(1.0, deadline - time.monotonic())):
+                    return
+                if listed and self._proc.poll() is not None:
+                    self._exited_during_start(listed)
             time.sleep(0.25)
         raise EmbeddedModelError(
-            f"embedded server for {self.name} not healthy after {self.startup_timeout_s:.0f} s:\n{self.log_tail()}"
+            f"embedded server for {self.name} not healthy after {self.startup_timeout_s:.0f} s"
+            f"{' (it lists the model but answered no completion)' if listed else ''}:\n{self.log_tail()}"
         )
+
+    def _exited_during_start(self, listed: bool) -> None:
+        """The server died before it answered its first completion: it is broken on this machine."""
+        assert self._proc is not None
+        why = self._describe_death(self._proc.returncode, "during its start-up check (one short completion)"
+                                   if listed else "while loading the model")
+        _BROKEN[str(self.model_path)] = why
+        raise EmbeddedModelError(why)
+
+    def _describe_death(self, returncode: int | None, when: str) -> str:
+        """One line that names the death and what to do, then the last lines of the server's log."""
+        advice = ""
+        if returncode is not None and returncode < 0:
+            try:
+                advice = _SIGNAL_ADVICE.get(signal.Signals(-returncode), "")
+            except ValueError:
+                pass
+        tail = self._last_words()
+        self._keep_log = True
+        return (f"embedded server for {self.name} (pid {self.pid}) {describe_exit(returncode)} {when}"
+                + (f": {advice}" if advice else "")
+                + (f"\nlast lines of its log ({self._log_path}):\n{tail}" if tail else ""))
+
+    def death(self, wait_s: float = 1.0) -> str | None:
+        """None while the server is alive; once it has died, why, in one message (and a server that
+        crashed is recorded so that this process does not start it again). A caller that just lost
+        its connection waits up to `wait_s` for the process to finish dying."""
+        if self.pid is None:
+            return None
+        deadline = time.monotonic() + wait_s
+        while True:
+            returncode = self._proc.poll() if self._proc is not None else None
+            alive = returncode is None and (self._proc is not None or _pid_alive(self.pid))
+            if not alive:
+                break
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+        why = self._describe_death(returncode, "while answering")
+        key = str(self.model_path)
+        if self._counted_death != self.pid:  # one death, however many callers ask about it
+            self._counted_death = self.pid
+            _DEATHS[key] = _DEATHS.get(key, 0) + 1
+            if returncode is not None and returncode < 0 and -returncode in {int(s) for s in _CRASH_SIGNALS}:
+                _BROKEN[key] = why
+            elif _DEATHS[key] >= MAX_DEATHS:
+                _BROKEN[key] = f"{why}\n{_DEATHS[key]} embedded servers for {self.name} died in this process"
+        return why
 
     def running(self) -> bool:
         """This object uses a server whose process is alive (it answered a health check when it
@@ -214,6 +339,16 @@ class EmbeddedServer:
         if self._proc is not None:
             return self._proc.poll() is None
         return _pid_alive(self.pid)
+
+    def _last_words(self, lines: int = 8) -> str:
+        """The log's last lines before a crash: up to the interpreter's "Fatal Python error" line (the
+        wrapper's faulthandler writes it, then a traceback of no use here), else the log's tail."""
+        if self._log_path is None or not self._log_path.exists():
+            return ""
+        text = self._log_path.read_text(errors="replace").splitlines()
+        fatal = [i for i, line in enumerate(text) if line.startswith("Fatal Python error")]
+        end = fatal[-1] + 1 if fatal else len(text)
+        return "\n".join(text[max(0, end - lines):end])
 
     def log_tail(self, lines: int = 20) -> str:
         if self._log_path is None or not self._log_path.exists():
@@ -260,9 +395,9 @@ class EmbeddedServer:
             while _pid_alive(self.pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
         self.pid = None
-        if self._log_path is not None:
+        if self._log_path is not None and not self._keep_log:
             self._log_path.unlink(missing_ok=True)
-            self._log_path = None
+        self._log_path = None
 
     def __enter__(self) -> "EmbeddedServer":
         return self.start()

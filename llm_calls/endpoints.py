@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,7 +31,11 @@ class Endpoint:
     concurrency: int
     sampling: dict[str, Any]
     send_seed: bool
+    token_param: str = "max_tokens"  # the name the token budget is sent under
+    refused: frozenset[str] = frozenset()  # sampling parameters never sent (the endpoint refuses them)
     api_key: str | None = field(default=None, repr=False)  # never logged or stored
+    # the embedded server's `death()`: None while it lives, else why it died (None for a remote model)
+    server_death: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
 
     def redact(self, text: str | None) -> str | None:
         """`text` with this endpoint's key masked (see `redact`)."""
@@ -68,7 +72,18 @@ def model_identity(name: str, m: ModelConfig) -> str:
 
 
 def default_sampling(m: ModelConfig) -> dict[str, Any]:
-    return {k: v for k, v in m.sampling.model_dump().items() if v is not None}
+    """What every request of model `m` carries unless the call says otherwise: its sampling defaults
+    and its `extra_body` fields (both part of the cache key)."""
+    return {**{k: v for k, v in m.sampling.model_dump().items() if v is not None}, **m.extra_body}
+
+
+def wire_params(params: dict[str, Any], token_param: str, refused: frozenset[str]) -> dict[str, Any]:
+    """A request's parameters as the endpoint takes them: the refused ones left out, the token
+    budget under the endpoint's name for it. The cache key is made from `params` before this."""
+    out = {k: v for k, v in params.items() if k not in refused}
+    if token_param != "max_tokens" and "max_tokens" in out:
+        out[token_param] = out.pop("max_tokens")
+    return out
 
 
 class ModelRegistry:
@@ -88,15 +103,18 @@ class ModelRegistry:
         Raises ConfigError when the model's API-key variable is unset.
         """
         m = self.config.model(name)
+        death = None
         if m.embedded is not None:
             with self._lock:
                 server = self._servers.get(m.embedded)
                 if server is None or not server.running():
                     if server is not None:
+                        server.death(wait_s=0)  # records a crash, so that start() refuses to repeat it
                         server.stop()
+                        self._servers.pop(m.embedded, None)
                     server = EmbeddedServer(m.embedded, n_ctx=m.n_ctx).start()
                     self._servers[m.embedded] = server
-            base_url, api_key = server.base_url, None
+            base_url, api_key, death = server.base_url, None, server.death
         else:
             base_url, api_key = m.base_url or "", self.config.api_key(name)
         return Endpoint(
@@ -108,7 +126,10 @@ class ModelRegistry:
             concurrency=m.concurrency,
             sampling=default_sampling(m),
             send_seed=m.send_seed,
+            token_param=m.sent_token_param,
+            refused=m.refused_params,
             api_key=api_key,
+            server_death=death,
         )
 
     def close(self) -> None:

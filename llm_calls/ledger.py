@@ -41,6 +41,7 @@ import hashlib
 import json
 import logging
 import random
+import re
 import ssl
 import time
 from collections.abc import Mapping, Sequence
@@ -52,7 +53,7 @@ import httpx2
 import openai
 
 from configuration import LedgerConfig
-from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling
+from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling, wire_params
 from warehouse import Warehouse
 
 # Parameters the openai client takes by name; anything else (top_k, min_p, ...) goes in extra_body.
@@ -66,6 +67,31 @@ _IDLE_RELEASE_S = 0.5  # the writer releases the warehouse file after this long 
 _REACH_TIMEOUT_S = 3.0  # the check that a down endpoint is back
 # Endpoints that refused connections until a call's retries were spent (base_url -> why), in this process.
 _DOWN: dict[str, str] = {}
+# (base_url, served model) -> {parameter: error with its fix}: parameters a model answered HTTP 400 to
+# (OpenAI's reasoning models refuse max_tokens and any temperature but 1), in this process.
+_REFUSED: dict[tuple[str, str], dict[str, str]] = {}
+_UNSUPPORTED = re.compile(r"unsupported (?:parameter|value):\s*'([\w.]+)'|'([\w.]+)' is not supported with this model"
+                          r"|'([\w.]+)' does not support", re.I)
+
+
+def _unsendable(ep: Endpoint, sent: Mapping[str, Any]) -> str | None:
+    """Why a request must not be sent, or None: its endpoint is down (another call of this batch, or
+    an earlier one, found it so), or its model refused one of its parameters already."""
+    if ep.base_url in _DOWN:
+        return f"endpoint down ({ep.host}): {_DOWN[ep.base_url]}; no request sent"
+    refused = _REFUSED.get((ep.base_url, ep.served_model), {})
+    both = refused.keys() & sent.keys()
+    return f"{refused[min(both)]}; no request sent" if both else None
+
+
+def refused_parameter(exc: openai.APIStatusError) -> str | None:
+    """The parameter an HTTP 400 says the model does not take (OpenAI's `code` unsupported_parameter
+    or unsupported_value with its `param`, or the same words in the message), else None."""
+    code, param = getattr(exc, "code", None), getattr(exc, "param", None)
+    if code in ("unsupported_parameter", "unsupported_value") and isinstance(param, str) and param:
+        return param
+    m = _UNSUPPORTED.search(str(getattr(exc, "message", "") or exc))
+    return next((g for g in m.groups() if g), None) if m else None
 
 
 def endpoint_unreachable(base_url: str) -> str | None:
@@ -116,6 +142,12 @@ class CallResult:
         return self.finish_reason == "length"
 
     @property
+    def reasoning_hidden(self) -> bool:
+        """The provider counted reasoning tokens but returned no reasoning text (OpenAI's o-series and
+        gpt-5, and others that hide the thinking): the reply is the answer alone."""
+        return self.ok and self.reasoning is None and (self.reasoning_tokens or 0) > 0
+
+    @property
     def reply(self) -> str | None:
         """The reply as the model produced it: separate reasoning put back in a `<think>` block, left
         open when the reply was cut inside its reasoning (no content, finish_reason 'length')."""
@@ -123,8 +155,10 @@ class CallResult:
 
 
 def reply_with_reasoning(content: str | None, reasoning: str | None, finish_reason: str | None) -> str | None:
-    """A reply with its separate reasoning field put back inline, as the model produced it."""
-    if not reasoning:
+    """A reply with its separate reasoning field put back inline, as the model produced it. An empty
+    field ("") is an empty think block: the model thought nothing and answered (S1-Bench's format
+    101), not a reply without any marker (207)."""
+    if reasoning is None:
         return content
     if not content and finish_reason == "length":
         return f"<think>\n{reasoning}"
@@ -187,6 +221,10 @@ class _Retryable(Exception):
 
 class _Failed(Exception):
     pass
+
+
+class _ServerDied(Exception):
+    """The embedded server behind the endpoint died (its message says how): no retry can reach it."""
 
 
 class RunTotals:
@@ -364,6 +402,7 @@ class Ledger:
         sent = dict(params)
         if ep.send_seed and "seed" not in sent:
             sent["seed"] = int(key[:8], 16) & 0x7FFFFFFF
+        sent = wire_params(sent, ep.token_param, ep.refused)
         named = {k: v for k, v in sent.items() if k in _CLIENT_PARAMS}
         extra = {k: v for k, v in sent.items() if k not in _CLIENT_PARAMS}
         messages = [{"role": m["role"], "content": m["content"]} for m in req.messages]
@@ -374,23 +413,37 @@ class Ledger:
         ptok = ctok = rtok = None
         ok = False
         while True:
-            if ep.base_url in _DOWN:  # another call of this batch (or an earlier one) found it down
-                error = f"endpoint down ({ep.host}): {_DOWN[ep.base_url]}; no request sent"
+            error = _unsendable(ep, sent)
+            if error:
                 break
             attempts += 1
             try:
                 async with sem:
+                    error = _unsendable(ep, sent)  # found while this call waited for its turn
+                    if error:
+                        attempts -= 1
+                        break
                     t0 = time.monotonic()
                     try:
                         resp = await client.chat.completions.create(
                             model=ep.served_model, messages=messages, extra_body=extra or None, **named
                         )
+                    except openai.APIConnectionError as exc:
+                        # an embedded server that died: said while this call still holds its turn, so no
+                        # call waiting for one is sent to the dead port
+                        if ep.server_death is None or isinstance(exc, openai.APITimeoutError):
+                            raise
+                        died = await asyncio.to_thread(ep.server_death)
+                        if died is None:
+                            raise
+                        _DOWN[ep.base_url] = died
+                        raise _ServerDied(died) from exc
                     finally:
                         latency = time.monotonic() - t0
                 text, reasoning, finish, ptok, ctok, rtok = _read_response(resp)
                 ok = True
                 break
-            except _Failed as exc:
+            except (_Failed, _ServerDied) as exc:
                 error = str(exc)
                 break
             except _Retryable as exc:
@@ -412,6 +465,10 @@ class Ledger:
                 error = f"HTTP 429 {_brief(exc)}"
             except openai.APIStatusError as exc:
                 error = f"HTTP {exc.status_code} {_brief(exc)}"
+                param = refused_parameter(exc) if exc.status_code == 400 else None
+                if param is not None and param in sent:
+                    error = self._refused(ep, param, error)
+                    break
                 if exc.status_code < 500 and exc.status_code not in (408, 409):
                     break  # 4xx other than 408/409/429: asking again will not help
                 if attempts >= self.config.max_attempts:
@@ -456,6 +513,22 @@ class Ledger:
             reasoning=reasoning if ok else None, reasoning_tokens=rtok if ok else None,
         )
         return result, row
+
+    def _refused(self, ep: Endpoint, param: str, error: str) -> str:
+        """Record that `ep`'s model refuses `param`: the error every call that sends it gets, with
+        the fix, said once per model in the log (later calls fail unsent)."""
+        if param in ("max_tokens", "max_completion_tokens"):
+            other = "max_completion_tokens" if param == "max_tokens" else "max_tokens"
+            fix = f"set `token_param: {other}` under models.{ep.name} in the configuration"
+        else:
+            fix = (f"add {param} to models.{ep.name}.unsupported_params in the configuration "
+                   "(the server's default is then used)")
+        message = f"{ep.name} refuses the parameter {param!r} ({error}); fix: {fix}"
+        refused = _REFUSED.setdefault((ep.base_url, ep.served_model), {})
+        if param not in refused:
+            refused[param] = message
+            self.log.info(f"llm [{ep.name}]: {message}")
+        return refused[param]
 
     # -- persistence and progress --------------------------------------------------
 
@@ -528,9 +601,10 @@ def _read_response(resp: Any) -> tuple[str, str | None, str | None, int | None, 
     choice = choices[0]
     message = getattr(choice, "message", None)
     content = getattr(message, "content", None)
-    reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
-    if not isinstance(reasoning, str):
-        reasoning = None
+    # a field present but empty ("") is a think block with nothing in it, kept as such; absent is None
+    fields = [f for f in (getattr(message, "reasoning_content", None), getattr(message, "reasoning", None))
+              if isinstance(f, str)]
+    reasoning = next((f for f in fields if f), fields[0] if fields else None)
     if content is None:
         if reasoning is None:
             raise _Failed(f"malformed response: choice has no message content (finish_reason={choice.finish_reason!r})")

@@ -11,6 +11,7 @@ lingering on its port.
 
 from __future__ import annotations
 
+import faulthandler
 import fcntl
 import os
 import runpy
@@ -35,6 +36,9 @@ def main() -> None:
     args = sys.argv[1:]
     if len(args) < 2 or args[0] != "--users-lock":
         raise SystemExit("usage: python -m llm_calls.serve_embedded --users-lock PATH [server args]")
+    # a crash in llama.cpp (SIGILL, SIGSEGV, ...) is written to the log before the process dies of it, so
+    # a process that joined this server and cannot see its exit status still reads what happened
+    faulthandler.enable()
     threading.Thread(target=_watch, args=(args[1],), daemon=True).start()
     sys.argv = ["llama_cpp.server", *args[2:]]
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)

@@ -13,10 +13,17 @@ message's content, so one batch can mix healthy and faulty calls:
     [[stub: delay=0.3]]                         this request's delay
     [[stub: reasoning]]                         the reply's reasoning in a separate `reasoning_content`
                                                 field (with `length`: cut inside it, content null)
+    [[stub: empty_reasoning]]                   `reasoning_content: ""` (a reasoning parser found nothing)
 
 `fail_share` (0-1) makes a fixed share of distinct prompts fail with HTTP 400 on every
 request (chosen by a hash of the messages, so a rerun fails the same ones): a model
 endpoint that fails part of its calls, for fault runs.
+
+`hosted_reasoning=True` makes it answer as OpenAI's reasoning models (o-series, gpt-5) do:
+`max_tokens` is refused (HTTP 400, `unsupported_parameter`: use `max_completion_tokens`), so is
+any `temperature` or `top_p` but 1 (`unsupported_value`), with the API's own error bodies; a reply
+carries no reasoning text but counts `hidden_reasoning_tokens` in
+`usage.completion_tokens_details.reasoning_tokens` (and in `completion_tokens`).
 
 `times` counts requests with identical messages and seed. A test that needs
 controlled replies passes `responder(body) -> str | None`; None falls back to
@@ -55,6 +62,22 @@ def parse_directive(content: str) -> dict[str, str]:
     return out
 
 
+def _reasoning_model_refusal(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The error body OpenAI's API returns to a reasoning model's request that it refuses, or None."""
+    if "max_tokens" in body:
+        return {"error": {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                       "Use 'max_completion_tokens' instead.",
+            "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}}
+    for name in ("temperature", "top_p"):
+        if name in body and body[name] != 1:
+            return {"error": {
+                "message": f"Unsupported value: '{name}' does not support {body[name]} with this model. "
+                           "Only the default (1) value is supported.",
+                "type": "invalid_request_error", "param": name, "code": "unsupported_value"}}
+    return None
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 512  # the default backlog of 5 resets connections at high concurrency
@@ -65,8 +88,11 @@ class StubServer:
 
     def __init__(self, delay_s: float = 0.0, hang_s: float = 5.0, model: str = "stub-model", port: int = 0,
                  responder: Callable[[dict[str, Any]], str | None] | None = None, fail_share: float = 0.0,
-                 echo_key_401: bool = False, cut_every_reply: bool = False):
+                 echo_key_401: bool = False, cut_every_reply: bool = False, hosted_reasoning: bool = False,
+                 hidden_reasoning_tokens: int = 96):
         self.responder = responder
+        self.hosted_reasoning = hosted_reasoning
+        self.hidden_reasoning_tokens = hidden_reasoning_tokens
         self.echo_key_401 = echo_key_401  # reject every request with 401, quoting the key it was sent
         self.cut_every_reply = cut_every_reply  # every reply ends with finish_reason "length"
         self.fail_share = fail_share
@@ -123,6 +149,10 @@ class StubServer:
                 < self.fail_share * 0xFFFFFFFF:
             err = {"error": {"message": "stub fault: this prompt always fails", "type": "stub"}}
             return 400, {"Content-Type": "application/json"}, json.dumps(err).encode(), delay
+        if self.hosted_reasoning:
+            refusal = _reasoning_model_refusal(body)
+            if refusal is not None:
+                return 400, {"Content-Type": "application/json"}, json.dumps(refusal).encode(), delay
         times = int(directive.get("times") or 10**9)
         active = nth <= times
         if "status" in directive and active:
@@ -147,6 +177,8 @@ class StubServer:
             message["reasoning_content"] = "Let me think step by step about this."
             if finish == "length":
                 message["content"] = None
+        if "empty_reasoning" in directive:
+            message["reasoning_content"] = ""
         payload = {
             "id": f"stub-{nth}",
             "object": "chat.completion",
@@ -160,6 +192,11 @@ class StubServer:
         }
         if "reasoning" in directive:
             payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": 8}
+        if self.hosted_reasoning:  # thought, counted, not shown
+            hidden = self.hidden_reasoning_tokens
+            payload["usage"]["completion_tokens"] += hidden
+            payload["usage"]["total_tokens"] += hidden
+            payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": hidden}
         return 200, {"Content-Type": "application/json"}, json.dumps(payload).encode(), delay
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:

@@ -76,7 +76,8 @@ def test_server_that_cannot_start_fails_with_its_log(tmp_path):
     server = EmbeddedServer("smollm2-135m-instruct", startup_timeout_s=60)
     server.model_path = tmp_path / "corrupt.gguf"
     server.model_path.write_bytes(b"GGUF" + b"\0" * 64)
-    with pytest.raises(EmbeddedModelError, match=r"embedded server for smollm2-135m-instruct exited with code"):
+    with pytest.raises(EmbeddedModelError, match=r"embedded server for smollm2-135m-instruct \(pid \d+\) exited with "
+                                                 r"code 1 while loading the model[\s\S]*Failed to load model"):
         server.start()
     assert server.port is not None and not port_open(server.port)
 

@@ -728,6 +728,10 @@ OTHER_MARKERS = tuple(m for m in END_OF_THINKING if m != STANDARD_MARKER)
 FORMAT_TYPES = (100, 101, 200, 201, 202, 203, 204, 205, 206, 207, 300, 301)
 STRICT_FORMATS = {100, 101}
 UNREADABLE_FORMATS = {300, 301}
+# Not one of table 9's twelve: the provider counted reasoning tokens but returned only the answer
+# (o4-mini, Claude and Gemini through their APIs). The paper scores such models on their answers and
+# prints their f-acc as "–" (table 3); their replies have no visible format to rate.
+HIDDEN_REASONING = 102
 
 
 def format_type(reply: str | None, finish_reason: str | None) -> tuple[int, str, str]:

@@ -38,8 +38,8 @@ TABLES: dict[str, str] = {
         run_id            VARCHAR,
         created_at        TIMESTAMP NOT NULL,
         finished_at       TIMESTAMP NOT NULL,
-        reasoning_text    VARCHAR,              -- reasoning the server returned in a separate field
-        reasoning_tokens  INTEGER               -- usage.completion_tokens_details.reasoning_tokens
+        reasoning_text    VARCHAR,              -- reasoning the server returned in a separate field ('' = empty think block)
+        reasoning_tokens  INTEGER               -- usage.completion_tokens_details.reasoning_tokens; with reasoning_text NULL: reasoning hidden by the API
     """,
     "llm.models": """
         name            VARCHAR PRIMARY KEY,
@@ -346,7 +346,7 @@ TABLES: dict[str, str] = {
         language          VARCHAR NOT NULL,
         mode              VARCHAR NOT NULL,   -- sample (top-p) or greedy
         sample_index      INTEGER NOT NULL,
-        format_type       INTEGER,            -- table 9: 100/101, 200-207, 300/301
+        format_type       INTEGER,            -- table 9: 100/101, 200-207, 300/301; 102: reasoning hidden by the API
         has_thinking      BOOLEAN NOT NULL,
         has_answer        BOOLEAN NOT NULL,
         judged_part       VARCHAR,            -- answer when the reply was scored, else NULL

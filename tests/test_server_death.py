@@ -1,0 +1,140 @@
+"""A dying embedded server is named as such: the signal or exit code, its log, what to do; the
+calls in flight fail with that error, the rest are not sent, answered calls are kept, and a server
+that crashes is not started again (one killed from outside may be)."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from configuration import parse_config
+from llm_calls import CallRequest, Ledger, ModelRegistry, embedded
+from llm_calls import ledger as ledger_module
+from llm_calls.embedded import EmbeddedModelError, EmbeddedServer, describe_exit
+from llm_calls.ledger import TOTALS
+from tests.conftest import user, write_config
+from warehouse import Warehouse
+
+MODEL = "smollm2-135m-instruct"
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_state(tmp_path, monkeypatch):
+    """Each test is a run of its own: no server, crash or down endpoint remembered from another."""
+    monkeypatch.setenv("BENCHSMITH_RUN_DIR", str(tmp_path / "run"))
+    for state in (embedded._BROKEN, embedded._DEATHS, ledger_module._DOWN):
+        state.clear()
+    yield
+    for state in (embedded._BROKEN, embedded._DEATHS, ledger_module._DOWN):
+        state.clear()
+
+
+@pytest.fixture
+def crashing_build(tmp_path, monkeypatch):
+    """The embedded server is a process that dies with SIGILL on its first completion."""
+    starts = tmp_path / "starts"
+    monkeypatch.setattr(EmbeddedServer, "server_module", "tests.fake_llama_server")
+    monkeypatch.setenv("FAKE_LLAMA_STARTS", str(starts))
+    return starts
+
+
+def test_exit_statuses_in_words():
+    assert describe_exit(-4) == "killed by SIGILL (illegal instruction)"
+    assert describe_exit(-9) == "killed by SIGKILL (killed)"
+    assert describe_exit(3) == "exited with code 3"
+
+
+def test_a_server_that_dies_on_its_first_completion_is_named_and_not_started_again(tmp_path, crashing_build):
+    cfg = parse_config({"warehouse": {"path": str(tmp_path / "wh.duckdb")}}, str(tmp_path / "cfg.yaml"))
+    with ModelRegistry(cfg) as reg:
+        ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+        with pytest.raises(EmbeddedModelError) as first:
+            ledger.complete("smollm2", [CallRequest(user("Say hi."))])
+        t0 = time.monotonic()
+        with pytest.raises(EmbeddedModelError) as again:
+            ledger.complete("smollm2", [CallRequest(user("Say hi again."))])
+        refused_in = time.monotonic() - t0
+    message = str(first.value)
+    head = message.splitlines()[0]
+    assert "killed by SIGILL (illegal instruction) during its start-up check" in head
+    assert "make install" in head  # what to do
+    assert "Fatal Python error: Illegal instruction" in message  # the last lines of its log
+    assert "loaded meta data" in message
+    # the next batch starts no server that would die the same way, and says why at once
+    assert head in str(again.value) and "Not started again in this process" in str(again.value)
+    assert refused_in < 1.0
+    assert len(crashing_build.read_text().split()) == 1
+
+
+def test_the_run_command_names_the_signal_per_step_and_starts_one_server(tmp_path, crashing_build, capsys,
+                                                                       monkeypatch):
+    from assets import materialize_all
+
+    path = write_config(tmp_path, {
+        "warehouse": {"path": str(tmp_path / "wh.duckdb")},
+        "ib": {"datasets": {"arithmetic": {"form": "single", "generator": "arithmetic",
+                                           "count": {"demo": 2, "paper": 2}},
+                            "even_numbers": {"form": "multiple", "generator": "even_numbers",
+                                             "count": {"demo": 2, "paper": 2}}},
+               "settings": ["vanilla"]}})
+    monkeypatch.setenv("BENCHSMITH_CONFIG", str(path))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    (tmp_path / "dagster").mkdir()
+    code = materialize_all.main(["--select", "ib"])
+    err = capsys.readouterr().err
+    failed = [line for line in err.splitlines() if line.startswith("FAILED: ")]
+    assert code == 1
+    evaluate = [line for line in failed if "ib_responses" in line]
+    assert len(evaluate) >= 2  # one per (dataset, model) slice
+    assert all("killed by SIGILL (illegal instruction)" in line for line in evaluate), evaluate
+    assert len(crashing_build.read_text().split()) == 1  # the first start crashed; no other was tried
+
+
+def run_batch_and_kill(ledger: Ledger, registry: ModelRegistry, sig: signal.Signals, n: int = 10):
+    """Ask `n` calls in a thread and kill the server with `sig` once two have been answered."""
+    TOTALS.reset()
+    requests = [CallRequest(user(f"Count from 1 to 20, call {i}."), {"max_tokens": 24}) for i in range(n)]
+    out: dict[str, object] = {}
+    worker = threading.Thread(target=lambda: out.update(results=ledger.complete("smollm2", requests)))
+    worker.start()
+    deadline = time.monotonic() + 180
+    while TOTALS.answered < 2 and time.monotonic() < deadline and worker.is_alive():
+        time.sleep(0.05)
+    server = registry._servers[MODEL]
+    pid = server.pid
+    os.kill(pid, sig)
+    worker.join(120)
+    assert not worker.is_alive()
+    return out["results"], pid
+
+
+def calls(ledger: Ledger) -> list[dict]:
+    return ledger.warehouse.rows("SELECT status, error, attempts FROM llm.calls ORDER BY finished_at")
+
+
+@pytest.mark.embedded
+@pytest.mark.parametrize("sig, name, restarts", [(signal.SIGKILL, "SIGKILL", True), (signal.SIGILL, "SIGILL", False)])
+def test_a_server_killed_mid_run_fails_the_calls_in_flight_with_one_named_error(tmp_path, sig, name, restarts):
+    cfg = parse_config({"warehouse": {"path": str(tmp_path / "wh.duckdb")}}, str(tmp_path / "cfg.yaml"))
+    with ModelRegistry(cfg) as reg:
+        ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+        results, pid = run_batch_and_kill(ledger, reg, sig)
+        answered = [r for r in results if r.ok]
+        failed = [r for r in results if not r.ok]
+        assert len(answered) >= 2 and failed  # answered calls kept
+        assert all(f"(pid {pid}) killed by {name}" in r.error for r in failed), [r.error for r in failed]
+        # no retry storm: the call in flight was tried once, the others were never sent
+        assert sum(r.attempts for r in failed) <= 1
+        assert all("no request sent" in r.error for r in failed if r.attempts == 0)
+        rows = calls(ledger)
+        assert sum(r["status"] == "ok" for r in rows) == len(answered)
+        assert sum(r["status"] == "failed" for r in rows) == len(failed)
+        # the next batch: a killed server is started again; a crashed one is not
+        if restarts:
+            [again] = ledger.complete("smollm2", [CallRequest(user("Say yes."), {"max_tokens": 4})])
+            assert again.ok and reg._servers[MODEL].pid != pid
+        else:
+            with pytest.raises(EmbeddedModelError, match=r"killed by SIGILL .*\n?[\s\S]*Not started again"):
+                ledger.complete("smollm2", [CallRequest(user("Say yes."), {"max_tokens": 4})])
