@@ -264,10 +264,20 @@ class WakenDataset(_Strict):
 
     kind: Literal["fld", "folio", "scienceqa"]
     topics: list[str] | None = Field(None, description="scienceqa: e.g. [physics, biology] for Science")
-    form: Literal["fact", "story"] = "fact"  # fact-based datasets get the detailed stimulation (section 4.1)
+    # Fact-based datasets get the detailed stimulation, story-based ones the concise one (section 4.1).
+    # null = by kind, as paper 000 sorts them: FLD and FOLIO are fact-based (section 2 lists both under
+    # "Fact-based Datasets"; appendix C's 43.66 % fact-based = FLD 21.13 % + FOLIO 22.53 %, i.e. Figure 2's
+    # (600 + 640) / 2,840), ScienceQA's topics story-based. Section 5's "story-based datasets like FOLIO"
+    # (appendix I) contradicts both and is not followed.
+    form: Literal["fact", "story"] | None = None
     generator: FLDGenerator | None = None
     source: WakenSource | None = None
     count: PerScale  # items in all, half solvable and half Unknown
+
+    @property
+    def context_form(self) -> Literal["fact", "story"]:
+        """The dataset's form: the configured one, else by kind (see `form`)."""
+        return self.form or ("story" if self.kind == "scienceqa" else "fact")
 
     @model_validator(mode="after")
     def _generator_or_source(self) -> "WakenDataset":

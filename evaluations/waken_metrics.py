@@ -28,11 +28,13 @@ reply was decided; D_VP^2: the decided stage-2 items, drawn from FC^1):
   stage 2 (5.7; undecided replies are not degradation);
 - Acc(Direct) and baseline accuracies over the answered items of D: undecided
   replies count wrong, failed calls and judgements are not answers and are left
-  out (counted in `n_direct_call_failed`, `n_baseline_failed`); Acc(WakenLLM) = Acc(Direct) + |(TC^1 ∪ TC^2) minus C| / |D| with C the
-  items the direct pass already got right (5.5). The paper adds |TC^1 ∪ TC^2|
-  itself, which counts twice the Unknown items that were answered Unknown
-  with a failing explanation (right in the direct pass, converted again) and
-  can exceed 1; that value is kept as `acc_wakenllm_literal`;
+  out (counted in `n_direct_call_failed`, `n_baseline_failed`); Acc(WakenLLM) = Acc(Direct) +
+  |TC^1 ∪ TC^2| / |D| as printed (5.5), i.e. Acc(Direct) + |TC^1| / |D| + |TC^2| / |D| (TC^2 comes
+  from FC^1, so the two are disjoint): Table 6 is this form (GPT-3.5 FLD: 50.17 + 25.22 % x 240 / 600
+  = 60.26, as printed; 6 of 16 rows within 0.1 pp, none for the form below). It counts twice the
+  Unknown items the direct pass already had right (answered Unknown, explanation failing, converted
+  again) and can exceed 1, so the de-duplicated Acc(Direct) + |(TC^1 ∪ TC^2) minus C| / |D|, C the
+  items the direct pass got right, is kept beside it as `acc_wakenllm_dedup`;
 - vague-perception shares (table 8): V = solvable answered Unknown / |D_s|,
   U = Unknown items whose explanation failed / |D_u|;
 - per misguiding rate M: TCR_s^1, TCR_u^1, TCR_s^2, TCR_u^2 (tables 9-11);
@@ -53,6 +55,11 @@ FAILED = ("call_failed", "judge_failed")  # outcomes that are not the model's an
 
 def _frac(num: float, den: float) -> float | None:
     return num / den if den else None
+
+
+def wakenllm_accuracy(acc_direct: float | None, tc1: float, tc2: float, n: int) -> float | None:
+    """Table 6's Acc(WakenLLM): Acc(Direct) + |TC^1| / |D| + |TC^2| / |D| (paper 000, 5.5)."""
+    return None if acc_direct is None or not n else acc_direct + tc1 / n + tc2 / n
 
 
 def conformity_value(followed: Sequence[float | None], misguided: Sequence[float | None]) -> tuple[float | None, int]:
@@ -118,10 +125,10 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
     put("Deg", _frac(len(s2.ids("UC")), len(s2.decided)), len(s2.ids("UC")), len(s2.decided), stage="2")
     acc_direct = _frac(correct, n_all)
     newly = tc_union - {r["item_id"] for r in direct if r["outcome"] == "correct"}
-    put("acc_wakenllm", None if acc_direct is None else acc_direct + len(newly) / n_all,
-        correct + len(newly), n_all)
-    put("acc_wakenllm_literal", None if acc_direct is None else acc_direct + len(tc_union) / n_all,
+    put("acc_wakenllm", wakenllm_accuracy(acc_direct, len(s1.ids("TC")), len(s2.ids("TC")), n_all),
         correct + len(tc_union), n_all)
+    put("acc_wakenllm_dedup", None if acc_direct is None else acc_direct + len(newly) / n_all,
+        correct + len(newly), n_all)
 
     # Remind-then-Guide with assigned labels
     for rate in misguiding_rates:

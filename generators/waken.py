@@ -87,7 +87,7 @@ def fol_summary(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
 def _row(name: str, spec: WakenDataset, item_id: str, label: str, context: str, question: str,
          origin: str, original_label: str | None, extra: dict[str, Any], seed: int) -> dict[str, Any]:
     return {
-        "dataset": name, "item_id": item_id, "kind": spec.kind, "form": spec.form,
+        "dataset": name, "item_id": item_id, "kind": spec.kind, "form": spec.context_form,
         "sample_type": "unsolvable" if label == "Unknown" else "solvable",
         "label": label, "original_label": original_label, "context": context, "question": question,
         "origin": origin, "extra": extra, "dataset_seed": seed, "items_version": ITEMS_VERSION,

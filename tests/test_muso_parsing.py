@@ -101,6 +101,25 @@ def test_subset_formats(text):
     assert set(read_subsets(text, SS).answers) == {(8, 14, 40), (22, 40)}
 
 
+@pytest.mark.parametrize("text", [
+    "Solution 1: 14 + 48 = 62\nSolution 2: 22 + 40 = 62",
+    "1. 14 + 48 = 62\n2. 22 + 40 = 62",
+    "{14, 48} ✓\n{22, 40} ✓",
+    "14 + 48 = 62 ✓\n22 + 40 = 62 ✅",
+    # a list of checks: the two sums that miss 62 are not claimed solutions
+    "45 + 16 = 61\n45 + 18 = 63\n14 + 48 = 62\n22 + 40 = 62",
+])
+def test_common_reply_shapes_read_their_two_solutions(text):
+    """Issue 21 (paper 001, the multi-solution protocol): an unread right answer would be recall 0
+    beside a high confidence, the overconfidence the paper measures, faked. Values and target 62 as
+    in the review: {14, 48} and {22, 40} are both solutions."""
+    assert read_subsets(text, SS).answers == [(14, 48), (22, 40)]
+
+
+def test_a_numbered_solution_with_a_wrong_sum_is_still_claimed():
+    assert read_subsets("Solution 1: 45 + 16 = 61\nSolution 2: 22 + 40 = 62", SS).answers == [(16, 45), (22, 40)]
+
+
 def test_subsets_echoing_the_question_are_not_answers():
     text = "Given the set of unique integers: {18, 25, 16, 45, 48, 40, 38, 14, 22, 8}\nSolution 1: {14, 48}"
     assert read_subsets(text, SS).answers == [(14, 48)]
@@ -124,10 +143,19 @@ def test_no_subsets_is_a_parse_failure():
     ("My confidence is 90%.", 90.0, "keyword"),
     ("Confidence: 40/100", 40.0, "keyword"),
     ("75", 75.0, "bare"),
+    ("I am 95% confident.", 95.0, "keyword"),
+    ("I'm 80% sure of this answer.", 80.0, "keyword"),
+    ("Confidence level: about 70%", 70.0, "keyword"),
+    ("Confidence: high (90%)", 90.0, "keyword"),
 ])
 def test_confidence_formats(text, value, method):
     got = read_confidence(text)
     assert (got.answer, got.method) == (value, method)
+
+
+def test_a_count_after_the_word_confidence_is_no_confidence():
+    got = read_confidence("Confidence is high since all 3 subsets were checked.")
+    assert (got.answer, got.method) == (None, "no_confidence")
 
 
 def test_confidence_out_of_range_or_missing_is_none_with_reason():

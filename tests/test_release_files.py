@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import yaml
 
 from assets.definitions import build_definitions
@@ -115,3 +116,21 @@ def test_every_paper_dataset_builds_its_items_from_local_release_files_through_d
     assert tense_multi and all(len(g) == 2 for g in tense_multi)
     sources = {r["dataset"] for r in wh.rows("SELECT DISTINCT dataset FROM sources.records")}
     assert sources == {f"waken:{n}" for n in waken} | {f"ib:{n}" for n in ib} | {"ib:miscellany"}
+
+
+def test_folio_is_fact_based_and_scienceqa_story_based_as_paper_000_sorts_them():
+    """Paper 000, section 2: FLD and FOLIO under "Fact-based Datasets" (appendix C: 43.66 % fact-based =
+    FLD 21.13 % + FOLIO 22.53 %, Figure 2's (600 + 640) / 2,840), ScienceQA's topics story-based; section
+    4.1 gives fact-based datasets the detailed stimulation."""
+    from configuration import WakenDataset
+
+    entries = documented("waken")
+    for name, form in (("fld", "fact"), ("folio", "fact"), ("science", "story"), ("arts", "story")):
+        for entry in (entries[name], entries[f"{name}_local"]):
+            assert WakenDataset.model_validate(entry).context_form == form, (name, entry)
+    # with no `form` written, the kind decides
+    for kind, form in (("fld", "fact"), ("folio", "fact"), ("scienceqa", "story")):
+        entry = {"kind": kind, "source": {"path": "x"}, "count": {"demo": 2, "paper": 2},
+                 **({"topics": ["physics"]} if kind == "scienceqa" else {})}
+        assert WakenDataset.model_validate(entry).context_form == form
+    assert 100 * (600 + 640) / 2840 == pytest.approx(43.66, abs=0.01)

@@ -558,14 +558,19 @@ def read_timetables(reply: str | None, problem: Mapping[str, Any]) -> ParsedAnsw
 
 
 _GROUP = r"(-?\d+(?:\s*[,;]\s*-?\d+)*)"
+_PLUS = r"(-?\d+(?:\s*\+\s*-?\d+)+)"  # "14 + 48"
 _BRACKETED = rf"[\[{{(]\s*{_GROUP}\s*[\]}})]"
-_SUM_TAIL = r"\s*(?:(?:=|→|->|sums?(?:\s+to)?|totals?)\s*[=:]?\s*-?\d+)?\s*(?:\(.{0,40}\))?\s*[.,;]?\s*$"
-# "Solution 2: {1, 3}", "Subset 2: 1, 3", "2. {1, 3}": a numbered solution, anywhere on its line
+# what may follow a subset on its line: its stated sum ("= 62", "sums to 62"), a note in brackets,
+# a check mark ("✓"); group 1 is the stated sum
+_SUM_TAIL = (r"\s*(?:(?:=|→|->|sums?(?:\s+to)?|totals?)\s*[=:]?\s*(-?\d+))?\s*(?:\(.{0,40}\))?\s*[.,;]?"
+             r"\s*(?:[✓✔✅☑]\ufe0f?\s*)?$")
+# "Solution 2: {1, 3}", "Subset 2: 1, 3", "2. {1, 3}", "Solution 1: 14 + 48 = 62": a numbered
+# solution, anywhere on its line
 _LABELLED = re.compile(
     rf"(?:(?<![a-z])(?:solution|subset)\s*#?\s*(\d+)\s*[:：.)-]?\s*|^\s*(\d+)[.)]\s+)"
-    rf"(?:{_BRACKETED}|{_GROUP}(?=\s*(?:[=(]|$))){_SUM_TAIL}", re.I | re.M)
+    rf"(?:{_BRACKETED}|{_PLUS}|{_GROUP}(?=\s*(?:[=(✓✔✅☑]|$))){_SUM_TAIL}", re.I | re.M)
 # an unnumbered subset line: "{1, 3}", "- [1, 3]", "1 + 3 = 4", or several groups "{1, 3}, {2, 2}"
-_BARE = re.compile(rf"^\s*(?:[-•*]\s*)?(?:{_BRACKETED}|(-?\d+(?:\s*\+\s*-?\d+)+)){_SUM_TAIL}", re.I)
+_BARE = re.compile(rf"^\s*(?:[-•*]\s*)?(?:{_BRACKETED}|{_PLUS}){_SUM_TAIL}", re.I)
 _GROUPS_LINE = re.compile(rf"^\s*(?:{_BRACKETED}\s*(?:[,;]|and)?\s*){{2,}}$", re.I)
 # "The subsets are {1, 3} and {2, 2}.": an answer stated in a sentence
 _STATED = re.compile(r"^\W*(?:so,?\s+|therefore,?\s+|thus,?\s+)?(?:the\s+)?(?:(?:feasible|valid|possible)\s+)?"
@@ -573,9 +578,11 @@ _STATED = re.compile(r"^\W*(?:so,?\s+|therefore,?\s+|thus,?\s+)?(?:the\s+)?(?:(?
 _FILLER = re.compile(r"^\s*(?:(?:solution|subset)\s*#?\s*\d+\s*[:：]?|total\b.*|[-=|]*|\.{3}|…)\s*$", re.I)
 
 
-def _subset_block(text: str) -> list[str]:
+def _subset_block(text: str, target: int | None = None) -> list[str]:
     """The number groups of the final answer: the last numbered sequence of solutions (a new
-    "Solution 1" starts a new one), else the last run of unnumbered subset lines."""
+    "Solution 1" starts a new one), else the last run of unnumbered subset lines. An unnumbered
+    line that states a sum other than `target` ("45 + 16 = 61" in a list of checks) is a check the
+    model made, not a solution it claims; a numbered one is claimed, whatever its sum."""
     numbered: list[str] = []
     last_run: list[str] = []
     run: list[str] = []
@@ -585,11 +592,13 @@ def _subset_block(text: str) -> list[str]:
             for m in labelled:
                 if int(m.group(1) or m.group(2)) == 1:
                     numbered = []
-                numbered.append(m.group(3) or m.group(4))
+                numbered.append(m.group(3) or (m.group(4) or "").replace("+", ",") or m.group(5))
             continue
         bare = _BARE.match(line)
         if bare:
-            run.append(bare.group(1) or bare.group(2).replace("+", ","))
+            stated = bare.group(3)
+            if target is None or stated is None or int(stated) == target:
+                run.append(bare.group(1) or bare.group(2).replace("+", ","))
         elif _GROUPS_LINE.match(line) or (_STATED.match(line) and re.search(_BRACKETED, line)):
             run += [m.group(1) for m in re.finditer(_BRACKETED, line)]
         elif not (_FILLER.match(line) and line != "<end>"):
@@ -611,7 +620,7 @@ def read_subsets(reply: str | None, problem: Mapping[str, Any]) -> ParsedAnswer:
     values = set(problem["values"])
     total, why = _claimed_total(text)
     parsed = ParsedAnswer(claimed_total=total)
-    block = _subset_block(text)
+    block = _subset_block(text, problem.get("target"))
     if not block:
         parsed.error = why or "no subsets found"
         return parsed
@@ -629,7 +638,14 @@ def read_subsets(reply: str | None, problem: Mapping[str, Any]) -> ParsedAnswer:
 
 _CONF_TAGGED = re.compile(r"\[\[\s*confidence\s*:?\s*\\?boxed\{\s*(\d+(?:\.\d+)?)\s*%?\s*\}\s*\]\]", re.I)
 _CONF_BOXED = re.compile(r"\\boxed\{\s*(\d+(?:\.\d+)?)\s*%?\s*\}")
-_CONF_KEYWORD = re.compile(r"confidence[^0-9\n]{0,40}?(\d+(?:\.\d+)?)\s*(%|/\s*100|out of 100)?", re.I)
+# "Confidence: 40/100", "my confidence level is about 90%": the number right after the word and a few
+# linking words only ("Confidence is high since all 3 subsets were checked" states no number)
+_CONF_KEYWORD = re.compile(
+    r"confidence(?:\s+(?:level|score|rating))?\s*(?:is|of|would be|[:=：-])?\s*(?:about|around|approximately|roughly|"
+    r"~|≈)?\s*(?:(?:very\s+|fairly\s+)?(?:high|low|medium|moderate)\s*)?[(\[]?\s*\**\s*(\d+(?:\.\d+)?)\s*"
+    r"(%|/\s*100|out of 100)?", re.I)
+# "I am 95% confident", "95% sure", "with 80% certainty"
+_CONF_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%\s*(?:confident|confidence|sure|certain|certainty)", re.I)
 _CONF_BARE = re.compile(r"^\W*(\d+(?:\.\d+)?)\s*(%|/\s*100)?\W*$")
 
 
@@ -640,7 +656,7 @@ def read_confidence(reply: str | None) -> Reading:
     if done:
         return done
     for method, pattern in (("tagged", _CONF_TAGGED), ("boxed", _CONF_BOXED), ("keyword", _CONF_KEYWORD),
-                            ("bare", _CONF_BARE)):
+                            ("keyword", _CONF_PERCENT), ("bare", _CONF_BARE)):
         m = list(pattern.finditer(text.strip()))
         if m:
             value = float(m[-1].group(1))
@@ -664,6 +680,19 @@ _NEGATION_ZH = "不没非未否别"
 _YES = {"en": re.compile(r"(?<![a-z])(yes|no|not)(?![a-z])", re.I), "zh": re.compile(r"(不是|不对|不|否|没有|是|对)")}
 
 
+_CLAUSE_END = re.compile(r"[.;:!?。；：！？，,\n]")
+_NEGATED_EN = re.compile(r"(?:\bnot|n't|\bnever|\bno)\W*(?:\w+\W+){0,2}$", re.I)
+_NEGATED_ZH = re.compile(r"(?:不|没|非|未|否|别|并非|不是)[^不没非未否别]{0,2}$")
+
+
+def _affirmed(text: str, start: int) -> bool:
+    """Whether the answer found at `start` is stated, not denied: no negation among the few words
+    before it in its clause ("It is not 120; it is 180." denies 120 and states 180; "它不是动物"
+    denies 动物). Paper 002's exact checks score the answer the model gives, not one it rules out."""
+    clause = _CLAUSE_END.split(text[:start])[-1]
+    return not (_NEGATED_EN.search(clause) or _NEGATED_ZH.search(clause))
+
+
 def check_answer(reply: str | None, check: Mapping[str, Any], question: str = "") -> bool:
     """Whether a reply's answer part passes a programmatic candidate's exact `check`:
 
@@ -684,12 +713,12 @@ def check_answer(reply: str | None, check: Mapping[str, Any], question: str = ""
         flags = 0 if check.get("case_sensitive") else re.I
         for ans in check["answers"]:
             if _HAN.search(ans):
-                if re.search(rf"(?<![{_NEGATION_ZH}]){re.escape(ans)}", text):
-                    return True
+                pattern, where = rf"(?<![{_NEGATION_ZH}]){re.escape(ans)}", text
             elif re.fullmatch(r"-?\d+(?:\.\d+)?", ans):
-                if re.search(rf"(?<![\d.]){re.escape(ans)}(?!\.?\d)", text.replace(",", "")):
-                    return True
-            elif re.search(rf"(?<![^\W_]){re.escape(ans)}(?![^\W_])", text, flags):
+                pattern, where = rf"(?<![\d.]){re.escape(ans)}(?!\.?\d)", text.replace(",", "")
+            else:
+                pattern, where = rf"(?<![^\W_]){re.escape(ans)}(?![^\W_])", text
+            if any(_affirmed(where, m.start()) for m in re.finditer(pattern, where, flags)):
                 return True
         return False
     if kind == "yes_no":
