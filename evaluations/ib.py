@@ -20,8 +20,11 @@ Settings, each asked of every item it applies to:
   label and one whose answer is the sparse label; `few_shot_tense` and
   `few_shot_sparse` keep one of them (figure 4's tense-only and sparse-only
   conditions);
-- `missing_choices`: the insufficient items (an option removed, A.3), with the
-  "No correct answer" offer, since the right option may be gone;
+- `missing_choices`: the insufficient items (an option removed, A.3); choice items
+  with the "No correct answer" offer, since the right option may be gone; judging
+  items without it, as table 2 shows the setting (the offer would hand the model
+  the sparse answer): an answer Unknown, or "no correct answer", where Unknown
+  was removed means no offered option is right;
 - `vagueness`: the options without their meanings or answer guidance;
 - `prompt_polishing`: a configured model rewrites the vanilla prompt; the
   rewrite is stored and asked.
@@ -152,7 +155,8 @@ def read_answer(item: Item, reply: str | None) -> Reading:
     if item.form == "judging":
         got = read_label(reply, options=item.options)
         if got.answer is None:
-            return got
+            stated = read_options(reply, len(item.options))  # "Answer: No correct answer"
+            return stated if stated.answer == NONE else got
         if got.answer in item.options:
             return Reading(frozenset({item.options.index(got.answer) + 1}), got.method, got.evidence)
         return Reading(NONE, got.method, got.evidence)  # Unknown, not offered (missing choices)
@@ -199,7 +203,8 @@ class Runner:
                 self._ask(setting, complete, [question_text(i, vague=True) for i in complete])
             elif setting == "missing_choices":
                 insufficient = [i for i in items if i.variant == "insufficient"]
-                self._ask(setting, insufficient, [question_text(i, no_correct=True) for i in insufficient])
+                self._ask(setting, insufficient, [question_text(i, no_correct=i.form != "judging")
+                                                  for i in insufficient])
             elif setting in FEW_SHOT_LABELS:
                 shown = FEW_SHOT_LABELS[setting]
                 self._ask(setting, complete, [few_shot_prefix(i.form, shown) + question_text(i) for i in complete],

@@ -95,7 +95,9 @@ def test_few_shot_shows_examples_of_the_setting_label_types(runner, setting, typ
 def test_missing_choices_asks_the_insufficient_item_and_unknown_there_means_none(runner):
     r, _ = runner
     p = prompt(r, "missing_choices", "j:insufficient")["prompt"]
-    assert "1. True" in p and "Unknown:" not in p and "No correct answer" in p  # the right option may be gone
+    # paper 003, table 2: the judging prompt lists the remaining labels only; offering "No correct answer"
+    # would hand the model the sparse answer
+    assert "1. True" in p and "Unknown:" not in p and "No correct answer" not in p
     x = response(r, "missing_choices", "j:insufficient")
     assert x["selected"] == json.dumps(NONE) and x["correct"]
     assert not [x for x in r.responses if x["setting"] == "vanilla" and x["item_id"] == "j:insufficient"]
@@ -127,3 +129,26 @@ def test_letter_answer_is_scored_by_the_option_it_names(runner):
     x = response(r, "vanilla", "s:complete")
     assert x["selected"] == "[2]" and x["correct"] and x["method"] == "final_answer"
     assert x["output_category"] == "single"
+
+
+def test_no_correct_answer_on_a_judging_item_without_unknown_means_no_option():
+    from evaluations.ib import read_answer
+
+    got = read_answer(JUDGING_MISSING, "Answer: No correct answer")
+    assert (got.answer, got.method) == (NONE, "final_answer")
+
+
+COMBINED = Item("mc:complete", "multiple", "sparse", "complete", ("red", "table", "blue", "chair",
+                                                                  "Options 1 and 3 are all true"),
+                frozenset({5}), "", "Which are colours?")
+
+
+@pytest.mark.parametrize("reply", ["Answer: Options 1 and 3 are all true", "Options 1 and 3 are all true",
+                                   "Answer: options 1 and 3 are all true."])
+def test_the_combined_options_own_text_is_that_option(reply):
+    """Paper 003, appendix E.1: an exact match to an option's text selects that option, so naming the
+    combined option is option 5, not the set {1, 3}."""
+    from evaluations.ib import read_answer
+
+    assert read_answer(COMBINED, reply).answer == frozenset({5})
+    assert read_answer(COMBINED, "Answer: 1, 3").answer == frozenset({1, 3})

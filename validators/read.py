@@ -322,6 +322,10 @@ def _options_in(text: str, n: int, texts: Sequence[str] | None = None, unknown: 
     """The answer a short stated text gives: frozenset of option numbers (letters by position),
     NONE, UNKNOWN (when `unknown` is allowed), or None."""
     t = plain(text).strip().strip("*").strip()
+    if texts:  # exactly an option's own text wins (appendix E.1): "Options 1 and 3 are all true" is option 5
+        exact = [k for k, o in enumerate(texts, start=1) if _same_text(t, o)]
+        if len(exact) == 1:
+            return frozenset(exact)
     t = _COPULA.sub("", t).strip()
     t = re.sub(r"^(?:the\s+)?(?:correct\s+)?(?:answer|options?)\s*(?:is|are)?\s*[:：]?\s*", "", t, flags=re.I)
     t = re.sub(r"\s+(?:is|are)\s+(?:both\s+|all\s+)?(?:true|correct|right)\s*[.。!]?$", "", t, flags=re.I)
