@@ -43,3 +43,4 @@ ui: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/llm_ledger.py
 	$(BIN)/python benchmarks/demo_calls.py
+	$(BIN)/python benchmarks/llama_build.py
