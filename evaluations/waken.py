@@ -91,11 +91,18 @@ BASELINE_PREFIX = {
 COT_SUFFIX = " Let's think step by step."
 REFLECT = ("Review your answer above for mistakes in reading the facts or in the reasoning. Correct any you find. "
            + ANSWER_FORMAT)
+_CAUSE_CHOICES = ("A) Fact Understanding: it misread or ignored facts. "
+                  "B) Reasoning Gap: it understood the facts but failed to chain them to the hypothesis. "
+                  "C) Excessive Caution: its reasoning was adequate but it declined to commit. Output only A, B or C.")
 CAUSE = ("A model was asked whether a hypothesis is True, False or Unknown given some facts, and answered Unknown. "
          "The correct label is {label}.\n\n{task}The model's reasoning:\n{reasoning}\n\n"
-         "What mainly caused the wrong Unknown? A) Fact Understanding: it misread or ignored facts. "
-         "B) Reasoning Gap: it understood the facts but failed to chain them to the hypothesis. "
-         "C) Excessive Caution: its reasoning was adequate but it declined to commit. Output only A, B or C.")
+         "What mainly caused the wrong Unknown? " + _CAUSE_CHOICES)
+# An unsolvable item in the vague-perception set answered Unknown, which is right, with an explanation
+# that does not hold (paper 000, section 3.1): the cause is that of the failing explanation.
+CAUSE_UNKNOWN = ("A model was asked whether a hypothesis is True, False or Unknown given some facts, and answered "
+                 "Unknown, which is the correct label, but its explanation of why the facts do not decide it does "
+                 "not hold.\n\n{task}The model's reasoning:\n{reasoning}\n\n"
+                 "What mainly caused the failing explanation? " + _CAUSE_CHOICES)
 CAUSES = {"A": "fact_understanding", "B": "reasoning_gap", "C": "excessive_caution"}
 
 
@@ -341,8 +348,9 @@ class Pipeline:
             self.record("baseline", name, it, a, _outcome(it, a))
 
     def causes(self, vp: Sequence[Item], direct: dict[str, Answer]) -> None:
-        readings = self.judge.pick([CAUSE.format(label=it.label, task=task_text(it), reasoning=direct[it.item_id].text)
-                                    for it in vp], tuple(CAUSES), "waken.cause")
+        readings = self.judge.pick([(CAUSE_UNKNOWN if it.label == "Unknown" else CAUSE).format(
+            label=it.label, task=task_text(it), reasoning=direct[it.item_id].text) for it in vp],
+            tuple(CAUSES), "waken.cause")
         for it, r in zip(vp, readings):
             cause = CAUSES[r.answer] if r.answer else ("undecided" if r.method != "judge_failed" else r.method)
             self.rows.append({

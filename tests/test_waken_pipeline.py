@@ -146,3 +146,15 @@ def test_rpc_reruns_stage_1_with_the_stage_1_reasoning(run):
            and "that answer was wrong" not in b["messages"][-1]["content"]]
     # the scripted model answered Unknown directly and False under stimulation: stage 1's reasoning is shown
     assert len(rp1) == 3 and all("flaws:\nFinal answer: False" in t for t in rp1)
+
+
+def test_the_cause_prompt_of_an_unknown_item_asks_about_its_failing_explanation(run):
+    """Paper 000, sections 3.1 and 5.6: an unsolvable item is in the vague-perception set because its
+    Unknown is right but its explanation fails; asking what caused "the wrong Unknown" would misstate it."""
+    rows, bodies = run
+    asked = [b["messages"][-1]["content"] for b in bodies if "What mainly caused" in b["messages"][-1]["content"]]
+    about_u1 = [t for t in asked if "Cy is old" in t]
+    about_s = [t for t in asked if "Cy is old" not in t]
+    assert about_u1 and all("wrong Unknown" not in t and "failing explanation" in t for t in about_u1)
+    assert about_s and all("wrong Unknown" in t and "The correct label is" in t for t in about_s)
+    assert set(outcomes(rows, "cause", "judge")) == {"s1", "s2", "u1"}
