@@ -87,6 +87,16 @@ class ModelConfig(_Strict):
     unsupported_params: list[str] | None = Field(None, description=(
         "sampling parameters the endpoint refuses, never sent (the server's default applies); null = "
         "[temperature, top_p] for OpenAI's reasoning models, none for everything else"))
+    system_prompt: str | None = Field(None, description=(
+        "a system message put before every conversation of this model (the S1-Bench authors give Nemotron "
+        "'detailed thinking on'); part of the cache key"))
+    prefill: str | None = Field(None, description=(
+        "the start of every assistant reply, which the endpoint continues (the S1-Bench authors prefill "
+        "'<think>\\n' for Light-R1 and Sky-T1, '<|im_start|>think' for s1.1); sent as a final assistant "
+        "message with prefill_params, part of the cache key, and put back before the reply"))
+    prefill_params: dict[str, Any] = Field(
+        default_factory=lambda: {"continue_final_message": True, "add_generation_prompt": False},
+        description="with `prefill`: the body fields that make the endpoint continue the message (vLLM's)")
     extra_body: dict[str, Any] = Field(default_factory=dict, description=(
         "fields added to every request's body and to its cache key: vLLM's chat_template_kwargs "
         "({enable_thinking: false} for Qwen3), reasoning_effort, ..."))

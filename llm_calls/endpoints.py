@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -72,9 +72,22 @@ def model_identity(name: str, m: ModelConfig) -> str:
 
 
 def default_sampling(m: ModelConfig) -> dict[str, Any]:
-    """What every request of model `m` carries unless the call says otherwise: its sampling defaults
-    and its `extra_body` fields (both part of the cache key)."""
-    return {**{k: v for k, v in m.sampling.model_dump().items() if v is not None}, **m.extra_body}
+    """What every request of model `m` carries unless the call says otherwise: its sampling defaults,
+    its `extra_body` fields and, with a prefill, the fields that make the endpoint continue it (all
+    part of the cache key)."""
+    return {**{k: v for k, v in m.sampling.model_dump().items() if v is not None},
+            **(m.prefill_params if m.prefill else {}), **m.extra_body}
+
+
+def model_messages(m: ModelConfig, messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """A conversation as model `m` is asked it: its `system_prompt` first (unless the conversation
+    has a system message), its `prefill` as a final assistant message to continue."""
+    out = [{"role": x["role"], "content": x["content"]} for x in messages]
+    if m.system_prompt and not (out and out[0]["role"] == "system"):
+        out.insert(0, {"role": "system", "content": m.system_prompt})
+    if m.prefill and not (out and out[-1]["role"] == "assistant"):
+        out.append({"role": "assistant", "content": m.prefill})
+    return out
 
 
 def wire_params(params: dict[str, Any], token_param: str, refused: frozenset[str]) -> dict[str, Any]:

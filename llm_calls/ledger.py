@@ -35,6 +35,7 @@ of a key, a stored request, an error text or a log line.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import functools
 import hashlib
@@ -53,7 +54,7 @@ import httpx2
 import openai
 
 from configuration import LedgerConfig
-from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling, wire_params
+from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling, model_messages, wire_params
 from warehouse import Warehouse
 
 # Parameters the openai client takes by name; anything else (top_k, min_p, ...) goes in extra_body.
@@ -136,6 +137,7 @@ class CallResult:
     cached: bool
     reasoning: str | None = None  # a separate reasoning field, when the server returns one
     reasoning_tokens: int | None = None
+    prefill: str | None = None  # the start of the reply the model was given to continue (not in `text`)
 
     @property
     def truncated(self) -> bool:
@@ -150,8 +152,14 @@ class CallResult:
     @property
     def reply(self) -> str | None:
         """The reply as the model produced it: separate reasoning put back in a `<think>` block, left
-        open when the reply was cut inside its reasoning (no content, finish_reason 'length')."""
-        return reply_with_reasoning(self.text, self.reasoning, self.finish_reason) if self.ok else None
+        open when the reply was cut inside its reasoning (no content, finish_reason 'length'); a model's
+        prefill first, as the model continued it."""
+        if not self.ok:
+            return None
+        reply = reply_with_reasoning(self.text, self.reasoning, self.finish_reason)
+        if self.prefill and self.reasoning is None:  # a server that split the thinking off put it back above
+            return self.prefill + (reply or "")
+        return reply
 
 
 def reply_with_reasoning(content: str | None, reasoning: str | None, finish_reason: str | None) -> str | None:
@@ -280,7 +288,7 @@ class Ledger:
                     results.update(asyncio.run(self._fetch(model, identity, purpose, keyed, results, known, writer)))
             finally:
                 writer.close()
-            return [results[k] for k in order]
+            return self._prefilled(model, [results[k] for k in order])
         raise RuntimeError("Ledger.complete() called inside an event loop; await Ledger.acomplete() instead")
 
     def samples(
@@ -300,7 +308,12 @@ class Ledger:
                 results.update(await self._fetch(model, identity, purpose, keyed, results, known, writer))
         finally:
             await asyncio.to_thread(writer.close)
-        return [results[k] for k in order]
+        return self._prefilled(model, [results[k] for k in order])
+
+    def _prefilled(self, model: str, results: list[CallResult]) -> list[CallResult]:
+        """Results of a model with a `prefill` carry it, so that `reply` starts as the model's did."""
+        prefill = self.registry.config.model(model).prefill
+        return [dataclasses.replace(r, prefill=prefill) for r in results] if prefill else results
 
     def _keys(self, model: str, requests: Sequence[CallRequest]
               ) -> tuple[str, dict[str, tuple[CallRequest, dict[str, Any]]], list[str]]:
@@ -312,6 +325,8 @@ class Ledger:
         order: list[str] = []
         for req in requests:
             params = {**defaults, **dict(req.params)}
+            if m.system_prompt or m.prefill:  # the conversation as this model is asked it
+                req = CallRequest(model_messages(m, req.messages), req.params, req.sample_index)
             key = call_key(identity, req.messages, params, req.sample_index)
             order.append(key)
             keyed.setdefault(key, (req, params))

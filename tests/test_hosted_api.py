@@ -186,3 +186,28 @@ def test_config_file_round_trip_of_the_hosted_settings(tmp_path):
                         "evaluate": ["gpt5"], "judge": "gpt5"}, str(tmp_path / "c.yaml"))
     m = cfg.model("gpt5")
     assert m.sent_token_param == "max_completion_tokens" and m.extra_body == {"reasoning_effort": "minimal"}
+
+
+def test_per_model_system_prompt_and_prefill_as_the_s1_authors_evaluate(tmp_path):
+    """Paper 002's evaluation code (WYRipple/S1_Bench): Nemotron gets the system prompt "detailed thinking
+    on"; Light-R1 and Sky-T1 have their reply prefilled with "<think>\\n". Both are sent, both are in the
+    cache key, and the prefill is put back before the continuation, so the reply reads as one block."""
+    with StubServer(responder=lambda body: "2 + 3 = 5.\n</think>\n\n5") as stub:
+        cfg = stub_config(stub, tmp_path, models={
+            "nemotron": {"base_url": stub.base_url, "model": "nvidia/Nemotron", "system_prompt": "detailed thinking on"},
+            "light-r1": {"base_url": stub.base_url, "model": "Light-R1-7B", "prefill": "<think>\n"},
+            "plain": {"base_url": stub.base_url, "model": "Light-R1-7B"}}, evaluate=["light-r1"], judge="plain")
+        ledger = Ledger(Warehouse(cfg.warehouse_path()), ModelRegistry(cfg))
+        [n] = ledger.complete("nemotron", [CallRequest(user("What is 2 + 3?"))])
+        [p] = ledger.complete("light-r1", [CallRequest(user("What is 2 + 3?"))])
+        [q] = ledger.complete("plain", [CallRequest(user("What is 2 + 3?"))])
+        [cached] = ledger.complete("light-r1", [CallRequest(user("What is 2 + 3?"))])
+    nemotron, light, plain = (r["body"] for r in stub.requests)
+    assert nemotron["messages"][0] == {"role": "system", "content": "detailed thinking on"}
+    assert light["messages"][-1] == {"role": "assistant", "content": "<think>\n"}
+    assert light["continue_final_message"] is True and light["add_generation_prompt"] is False
+    assert "continue_final_message" not in plain and plain["messages"] == [{"role": "user", "content": "What is 2 + 3?"}]
+    assert len({n.key, p.key, q.key}) == 3
+    assert p.reply == "<think>\n2 + 3 = 5.\n</think>\n\n5" and cached.cached and cached.reply == p.reply
+    assert format_type(p.reply, p.finish_reason)[0] == 100
+    assert q.reply == "2 + 3 = 5.\n</think>\n\n5"  # no prefill, nothing put back
