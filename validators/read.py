@@ -312,6 +312,17 @@ _LIST = re.compile(rf"^\s*(?:(?:options?|choices?)\s*)?({_TOKEN}(?:{_SEP}{_TOKEN
 _ONE = re.compile(r"(\d{1,2}|(?<![A-Za-z])[A-Ja-j](?![a-zA-Z]))")
 _LEAD = re.compile(r"^\s*(?:(?:option|choice)\s*)?[(\[]?\s*(\d{1,2}|[A-Ja-j])\s*[)\].:：]\s*(.+?)\s*[.。!]?\s*$", re.I)
 _COPULA = re.compile(r"^(?:is|are|was|would\s+be|should\s+be|will\s+be|是|为)\s*[:：]?\s*", re.I)
+# A stated answer that opens with one option's label and goes on with its text or a note: "(B) All
+# yellow males.", "(B), 7.15 x 10^-22 g.", "H. (Delegates usually ...)", "D. If the initial model ...".
+_LABEL_FIRST = re.compile(r"^\s*(?:(?:option|choice)\s*)?(?:[(\[]\s*(\d{1,2}|[A-Ja-j])\s*[)\]]|(\d{1,2}|[A-J])[.):,](?=\s))"
+                          r"\s*[,:：.-]?\s*(.*)$", re.I | re.S)
+# ... unless what follows names another option as an alternative: "(I) or (H)"
+_ALTERNATIVE = re.compile(r"^(?:or|oder|或者?)\s*(?:option\s*)?[(\[]?\s*(?:\d{1,2}|[A-Ja-j])\b", re.I)
+ALTERNATIVES = "alternatives"  # internal: the answer names options as alternatives, so none is chosen
+
+
+class _Alternatives(str):
+    """A stated answer that offers options as alternatives ("(I) or (H)"): no answer, not a set."""
 
 
 def _number_of(tok: str) -> int:
@@ -338,11 +349,20 @@ def _options_in(text: str, n: int, texts: Sequence[str] | None = None, unknown: 
     m = _LIST.match(t)
     if m:
         picked = {_number_of(tok) for tok in _ONE.findall(m.group(1))}
+        if len(picked) > 1 and re.search(r"\bor\b|或", m.group(1), re.I):
+            return _Alternatives(m.group(1))  # "(I) or (H)": no single answer, and no set either
         return frozenset(picked) if picked and all(1 <= k <= n for k in picked) else None
     m = _LEAD.match(t)  # "(B) magnetism", "2. The second option"
     if m and texts:
         k = _number_of(m.group(1))
         if 1 <= k <= n and _same_text(m.group(2), texts[k - 1]):
+            return frozenset({k})
+    m = _LABEL_FIRST.match(t)  # the label first, then its text or a note
+    # (not when the rest labels other options too: "(A) friction (B) magnetism" restates the options)
+    if m and not _ALTERNATIVE.match(m.group(3).strip()) and not re.search(r"[(\[]\s*(?:\d{1,2}|[A-Ja-j])\s*[)\]]",
+                                                                          m.group(3)):
+        k = _number_of(m.group(1) or m.group(2))
+        if 1 <= k <= n:
             return frozenset({k})
     if texts:  # the option's own text
         named = [k for k, o in enumerate(texts, start=1) if _same_text(t, o)]
@@ -391,6 +411,8 @@ def read_options(reply: str | None, options: int | Sequence[str], *, unknown: bo
     if done:
         return done
     got = _read_steps(text, lambda c: _options_in_sentence(c, n, texts, unknown), lambda c: _options_in(c, n, texts, unknown))
+    if got and isinstance(got.answer, _Alternatives):
+        return Reading(None, ALTERNATIVES, got.evidence)  # undecided: the judge would only pick one for it
     if got:
         return got
     if unknown and _LABEL_RE["Unknown"].search(text) and not _names_an_option(text, n, texts):
