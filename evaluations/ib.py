@@ -56,10 +56,14 @@ SETTINGS = ("vanilla", "multi_turn", "conformity", "conformity_tense", "disturbi
 MEANINGS = {"True": "the conclusion is proved by the facts", "False": "the conclusion is disproved by the facts",
             "Unknown": "the conclusion cannot be determined from the facts"}
 NO_CORRECT = 'If no option is correct, answer "No correct answer".'
-# Worked examples per form and label type (few-shot settings).
+# Worked examples per form and label type (few-shot settings). Judging shows both tense labels, True
+# and False (paper 003, section 3.3 and figure 4: examples of all three labels {T, F, U} against the
+# {T, F} ablation without the Unknown one).
 EXAMPLES = {
     ("judging", "tense"): ("Facts: the cup is hot. if the cup is hot, then the cup is steaming.\n"
-                           "Conclusion: the cup is steaming.\nOptions:\n1. True\n2. False\n3. Unknown\nAnswer: 1"),
+                           "Conclusion: the cup is steaming.\nOptions:\n1. True\n2. False\n3. Unknown\nAnswer: 1\n\n"
+                           "Facts: the lamp is off. if the lamp is on, then the room is bright. the room is not bright.\n"
+                           "Conclusion: the lamp is on.\nOptions:\n1. True\n2. False\n3. Unknown\nAnswer: 2"),
     ("judging", "sparse"): ("Facts: the bell is loud.\nConclusion: the bell is old.\n"
                             "Options:\n1. True\n2. False\n3. Unknown\nAnswer: 3"),
     ("single", "tense"): ("Question: Which animal can fly?\nOptions:\n1. a dog\n2. a bird\n3. a cat\n4. a cow\n"
@@ -71,13 +75,14 @@ EXAMPLES = {
     ("multiple", "sparse"): ("Question: Which are colours?\nOptions:\n1. red\n2. table\n3. blue\n"
                              "4. Options 1 and 3 are all true\nAnswer: 4"),
 }
+# Judging: few_shot is figure 4's {T, F, U}, few_shot_tense its {T, F} ablation, few_shot_sparse {U}.
 FEW_SHOT_LABELS = {"few_shot": ("tense", "sparse"), "few_shot_tense": ("tense",), "few_shot_sparse": ("sparse",)}
 
 
 def few_shot_prefix(form: str, label_types: Sequence[str]) -> str:
     """Worked examples of the given label types for one form, before the question."""
     shown = "\n\n".join(EXAMPLES[(form, t)] for t in label_types)
-    head = "Here is an example to learn from." if len(label_types) == 1 else "Here are examples to learn from."
+    head = "Here is an example to learn from." if shown.count("\nAnswer: ") == 1 else "Here are examples to learn from."
     return f"{head}\n{shown}\n\n"
 
 

@@ -152,3 +152,29 @@ def test_the_combined_options_own_text_is_that_option(reply):
 
     assert read_answer(COMBINED, reply).answer == frozenset({5})
     assert read_answer(COMBINED, "Answer: 1, 3").answer == frozenset({1, 3})
+
+
+@pytest.mark.parametrize("setting,labels", [("few_shot", ["1", "2", "3"]), ("few_shot_tense", ["1", "2"]),
+                                            ("few_shot_sparse", ["3"])])
+def test_judging_few_shot_shows_true_false_and_unknown_examples_or_the_tf_ablation(runner, setting, labels):
+    """Paper 003, section 3.3 / figure 4: examples of all three labels {T, F, U}, and the {T, F} ablation
+    (the Unknown example removed). Some example answers False (option 2)."""
+    import re
+
+    r, _ = runner
+    p = prompt(r, setting, "j:complete")["prompt"]
+    examples = p.split(question_text(JUDGING))[0]
+    assert re.findall(r"\nAnswer: (\d)", examples) == labels
+    assert examples.startswith("Here is an example" if len(labels) == 1 else "Here are examples")
+
+
+def test_all_other_options_are_false_where_not_offered_means_no_option_without_the_judge():
+    """Conformity suggests "All other options are false" to every choice item (table 3's GR2 = 100, GR3 = 0
+    for a conforming model); a multiple-choice item does not offer it, so repeating it is the answer
+    "no option", read exactly, not sent to the judge (which inflated table 7's conformity judge share)."""
+    from evaluations.ib import read_answer
+
+    got = read_answer(COMBINED, "The answer is: All other options are false.")
+    assert (got.answer, got.method) == (NONE, "final_answer")
+    offered = read_answer(SINGLE, "Answer: All other options are false")
+    assert offered.answer == frozenset({3})  # where it is an option, it is that option

@@ -303,6 +303,9 @@ _NO_ANSWER = re.compile(  # appendix E's no-answer indicators, as a stated answe
     r"^(?:there\s+is\s+)?(?:no\s+correct\s+(?:answer|option|choice)s?|none\s+of\s+(?:the|these|them)(?:\s+(?:options|"
     r"answers|choices|above))?(?:\s+(?:is|are)\s+correct)?|none(?:\s+of\s+the\s+above)?|no\s+(?:option|answer|choice)\s+is\s+"
     r"correct|not\s+(?:any|one)\s+of\s+the\s+options|uncertain|unclear|(?:it\s+)?cannot\s+(?:be\s+)?determined?|"
+    # "All other options are false" where it is not an option (Instruction Boundary's conformity
+    # suggestion on a multiple-choice item); where it is one, its own text selects it first
+    r"all\s+(?:other\s+|the\s+)?(?:options|answers|choices)\s+are\s+(?:false|wrong|incorrect)|"
     r"can't\s+(?:be\s+)?determined?|没有正确(?:答案|选项)|都不对|无正确答案)\s*[.。!]?$",
     re.I,
 )
