@@ -331,6 +331,10 @@ class IBDataset(_Strict):
         "with the seed, questions with too few skipped and counted"))
     true_options: int = Field(2, ge=2, description=(
         "multiple choice: true answers per question (the authors' MultiRC items have 2 of 4)"))
+    combined_option: bool = Field(False, description=(
+        "multiple choice: for half the questions add an option combining the true answers (\"Options i and j "
+        "are all true\") as a sparse label. Off by default: table 3's GR3 is accuracy over all 150 multi-select "
+        "MultiRC items with no such option (its values are multiples of 1/150), as the authors' items are"))
 
     @model_validator(mode="after")
     def _generator_or_source(self) -> "IBDataset":

@@ -70,10 +70,12 @@ EXAMPLES = {
                           "Answer: 2"),
     ("single", "sparse"): ("Question: Which animal can fly?\nOptions:\n1. a dog\n2. a cat\n"
                            "3. All other options are false\n4. a cow\nAnswer: 3"),
-    ("multiple", "tense"): ("Question: Which are colours?\nOptions:\n1. red\n2. table\n3. blue\n4. chair\n"
-                            "Answer: 1, 3"),
-    ("multiple", "sparse"): ("Question: Which are colours?\nOptions:\n1. red\n2. table\n3. blue\n"
-                             "4. Options 1 and 3 are all true\nAnswer: 4"),
+    # multiple choice: the multi-answer is this form's sparse label (table 3's GR3 items), a single
+    # true option its tense one
+    ("multiple", "tense"): ("Question: Which are colours?\nOptions:\n1. table\n2. chair\n3. blue\n4. spoon\n"
+                            "Answer: 3"),
+    ("multiple", "sparse"): ("Question: Which are colours?\nOptions:\n1. red\n2. table\n3. blue\n4. chair\n"
+                             "Answer: 1, 3"),
 }
 # Judging: few_shot is figure 4's {T, F, U}, few_shot_tense its {T, F} ablation, few_shot_sparse {U}.
 FEW_SHOT_LABELS = {"few_shot": ("tense", "sparse"), "few_shot_tense": ("tense",), "few_shot_sparse": ("sparse",)}

@@ -5,8 +5,13 @@ Three forms, each half tense and half sparse labels:
 - single choice (ScienceQA, MMLU, CommonsenseQA, TruthfulQA): for half the
   questions the correct option is replaced by "All other options are false"
   (the sparse label);
-- multiple choice (MultiRC): for half the questions an option "Options i and j
-  are all true", combining the true answers, is added (the sparse label).
+- multiple choice (MultiRC): every question multi-select (2 true of 4), and its
+  items are table 3's GR3 items, the multi-answer being this form's sparse label:
+  GR3 is accuracy over all 150 of them (its printed values, 0.67, 2.00, 3.33,
+  4.67, are multiples of 1/150, impossible over 75), as in the authors' released
+  items and evaluator. With `combined_option`, half the questions instead get an
+  option "Options i and j are all true" combining the true answers (the sparse
+  label) and the other half are tense: an extension, not the paper's tables.
 
 Each base question yields a `complete` item (every option) and an
 `insufficient` one (A.3 step 2): an unmodified question loses one incorrect
@@ -185,8 +190,10 @@ def _item(name: str, base: Base, variant: str, label_type: str, options: list[st
     }
 
 
-def items_for(name: str, base: Base, sparse: bool, rng: random.Random, seed: int) -> list[dict[str, Any]]:
-    """The complete and insufficient items of one base question (A.3 steps 1 and 2)."""
+def items_for(name: str, base: Base, sparse: bool, rng: random.Random, seed: int,
+              combined: bool = False) -> list[dict[str, Any]]:
+    """The complete and insufficient items of one base question (A.3 steps 1 and 2); `combined`:
+    a multiple-choice question gets the combined option when `sparse` (see the module docstring)."""
     options = list(base.options)
     true = list(base.true)
     if base.form == "judging":
@@ -222,6 +229,10 @@ def items_for(name: str, base: Base, sparse: bool, rng: random.Random, seed: int
         return [complete, insufficient]
 
     # multiple
+    if not combined:  # table 3's GR3 items: multi-select, every one counted in GR3
+        complete = _item(name, base, "complete", "sparse", options, _numbers(true), None, seed)
+        insufficient = _drop_a_wrong_option(name, base, options, true, "sparse", rng, seed)
+        return [complete, insufficient]
     if sparse:
         combined = f"Options {' and '.join(str(n) for n in _numbers(true))} are all true"
         with_combined = options + [combined]
@@ -229,19 +240,24 @@ def items_for(name: str, base: Base, sparse: bool, rng: random.Random, seed: int
         insufficient = _item(name, base, "insufficient", "tense", options, _numbers(true), combined, seed)
     else:
         complete = _item(name, base, "complete", "tense", options, _numbers(true), None, seed)
-        wrong = [i for i in range(len(options)) if i not in true]
-        if wrong:
-            drop = rng.choice(wrong)
-            kept = [o for i, o in enumerate(options) if i != drop]
-            gold = sorted(kept.index(options[i]) + 1 for i in true)
-            insufficient = _item(name, base, "insufficient", "tense", kept, gold, options[drop], seed)
-        else:
-            insufficient = _item(name, base, "insufficient", "tense", options, _numbers(true), None, seed)
+        insufficient = _drop_a_wrong_option(name, base, options, true, "tense", rng, seed)
     return [complete, insufficient]
 
 
+def _drop_a_wrong_option(name: str, base: Base, options: list[str], true: list[int], label_type: str,
+                         rng: random.Random, seed: int) -> dict[str, Any]:
+    """A multiple-choice question's insufficient item: one wrong option removed (A.3 step 2)."""
+    wrong = [i for i in range(len(options)) if i not in true]
+    if not wrong:
+        return _item(name, base, "insufficient", label_type, options, _numbers(true), None, seed)
+    drop = rng.choice(wrong)
+    kept = [o for i, o in enumerate(options) if i != drop]
+    gold = sorted(kept.index(options[i]) + 1 for i in true)
+    return _item(name, base, "insufficient", label_type, kept, gold, options[drop], seed)
+
+
 def build_items(name: str, bases: Sequence[Base], count: int, seed: int, options: int = 4, true_options: int = 2,
-                report: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                report: dict[str, Any] | None = None, combined_option: bool = False) -> list[dict[str, Any]]:
     """`count` base questions (half sparse, half tense), seeded, each fitted to `options` options
     (`fit_options`); two items each. Questions that cannot be fitted are left out, counted by
     reason in `report["unfit"]`."""
@@ -273,7 +289,7 @@ def build_items(name: str, bases: Sequence[Base], count: int, seed: int, options
         flags = [k % 2 == 1 for k in range(count)]  # every second question gets the sparse label
     rows = []
     for base, sparse in zip(chosen, flags):
-        rows += items_for(name, base, sparse, rng, dseed)
+        rows += items_for(name, base, sparse, rng, dseed, combined_option)
     return rows
 
 

@@ -40,9 +40,25 @@ def test_single_choice_sparse_item_replaces_the_correct_option_and_then_loses_it
     assert i["gold"] == "none" and gen.ALL_FALSE not in i["options"] and i["removed_option"] == gen.ALL_FALSE
 
 
-def test_multiple_choice_items_combine_the_true_answers_into_the_sparse_option():
+def test_multiple_choice_items_are_multi_select_and_all_of_them_gr3_items():
+    """Paper 003, table 3: GR3 is accuracy over all 150 multi-select MultiRC items (4 options, 2 true, no
+    combined option; its values 0.67, 2.00, 3.33, 4.67 are multiples of 1/150), as in the authors' items.
+    Whichever half a question falls in, it stays multi-select and counts in GR (sparse)."""
     base = [b for b in bases("multirc", "multiple") if b.question.startswith("Which flowers")][0]
-    sparse = by_variant(gen.items_for("d", base, sparse=True, rng=random.Random(2), seed=1))
+    for half in (True, False):
+        got = by_variant(gen.items_for("d", base, sparse=half, rng=random.Random(2), seed=1))
+        c, i = got["complete"], got["insufficient"]
+        assert c["label_type"] == i["label_type"] == "sparse"
+        assert not any(o.startswith("Options ") for o in c["options"])
+        assert sorted(c["options"][g - 1] for g in c["gold"]) == ["roses", "tulips"]
+        assert i["removed_option"] in ("daisies", "lilies") and len(i["options"]) == len(c["options"]) - 1
+    items = gen.build_items("mrc", bases("multirc", "multiple"), 2, seed=3)
+    assert {r["label_type"] for r in items} == {"sparse"}
+
+
+def test_with_combined_option_half_the_questions_combine_the_true_answers_into_the_sparse_option():
+    base = [b for b in bases("multirc", "multiple") if b.question.startswith("Which flowers")][0]
+    sparse = by_variant(gen.items_for("d", base, sparse=True, rng=random.Random(2), seed=1, combined=True))
     c = sparse["complete"]
     combined = c["options"][-1]
     assert c["label_type"] == "sparse" and c["gold"] == [len(c["options"])]
@@ -50,7 +66,7 @@ def test_multiple_choice_items_combine_the_true_answers_into_the_sparse_option()
     assert combined == f"Options {true_numbers[0]} and {true_numbers[1]} are all true"
     # the combined option removed again: the true set is the gold
     assert sparse["insufficient"]["gold"] == true_numbers and sparse["insufficient"]["removed_option"] == combined
-    tense = by_variant(gen.items_for("d", base, sparse=False, rng=random.Random(2), seed=1))
+    tense = by_variant(gen.items_for("d", base, sparse=False, rng=random.Random(2), seed=1, combined=True))
     t = tense["complete"]
     assert t["label_type"] == "tense" and sorted(t["options"][g - 1] for g in t["gold"]) == ["roses", "tulips"]
     assert tense["insufficient"]["removed_option"] in ("daisies", "lilies")  # one wrong answer removed
@@ -131,8 +147,8 @@ def test_every_choice_item_has_the_configured_options_and_unfit_questions_are_co
         gen.build_items("sqa", gen.source_bases(release, "single", "sqa"), usable + 1, seed=3)
     multi = gen.build_items("mrc", bases("multirc", "multiple"), 2, seed=3, report=report)
     assert report["unfit"] == {"fewer than 2 true answers": 1}  # "When did the roses bloom?" has one
-    tense = [it for it in multi if it["label_type"] == "tense" and it["variant"] == "complete"]
-    assert tense and all(it["n_options"] == 4 and len(it["gold"]) == 2 for it in tense)
+    complete = [it for it in multi if it["variant"] == "complete"]
+    assert len(complete) == 2 and all(it["n_options"] == 4 and len(it["gold"]) == 2 for it in complete)
 
 
 def test_true_options_must_leave_room_for_a_wrong_option():

@@ -96,3 +96,40 @@ def test_table3_view_reproduces_the_published_balanced_accuracies(tmp_path, row,
 def test_figure7_is_the_judging_harmonic_mean(m):
     # vanilla judging: SR 1, GR 1/2 (hand-computed above) -> RS = 2 * 1 * 1/2 / (1 + 1/2) = 2/3
     assert m[("vanilla", "judging", "RS", "-")] == pytest.approx(2 / 3)
+
+
+def test_gr3_is_accuracy_over_all_150_multi_select_items_as_table_3_prints_it():
+    """Paper 003, table 3: GR3 values such as 0.67 are multiples of 1/150: accuracy over all 150 multi-select
+    MultiRC items (4 options, 2 true, no combined option). One right of 150 is 0.67, as printed."""
+    import random
+
+    from generators import ib as gen
+
+    items = gen.build_items("mrc", gen.even_number_bases(random.Random(1), 300, "mrc"), 150, seed=1)
+    complete = [i for i in items if i["variant"] == "complete"]
+    assert len(complete) == 150 and {i["label_type"] for i in complete} == {"sparse"}
+    assert all(i["n_options"] == 4 and len(i["gold"]) == 2 for i in complete)
+    rows = [resp("vanilla", "multiple", i["label_type"], k == 0, "multiple") for k, i in enumerate(complete)]
+    [gr] = [r for r in metric_rows("m", rows) if (r["form"], r["metric"]) == ("multiple", "GR")]
+    assert (gr["numerator"], gr["denominator"]) == (1, 150) and round(100 * gr["value"], 2) == 0.67
+
+
+def test_a_model_right_on_every_item_has_a_full_missing_choices_row_in_table_3(tmp_path):
+    """Every column of table 3's Missing Choices row is computed: the insufficient multi-select items are
+    GR3 items too (before, a model answering everything right got NULL for Acc_b^2 and GR3)."""
+    import random
+
+    from generators import ib as gen
+    from warehouse import Warehouse
+
+    rng = random.Random(4)
+    items = (gen.build_items("fld", gen.fld_bases(rng, 8, "fld"), 4, seed=1)
+             + gen.build_items("ar", gen.arithmetic_bases(rng, 8, "ar"), 4, seed=1)
+             + gen.build_items("ev", gen.even_number_bases(rng, 8, "ev"), 4, seed=1))
+    rows = [resp("missing_choices", i["form"], i["label_type"], True, "single")
+            for i in items if i["variant"] == "insufficient"]
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    wh.replace_partition("ib.metrics", metric_rows("perfect", rows))
+    [t] = wh.rows("SELECT * FROM ib.table3 WHERE \"Setting\" = 'missing_choices'")
+    assert t == {"Model": "perfect", "Setting": "missing_choices", "Acc_b^1": 100.0, "SR1": 100.0, "GR1": 100.0,
+                 "Acc_b^2": 100.0, "SR2": 100.0, "GR2": 100.0, "GR3": 100.0}
