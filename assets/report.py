@@ -82,8 +82,7 @@ class _Writer:
 
 
 def _model_rows(wh: Warehouse, view: str, model: str) -> list[dict]:
-    column = "model" if view in ("ib.miscellany",) else "Model"
-    return wh.rows(f'SELECT * FROM {view} WHERE "{column}" = ?', [model])
+    return wh.rows(f'SELECT * FROM {view} WHERE "Model" = ?', [model])
 
 
 def _evaluated(wh: Warehouse, table: str, model: str) -> int:
@@ -261,7 +260,7 @@ def ib_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
     plots = [w.plot("ib_accuracy", "Instruction Boundary accuracy per setting", acc_reason, by_setting),
              w.plot("ib_outputs", "Output labels (vanilla)",
                     none or ("" if outputs else "no vanilla replies for this model"), out)]
-    tables = [(v, _model_rows(wh, v, model)) for v in ("ib.table3", "ib.miscellany")]
+    tables = [(v, _model_rows(wh, v, model)) for v in ("ib.table3", "ib.table7", "ib.miscellany")]
     return Panel("ib", "Instruction bias", "Instruction Boundary", plots, tables)
 
 

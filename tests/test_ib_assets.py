@@ -41,7 +41,12 @@ def test_every_dataset_setting_and_form_reaches_the_metrics(tmp_path):
     settings = {r["setting"] for r in summary}
     assert settings == set(SETTINGS)
     assert {r["form"] for r in summary} == {"judging", "single", "multiple"}
-    assert wh.scalar("SELECT count(*) FROM ib.miscellany") == 9
+    assert wh.scalar("SELECT count(*) FROM ib.miscellany_items") == 9
+    [misc] = wh.rows("SELECT * FROM ib.miscellany")  # table 6: percent per number of wrong options kept
+    assert list(misc) == ["Model", *(str(k) for k in range(1, 10))] and misc["Model"] == "stub"
+    [t7] = wh.rows("SELECT * FROM ib.table7")
+    assert t7["Vanilla Scenario"] is not None and 0 <= t7["Conformity"] <= 100
+    assert wh.rows("SELECT * FROM ib.figure6 WHERE \"Setting\" = 'vanilla'")
     assert wh.rows("SELECT dataset, count(*) AS n FROM sources.records WHERE dataset LIKE 'ib:%' GROUP BY ALL ORDER BY 1") == [
         {"dataset": "ib:miscellany", "n": 2}, {"dataset": "ib:mmlu", "n": 2}, {"dataset": "ib:multirc", "n": 3}]
     # a model that always answers 1: right exactly where option 1 is the gold

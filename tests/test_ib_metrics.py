@@ -133,3 +133,27 @@ def test_a_model_right_on_every_item_has_a_full_missing_choices_row_in_table_3(t
     [t] = wh.rows("SELECT * FROM ib.table3 WHERE \"Setting\" = 'missing_choices'")
     assert t == {"Model": "perfect", "Setting": "missing_choices", "Acc_b^1": 100.0, "SR1": 100.0, "GR1": 100.0,
                  "Acc_b^2": 100.0, "SR2": 100.0, "GR2": 100.0, "GR3": 100.0}
+
+
+def test_table7_pools_the_judge_share_over_forms_and_figure6_splits_outputs_by_form_style(tmp_path):
+    """Paper 003, table 7 (one judge-usage value per model and setting) and figure 6 (Unknown / True / False
+    over the judging outputs; Single / Multiple / All Wrong over the choice outputs), hand-computed."""
+    from warehouse import Warehouse
+
+    def row(setting, form, metric, category, num, den):
+        return {"model": "m", "setting": setting, "form": form, "metric": metric, "category": category,
+                "value": num / den, "numerator": num, "denominator": den, "n_failed": 0}
+
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    wh.replace_partition("ib.metrics", [
+        row("vanilla", "judging", "judge_share", "-", 2, 10), row("vanilla", "single", "judge_share", "-", 3, 10),
+        row("conformity", "judging", "judge_share", "-", 1, 4),
+        row("vanilla", "judging", "OR", "Unknown", 3, 10), row("vanilla", "judging", "OR", "True", 5, 10),
+        row("vanilla", "judging", "OR", "False", 2, 10),
+        row("vanilla", "single", "OR", "single", 6, 8), row("vanilla", "single", "OR", "all_wrong", 2, 8),
+        row("vanilla", "multiple", "OR", "multiple", 1, 2), row("vanilla", "multiple", "OR", "single", 1, 2)])
+    [t7] = wh.rows("SELECT * FROM ib.table7")
+    assert (t7["Vanilla Scenario"], t7["Conformity"], t7["Few-shot Learning"]) == (25.0, 25.0, None)  # (2+3)/20
+    [f6] = wh.rows("SELECT * FROM ib.figure6")
+    assert (f6["Unknown (%)"], f6["True (%)"], f6["False (%)"]) == (30.0, 50.0, 20.0)
+    assert (f6["Single Choice (%)"], f6["Multiple Choices (%)"], f6["All Wrong (%)"]) == (70.0, 10.0, 20.0)

@@ -580,10 +580,42 @@ VIEWS.update({
         SELECT model AS "Model", setting AS "Setting", round(100 * value, 2) AS "RS"
         FROM ib.metrics WHERE form = 'judging' AND metric = 'RS' AND category = '-' ORDER BY model, setting
     """,
-    # Paper table 6 layout: disturbing-miscellany accuracy by number of options.
-    "ib.miscellany": """
-        SELECT model, CAST(category AS INTEGER) AS n_options, value AS accuracy, denominator AS items
+    # Paper table 6 layout: disturbing-miscellany accuracy (percent) by the number of wrong options kept
+    # beside the correct one (its columns 1..9); `ib.miscellany_items` has the counts behind each.
+    "ib.miscellany": "SELECT model AS \"Model\", " + ", ".join(
+        f"round(100 * max(value) FILTER (metric = 'Acc_by_options' AND category = '{k + 1}'), 2) AS \"{k}\""
+        for k in range(1, 10)) + " FROM ib.metrics WHERE metric = 'Acc_by_options' GROUP BY model ORDER BY model",
+    "ib.miscellany_items": """
+        SELECT model, CAST(category AS INTEGER) - 1 AS wrong_options, CAST(category AS INTEGER) AS n_options,
+               value AS accuracy, numerator AS correct, denominator AS items
         FROM ib.metrics WHERE metric = 'Acc_by_options' ORDER BY model, n_options
+    """,
+    # Paper table 7: how often the judge was needed (percent of answered replies), pooled over the forms.
+    "ib.table7": "SELECT model AS \"Model\", " + ", ".join(
+        f"round(100 * sum(numerator) FILTER (setting = '{s}') / nullif(sum(denominator) FILTER (setting = '{s}'), 0), "
+        f"2) AS \"{label}\"" for s, label in (
+            ("vanilla", "Vanilla Scenario"), ("missing_choices", "Missing-Choices"), ("few_shot", "Few-shot Learning"),
+            ("vagueness", "Vagueness"), ("prompt_polishing", "Prompt-Polishing"),
+            ("multi_turn", "Multi-turn Dialogue"), ("conformity", "Conformity")))
+        + " FROM ib.metrics WHERE metric = 'judge_share' AND form <> 'all' GROUP BY model ORDER BY model",
+    # Paper figure 6: the output distribution (percent), judging outputs over the judging items and choice
+    # outputs over the single- and multiple-choice items, per model and setting (the figure does not say
+    # which settings it pools; filter "Setting").
+    "ib.figure6": """
+        SELECT model AS "Model", setting AS "Setting",
+               round(100 * sum(numerator) FILTER (form = 'judging' AND category = 'Unknown')
+                     / nullif(sum(numerator) FILTER (form = 'judging'), 0), 2) AS "Unknown (%)",
+               round(100 * sum(numerator) FILTER (form = 'judging' AND category = 'True')
+                     / nullif(sum(numerator) FILTER (form = 'judging'), 0), 2) AS "True (%)",
+               round(100 * sum(numerator) FILTER (form = 'judging' AND category = 'False')
+                     / nullif(sum(numerator) FILTER (form = 'judging'), 0), 2) AS "False (%)",
+               round(100 * sum(numerator) FILTER (form IN ('single', 'multiple') AND category = 'single')
+                     / nullif(sum(numerator) FILTER (form IN ('single', 'multiple')), 0), 2) AS "Single Choice (%)",
+               round(100 * sum(numerator) FILTER (form IN ('single', 'multiple') AND category = 'multiple')
+                     / nullif(sum(numerator) FILTER (form IN ('single', 'multiple')), 0), 2) AS "Multiple Choices (%)",
+               round(100 * sum(numerator) FILTER (form IN ('single', 'multiple') AND category = 'all_wrong')
+                     / nullif(sum(numerator) FILTER (form IN ('single', 'multiple')), 0), 2) AS "All Wrong (%)"
+        FROM ib.metrics WHERE metric = 'OR' GROUP BY model, setting ORDER BY model, setting
     """,
 })
 
@@ -752,7 +784,11 @@ TABLE_DOCS: dict[str, str] = {
     "ib.summary": "Instruction Boundary metrics per model x setting x form in one row (fractions).",
     "ib.table3": "Instruction Boundary paper table 3 (percent): Acc_b^1, SR1, GR1, Acc_b^2, SR2, GR2, GR3.",
     "ib.figure7": "Instruction Boundary figure 7 (percent): the judging robustness score RS.",
-    "ib.miscellany": "Instruction Boundary disturbing miscellany: accuracy by number of options (paper table 6).",
+    "ib.miscellany": ("Instruction Boundary paper table 6 (percent): disturbing-miscellany accuracy by the number of "
+                      "wrong options kept beside the correct one (1..9)."),
+    "ib.miscellany_items": "Instruction Boundary disturbing miscellany per option count, with the items behind it.",
+    "ib.table7": "Instruction Boundary paper table 7 (percent): judge usage per setting, pooled over the forms.",
+    "ib.figure6": "Instruction Boundary paper figure 6 (percent): output distribution per model and setting.",
     "report.mechanisms": "Whether each family's main mechanism was exercised per model and scope, and the counts behind it.",
     "report.headline": "Every family's headline numbers per model (fractions; tokens; counts), with what each is over.",
     "s1.table3": "S1-Bench paper table 3: pass@1, acc@k, f-acc (percent) and mean response tokens.",
