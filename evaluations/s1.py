@@ -3,8 +3,8 @@ builds the items is `generators/s1_construction.py`.
 
 Evaluation: k samples at temperature 0.6, top_p 0.95, plus greedy; thinking and final answer
 split at the end-of-thinking marker; the format type (table 9); correctness of the final answer
-of well formatted replies (exact check or judge; see `evaluate`); tokens from the server's usage
-counts; difficulty awareness of the first paragraph; thinking redundancy.
+of well formatted replies (exact check or judge; see `evaluate`); tokens by one tokenizer for every
+model (Qwen2.5's, section 3.2), the server's usage counts beside them; difficulty awareness of the first paragraph; thinking redundancy.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from validators.judge import Judge
 from validators.read import (
     FORMAT_TYPES, HIDDEN_REASONING, STRICT_FORMATS, UNREADABLE_FORMATS, check_answer, format_type,
 )
-from validators.s1 import difficulty_awareness, redundancy
+from validators.s1 import count_tokens, difficulty_awareness, redundancy
 
 
 # -- evaluation ------------------------------------------------------------------------------------
@@ -58,7 +58,8 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
                      "has_answer": bool(answer), "judged_part": "answer" if target else None,
                      "correct": False if method == "malformed" else None, "method": method,
                      "detail": r.error if not r.ok else (f"format {fmt}: not scored" if method == "malformed" else None),
-                     "completion_tokens": r.completion_tokens, "finish_reason": r.finish_reason,
+                     "tokens": reply_tokens(r), "completion_tokens": r.completion_tokens,
+                     "finish_reason": r.finish_reason,
                      "difficulty_class": difficulty_awareness(first) if r.ok else None,
                      "redundancy": json.dumps(redundancy(thinking)) if thinking else None,
                      "reply": r.reply, "call_key": r.key, "_target": target, "_check": it["check_spec"],
@@ -82,6 +83,16 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
 FAILED = ("call_failed", "judge_failed")  # outcomes that are not the model's answer
 
 
+def reply_tokens(r: Any) -> int | None:
+    """A reply's tokens as section 3.2 counts them: the stored reply (thinking and answer) by one
+    tokenizer, Qwen2.5's, for every model. Reasoning a provider hid cannot be counted so: its
+    `reasoning_tokens` (the provider's count) are added to the answer's Qwen2.5 tokens."""
+    if not r.ok:
+        return None
+    tokens = count_tokens(r.reply or "")
+    return tokens + (r.reasoning_tokens or 0) if r.reasoning_hidden else tokens
+
+
 def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
     """Paper section 3.2 and appendix B, for all items, per category, per subcategory, per
     language and per language x category (table 5):
@@ -91,7 +102,9 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list
       both, as in table 3; greedy accuracy likewise (table 8);
     - f-acc: the share of well formatted replies (formats 100 / 101), NULL for models that do not
       think first; strict / loose format rates and the rate of each format type (tables 19, 20);
-    - mean response tokens, leaving out endless replies (format 301), as the paper does;
+    - mean response tokens, leaving out endless replies (format 301), as the paper does: counted
+      with one tokenizer, Qwen2.5's, for every model (section 3.2; `mean_tokens`), the servers' own
+      counts beside them (`mean_server_tokens`);
     - difficulty-awareness shares and mean redundancy per segment.
 
     `greedy_*` metrics are the same over the greedy answers. Unreadable judge verdicts count as not
@@ -131,8 +144,9 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list
                 len(fmts))
             for f in FORMAT_TYPES if fmts else ():
                 put(f"{prefix}format_type", sum(x == f for x in fmts) / len(fmts), len(fmts), str(f))
-            toks = [r["completion_tokens"] for r in group if r["completion_tokens"] is not None and r["format_type"] != 301]
-            put(f"{prefix}mean_tokens", sum(toks) / len(toks) if toks else None, len(toks))
+            for metric, column in (("mean_tokens", "tokens"), ("mean_server_tokens", "completion_tokens")):
+                toks = [r[column] for r in group if r.get(column) is not None and r["format_type"] != 301]
+                put(f"{prefix}{metric}", sum(toks) / len(toks) if toks else None, len(toks))
         hidden = [r["format_type"] == HIDDEN_REASONING for r in sampled if r["format_type"] is not None]
         if any(hidden):  # only where it happens: the tables of models that show their thinking stay as they were
             put("reasoning_hidden", sum(hidden) / len(hidden), len(hidden))

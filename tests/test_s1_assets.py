@@ -47,3 +47,30 @@ def test_construction_evaluation_and_tables(run):
     validator_budgets = {r["mt"] for r in wh.rows(
         "SELECT DISTINCT CAST(request->'$.params.max_tokens' AS INTEGER) AS mt FROM llm.calls WHERE purpose = 's1.validate'")}
     assert validator_budgets == {48}  # the demo scale's validator budget
+
+
+def test_tokens_are_counted_with_one_tokenizer_for_every_model_and_the_servers_count_kept(run):
+    """Paper 002, section 3.2: every model's tokens by the Qwen2.5 tokenizer "to ensure fair comparison";
+    the server's own count (here the stub's word count) stays beside it."""
+    from validators.s1 import count_tokens
+
+    _, wh = run
+    rows = wh.rows("SELECT reply, tokens, completion_tokens FROM s1.responses")
+    assert rows and all(r["tokens"] == count_tokens(r["reply"]) for r in rows)
+    assert any(r["tokens"] != r["completion_tokens"] for r in rows)
+    mean = wh.scalar("SELECT value FROM s1.metrics WHERE metric = 'mean_tokens' AND level = 'all'")
+    server = wh.scalar("SELECT value FROM s1.metrics WHERE metric = 'mean_server_tokens' AND level = 'all'")
+    sampled = wh.rows("SELECT tokens, completion_tokens FROM s1.responses WHERE mode = 'sample'")
+    assert mean == pytest.approx(sum(r["tokens"] for r in sampled) / len(sampled))
+    assert server == pytest.approx(sum(r["completion_tokens"] for r in sampled) / len(sampled))
+    [t3] = wh.rows("SELECT * FROM s1.table3")
+    assert t3["Tokens"] == round(mean, 2)
+
+
+def test_the_tokenizer_is_qwen25s():
+    """Known counts of Qwen2.5's byte-level BPE: "<think>" is not one token there (it is in Qwen3)."""
+    from validators.s1 import count_tokens
+
+    assert count_tokens("Hello world") == 2
+    assert count_tokens("<think>") == 3
+    assert count_tokens("") == 0

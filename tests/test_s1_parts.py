@@ -164,7 +164,7 @@ def test_near_duplicates_with_minilm():
 
 def resp(item, mode, s, correct, fmt=207, tokens=10, well=None, language="en", method="exact"):
     return {"item_id": item, "mode": mode, "sample_index": s, "correct": correct, "format_type": fmt,
-            "completion_tokens": tokens, "difficulty_class": 4, "redundancy": None, "well_formatted": well,
+            "tokens": tokens, "completion_tokens": tokens, "difficulty_class": 4, "redundancy": None, "well_formatted": well,
             "category": "knowledge", "subcategory": "geographic facts", "language": language, "method": method}
 
 

