@@ -406,17 +406,45 @@ def _s1_formats(prefix: str) -> str:
                      for f in (100, 101, 200, 201, 202, 203, 204, 205, 206, 207, 300, 301))
 
 
-def _s1_tokens(prefix: str = "") -> str:
-    cells = []
-    for lang in ("en", "zh"):
-        for short, cat in (("Rsn", "reasoning"), ("Kno", "knowledge"), ("If", "instruction following"),
-                           ("Ana", "analysis")):
-            cells.append(f"round(max(value) FILTER (metric = '{prefix}mean_tokens' AND level = 'language_category' "
-                         f"AND scope = '{lang}:{cat}'), 1) AS \"{lang.upper()} {short}\"")
-        cells.append(f"round(max(value) FILTER (metric = '{prefix}mean_tokens' AND level = 'language' "
-                     f"AND scope = '{lang}'), 1) AS \"{lang.upper()} Avg\"")
-    cells.append(f"round(max(value) FILTER (metric = '{prefix}mean_tokens' AND level = 'all'), 1) AS \"Avg\"")
-    return ",\n               ".join(cells)
+_S1_CELLS = [(f"{lang.upper()} {short}", "language_category", f"{lang}:{cat}")
+             for lang in ("en", "zh")
+             for short, cat in (("Rsn", "reasoning"), ("Kno", "knowledge"), ("If", "instruction following"),
+                                ("Ana", "analysis"), ("Avg", None))]
+_S1_CELLS = [(c, "language", c.split()[0].lower()) if c.endswith("Avg") else (c, lvl, sc) for c, lvl, sc in _S1_CELLS]
+_S1_CELLS.append(("Avg", "all", "all"))
+
+
+def _s1_tokens(prefix: str = "", metric: str = "mean_tokens", scale: str = "1") -> str:
+    """Table 5's (and 4's) cells: `metric` per language x category, per language and overall."""
+    return ",\n               ".join(
+        f"round({scale} * max(value) FILTER (metric = '{prefix}{metric}' AND level = '{lvl}' AND scope = '{sc}'), 1) "
+        f"AS \"{col}\"" for col, lvl, sc in _S1_CELLS)
+
+
+def _s1_table5() -> str:
+    """Table 5: one row per model, then each group's Column Avg (the mean over its models: the small
+    LLMs, which have no f-acc, and the LRMs, which have one or hid their reasoning) and Improvement
+    = LRM Column Avg / LLM Column Avg per column (the paper's first column: 713.8 / 74.6 = x9.6)."""
+    cols = [c for c, _, _ in _S1_CELLS]
+    q = lambda c: f'"{c}"'  # noqa: E731
+    return f"""
+        WITH per_model AS (
+            SELECT model AS "Model", {_s1_tokens()},
+                   bool_or((metric = 'f-acc' AND level = 'all' AND value IS NOT NULL) OR metric = 'reasoning_hidden')
+                       AS lrm
+            FROM s1.metrics GROUP BY model),
+        groups AS (
+            SELECT lrm, {", ".join(f"avg({q(c)}) AS {q(c)}" for c in cols)} FROM per_model GROUP BY lrm)
+        SELECT "Model", {", ".join(q(c) for c in cols)}, 0 AS o FROM per_model
+        UNION ALL
+        SELECT CASE WHEN lrm THEN 'Column Avg (LRMs)' ELSE 'Column Avg (LLMs)' END,
+               {", ".join(f"round({q(c)}, 1)" for c in cols)}, CASE WHEN lrm THEN 2 ELSE 1 END FROM groups
+        UNION ALL
+        SELECT 'Improvement', {", ".join(
+            f"round(max({q(c)}) FILTER (lrm) / nullif(max({q(c)}) FILTER (NOT lrm), 0), 1)" for c in cols)}, 3
+        FROM groups HAVING count(*) FILTER (lrm) > 0 AND count(*) FILTER (NOT lrm) > 0
+        ORDER BY o, "Model"
+    """
 
 
 # S1-Bench (paper 002): its tables, one row per model; rates in percent as printed.
@@ -429,9 +457,12 @@ VIEWS.update({
                round(max(value) FILTER (metric = 'mean_tokens' AND level = 'all'), 2) AS "Tokens"
         FROM s1.metrics GROUP BY model ORDER BY model
     """,
-    # Table 5: mean response tokens (top-p) per language and category, endless replies left out.
-    "s1.table5": f"""
-        SELECT model AS "Model", {_s1_tokens()}
+    # Table 5: mean response tokens (top-p) per language and category, endless replies left out, with
+    # the Column Avg and Improvement rows.
+    "s1.table5": f"SELECT * EXCLUDE (o) FROM ({_s1_table5()})",
+    # Table 4: pass@1 (percent) per language and category.
+    "s1.table4": f"""
+        SELECT model AS "Model", {_s1_tokens(metric="pass@1", scale="100")}
         FROM s1.metrics GROUP BY model ORDER BY model
     """,
     # Table 8 (greedy decoding): accuracy, f-acc, tokens.
@@ -793,7 +824,9 @@ TABLE_DOCS: dict[str, str] = {
     "report.mechanisms": "Whether each family's main mechanism was exercised per model and scope, and the counts behind it.",
     "report.headline": "Every family's headline numbers per model (fractions; tokens; counts), with what each is over.",
     "s1.table3": "S1-Bench paper table 3: pass@1, acc@k, f-acc (percent) and mean response tokens.",
-    "s1.table5": "S1-Bench paper table 5: mean response tokens per language and category.",
+    "s1.table5": ("S1-Bench paper table 5: mean response tokens per language and category, with the Column Avg "
+                  "of the LLMs and of the LRMs and their ratio (Improvement)."),
+    "s1.table4": "S1-Bench paper table 4: pass@1 (percent) per language and category.",
     "s1.table8": "S1-Bench paper table 8 (greedy decoding): accuracy, f-acc (percent), tokens.",
     "s1.table19": "S1-Bench paper table 19: the rate (percent) of each response format type under top-p sampling.",
     "s1.table20": "S1-Bench paper table 20: the rate (percent) of each response format type under greedy decoding.",
