@@ -10,7 +10,7 @@ from assets.versions import code_version
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from evaluations.s1 import evaluate, metric_rows
-from generators.s1 import load_registry
+from generators.s1 import load_registry, load_release
 from generators.s1_construction import Budgets, Construction
 from validators.judge import Judge
 
@@ -67,19 +67,23 @@ def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, ware
                            s.reduction_max_tokens),
         sink=lambda table, rows: wh.append_staging(table, rows),
     )
-    build.run(subs, s.languages, s.candidates_per_subcategory.at(cfg.scale), s.programmatic)
-    wh.replace_partitions({"s1.candidates": build.candidates, "s1.rounds": build.rounds, "s1.items": build.items},
-                          staged=["s1.validations"])
+    if s.build:
+        build.run(subs, s.languages, s.candidates_per_subcategory.at(cfg.scale), s.programmatic)
+    released = load_release(s.release, reg) if s.release else []
+    wh.replace_partitions({"s1.candidates": build.candidates, "s1.rounds": build.rounds,
+                           "s1.items": build.items + released}, staged=["s1.validations"])
     # checks, from what the warehouse now holds
     items = wh.rows("SELECT * FROM s1.items")
     broken = [r["item_id"] for r in wh.rows(
         "WITH RECURSIVE chain(start, cid, parent) AS ("
         "  SELECT i.item_id, c.candidate_id, c.parent_id FROM s1.items i JOIN s1.candidates c ON c.candidate_id = i.item_id"
         "  UNION ALL SELECT chain.start, c.candidate_id, c.parent_id FROM chain JOIN s1.candidates c ON c.candidate_id = chain.parent)"
-        " SELECT i.item_id FROM s1.items i WHERE NOT EXISTS (SELECT 1 FROM chain WHERE chain.start = i.item_id"
+        " SELECT i.item_id FROM s1.items i WHERE i.origin NOT LIKE 'release:%'"
+        "  AND NOT EXISTS (SELECT 1 FROM chain WHERE chain.start = i.item_id"
         "  AND chain.cid = i.root_candidate AND chain.parent IS NULL)")]
     not_all_correct = [r["candidate_id"] for r in wh.rows(
         "SELECT v.candidate_id FROM s1.validations v JOIN s1.items i ON i.item_id = v.candidate_id "
+        "WHERE i.origin NOT LIKE 'release:%' "
         "GROUP BY 1 HAVING bool_and(coalesce(v.correct, false)) = false OR count(*) = 0")]
     decisions = Counter(r["decision"] for r in build.rounds if r["stage"] == "decision")
     return dg.MaterializeResult(

@@ -373,6 +373,10 @@ class IBConfig(_Strict):
 class S1Config(_Strict):
     """S1-Bench (paper 002): construction roles and budgets, and the evaluation's sampling."""
 
+    release: str | None = Field(None, description=(
+        "a released S1-Bench file (the authors' S1-Bench.json: 422 items) whose items are evaluated beside the "
+        "built ones; relative to this file"))
+    build: bool = Field(True, description="run the construction loop (false: evaluate only `release`)")
     subcategories: list[str] | None = Field(None, description="registry names at paper scale; null = all 28")
     demo_subcategories: list[str] = Field(default_factory=lambda: ["scientific notation", "creative authorship"])
     languages: list[Literal["en", "zh"]] = Field(default_factory=lambda: ["en", "zh"])
@@ -397,6 +401,12 @@ class S1Config(_Strict):
     eval_temperature: float = 0.6
     eval_top_p: float = 0.95
     eval_max_tokens: PerScale = PerScale(demo=128, paper=10000)
+
+    @model_validator(mode="after")
+    def _something_to_evaluate(self) -> "S1Config":
+        if not self.build and not self.release:
+            raise ValueError("build: false needs a `release` file to evaluate")
+        return self
 
     @field_validator("generation_max_tokens", "discrimination_max_tokens", "validator_max_tokens",
                      "reduction_max_tokens", "eval_max_tokens", mode="before")
@@ -543,6 +553,9 @@ def _paths_beside(data: dict[str, Any], source: str) -> dict[str, Any]:
         return entry
 
     out = dict(data)
+    s1 = out.get("s1")
+    if isinstance(s1, dict) and isinstance(s1.get("release"), str) and not Path(s1["release"]).is_absolute():
+        out["s1"] = {**s1, "release": str(base / s1["release"])}
     for family in ("waken", "ib"):
         section = out.get(family)
         if isinstance(section, dict):

@@ -12,6 +12,7 @@ executed.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Callable
@@ -256,3 +257,61 @@ def parse_pairs(text: str | None) -> list[tuple[str, str, str]]:
             out.append((lang, pending, value))
             pending = None
     return out
+
+
+# -- the released benchmark as a source ------------------------------------------------------------
+
+RELEASE_ORIGIN = "release"
+_CATEGORIES = {"reasoning": "reasoning", "rsn": "reasoning", "knowledge": "knowledge", "kno": "knowledge",
+               "instruction following": "instruction following", "instruction-following": "instruction following",
+               "instruction_following": "instruction following", "if": "instruction following",
+               "analysis": "analysis", "ana": "analysis"}
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def load_release(path: str | Path, registry: Registry | None = None) -> list[dict[str, Any]]:
+    """The items of a released S1-Bench file, as `s1.items` rows: the authors' `S1-Bench.json` (a JSON
+    list of the 422 items; their evaluation scripts read `ID`, `question` and `answer`). `category`,
+    `subcategory` and `language` are read where the file has them (a known subcategory also gives
+    its category); the language is otherwise told by the question's script (Han characters: zh), the
+    category otherwise `unlabelled`. Answers have no exact check: the judge grades them against the
+    reference answer, as the authors' GPT-4o evaluator does. Bad input names the file, item and field."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{p}: S1-Bench release file not found") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{p}: not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{p}: not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from None
+    if not isinstance(data, list):
+        raise ValueError(f"{p}: expected a JSON list of items, got {type(data).__name__}")
+    subs = registry.subcategories if registry else {}
+    rows, seen = [], set()
+    for k, item in enumerate(data):
+        where = f"{p}: item {k}"
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: expected an object, got {type(item).__name__}")
+        for name in ("ID", "question", "answer"):
+            if name not in item or item[name] in (None, ""):
+                raise ValueError(f"{where}: field {name!r} is missing or empty")
+        if not isinstance(item["question"], str):
+            raise ValueError(f"{where}: field 'question' must be text")
+        item_id = f"{RELEASE_ORIGIN}-{item['ID']}"
+        if item_id in seen:
+            raise ValueError(f"{where}: ID {item['ID']!r} appears twice")
+        seen.add(item_id)
+        sub = str(item.get("subcategory") or "").strip()
+        category = _CATEGORIES.get(str(item.get("category") or "").strip().lower())
+        if category is None and sub in subs:
+            category = subs[sub].category
+        language = str(item.get("language") or "").strip().lower()
+        language = {"english": "en", "chinese": "zh", "中文": "zh"}.get(language, language)
+        if language not in LANGUAGES:
+            language = "zh" if _HAN.search(item["question"]) else "en"
+        rows.append({"item_id": item_id, "root_candidate": item_id, "rounds_taken": 0,
+                     "subcategory": sub or "unlabelled", "category": category or "unlabelled", "language": language,
+                     "question": item["question"], "answer": str(item["answer"]), "check_spec": json.dumps(None),
+                     "origin": f"{RELEASE_ORIGIN}:{p.name}"})
+    return rows

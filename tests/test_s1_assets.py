@@ -1,6 +1,8 @@
 """S1-Bench assets end to end on a stub reasoning model that knows the answers: construction,
 evaluation and the paper's tables."""
 
+import re
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +76,58 @@ def test_the_tokenizer_is_qwen25s():
     assert count_tokens("Hello world") == 2
     assert count_tokens("<think>") == 3
     assert count_tokens("") == 0
+
+
+RELEASE = Path(__file__).parent / "fixtures" / "sources" / "s1bench_release" / "S1-Bench.json"
+ANSWERS = {"chemical symbol for gold": "Au", "Pride and Prejudice": "Jane Austen", "铁的化学符号": "Fe",
+           '"moon"': "MOON"}
+
+
+def answers_and_grades(body):
+    """A reasoning model that knows the released items' answers, and a judge that grades by the ground truth."""
+    q = body["messages"][-1]["content"]
+    if q.startswith("**Question:**"):
+        answer = q.split("**Model Answer:**\n", 1)[1].split("\n\n**Ground Truth:**", 1)[0]
+        truth = q.split("**Ground Truth:**\n", 1)[1].split("\n\n", 1)[0]
+        return '{"explain": "compared", "result": %d}' % (truth in answer)
+    for cue, answer in ANSWERS.items():
+        if cue in q:
+            return f"<think>\nEasy.\n</think>\n\n{answer}"
+    return None
+
+
+def test_the_released_benchmark_is_evaluated_without_building_one(tmp_path):
+    """Paper 002's released items (the authors' S1-Bench.json: a list of items with ID, question, answer)
+    load as a source: `build: false` evaluates only them; the judge grades against `answer`."""
+    with StubServer(responder=answers_and_grades) as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": 4, "reasoning": True}},
+                          s1={"release": str(RELEASE), "build": False})
+        defs = build_definitions(cfg.source)
+        results = [materialize(defs, [key]) for key in ("s1_items", "s1_responses", "s1_metrics")]
+    assert all(r.success for r in results)
+    wh = Warehouse(cfg.warehouse_path())
+    items = wh.rows("SELECT item_id, language, category, origin FROM s1.items ORDER BY item_id")
+    assert [(i["item_id"], i["language"], i["category"]) for i in items] == [
+        ("release-1", "en", "knowledge"), ("release-2", "en", "knowledge"), ("release-3", "zh", "unlabelled"),
+        ("release-4", "en", "instruction following")]
+    assert {i["origin"] for i in items} == {"release:S1-Bench.json"}
+    assert wh.scalar("SELECT count(*) FROM s1.candidates") == 0  # nothing was built
+    [t3] = wh.rows("SELECT * FROM s1.table3")
+    assert (t3["pass@1"], t3["acc@k"]) == (100.0, 100.0)
+    assert wh.rows("SELECT DISTINCT method FROM s1.responses") == [{"method": "judge"}]
+
+
+@pytest.mark.parametrize("text, error", [
+    ('{"ID": 1}', "expected a JSON list of items"),
+    ('[{"ID": 1, "question": "q"}]', "item 0: field 'answer' is missing or empty"),
+    ('[{"ID": 1, "question": "q", "answer": "a"}, {"ID": 1, "question": "r", "answer": "b"}]', "item 1: ID 1 appears twice"),
+    ('[{"ID": 1, "question": "q", "answer": "a"', "not JSON (line 1"),
+])
+def test_a_bad_release_file_is_named_with_its_item_and_field(tmp_path, text, error):
+    from generators.s1 import load_release
+
+    path = tmp_path / "S1-Bench.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=re.escape(f"{path}: ") + ".*" + re.escape(error)):
+        load_release(path)
