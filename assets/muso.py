@@ -133,7 +133,7 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
         ledger = llm.ledger(context, wh)
         m = cfg.muso
         rows = []
-        for paradigm in m.paradigms:
+        for paradigm in m.paradigms_for(model):
             variants = ["standard"] + (["exploration"] if m.exploration else [])
             if m.self_consistency.at(cfg.scale) > 0:
                 variants.append("self_consistency")

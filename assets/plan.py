@@ -219,7 +219,7 @@ def muso_lines(cfg: Config, counts: Counts) -> list[Line]:
                 conversations = c["instances"] * (paths if variant == "self_consistency" else 1)
                 for turn in turns[variant]:
                     per_step[(model, f"muso.{variant}.{turn}", counts.source[pk])] += (
-                        conversations * len(m.paradigms) * len(m.temperatures))
+                        conversations * len(m.paradigms_for(model)) * len(m.temperatures))
     # the later turns carry the solve reply: conversations with equal replies are one request
     return [Line("muso", model, step, n, EXACT if step.endswith(".solve") else AT_MOST, src)
             for (model, step, src), n in per_step.items()]

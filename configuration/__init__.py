@@ -229,6 +229,13 @@ class MusoConfig(_Strict):
         PerScale(demo=1000, paper=10), description="instances per level re-enumerated by CP-SAT in the asset check"
     )
     paradigms: list[Literal["short_cot", "long_cot"]] = Field(default_factory=lambda: ["short_cot"])
+    model_paradigms: dict[str, list[Literal["short_cot", "long_cot"]]] = Field(default_factory=dict, description=(
+        "per evaluated model, the paradigms it runs instead of `paradigms` (paper 001, section 3: Qwen3-8B "
+        "non-thinking as Short-CoT, thinking as Long-CoT: two configured models, one paradigm each)"))
+
+    def paradigms_for(self, model: str) -> list[str]:
+        """The paradigms `model` is evaluated in."""
+        return list(self.model_paradigms.get(model, self.paradigms))
     exploration: bool = Field(False, description="also run the exploration-cue variant (paper section 5)")
     self_consistency: PerScale = Field(PerScale(demo=0, paper=0), description="parallel paths; 0 = off")
     temperature: float | list[float] = Field(
@@ -460,6 +467,9 @@ class Config(_Strict):
                     raise _RefError(f"s1.{role}.{i}", name, known)
         if self.s1.reducer is not None and self.s1.reducer not in known:
             raise _RefError("s1.reducer", self.s1.reducer, known)
+        for name in self.muso.model_paradigms:
+            if name not in known:
+                raise _RefError(f"muso.model_paradigms.{name}", name, known)
         return self
 
     def warehouse_path(self) -> Path:

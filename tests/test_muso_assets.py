@@ -129,3 +129,26 @@ def test_a_temperature_sweep_keeps_every_temperature(perfect_stub, tmp_path):
     assert wh.rows("SELECT temperature, count(*) AS n FROM muso.responses GROUP BY 1 ORDER BY 1") == [
         {"temperature": 0.2, "n": 2}, {"temperature": 0.7, "n": 2}]
     assert {r["temperature"] for r in wh.rows("SELECT temperature FROM muso.metrics")} == {0.2, 0.7}
+
+
+def test_each_model_runs_only_its_own_paradigms(perfect_stub, tmp_path):
+    """Paper 001, section 3: Qwen3-8B is evaluated non-thinking as Short-CoT and thinking as Long-CoT, i.e.
+    two configured models with one paradigm each, while a model without an entry runs `paradigms`."""
+    models = {name: {"base_url": perfect_stub.base_url, "model": "stub-model"}
+              for name in ("qwen3-nothink", "qwen3-think", "other")}
+    cfg = stub_config(perfect_stub, tmp_path, models=models, evaluate=list(models), judge="other",
+                      muso={**MUSO, "paradigms": ["short_cot", "long_cot"],
+                            "model_paradigms": {"qwen3-nothink": ["short_cot"], "qwen3-think": ["long_cot"]}})
+    defs = build_definitions(cfg.source)
+    assert materialize(defs, ["muso_instances", "muso_responses"], "subsetsum_1-50").success
+    wh = Warehouse(cfg.warehouse_path())
+    got = {(r["model"], r["paradigm"]) for r in wh.rows("SELECT DISTINCT model, paradigm FROM muso.responses")}
+    assert got == {("qwen3-nothink", "short_cot"), ("qwen3-think", "long_cot"),
+                   ("other", "short_cot"), ("other", "long_cot")}
+
+
+def test_model_paradigms_must_name_configured_models(tmp_path):
+    from configuration import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match=r"muso.model_paradigms.ghost: unknown model 'ghost'"):
+        parse_config({"muso": {"model_paradigms": {"ghost": ["long_cot"]}}}, str(tmp_path / "c.yaml"))
