@@ -175,6 +175,8 @@ def run(
     for i, c in enumerate(convs):
         rows.append(_row(model, paradigm, "sc_path" if variant == "self_consistency" else variant, c,
                          answers1[i], conf_results.get(id(c)), recheck_results.get(id(c))))
+        # the solve turn's length (figure 5a: reasoning length against the confidence stated after it)
+        rows[-1]["solve_tokens"] = first[i].completion_tokens if first[i].ok else None
     if variant == "self_consistency":
         by_item: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in rows:
@@ -183,6 +185,7 @@ def run(
             rows += _aggregate(model, paradigm, item, by_item[item.instance_id])
     for r in rows:  # a dimension of the responses: a temperature sweep (section 4.3) adds rows, never overwrites
         r["temperature"] = temperature
+        r.setdefault("solve_tokens", None)  # an aggregate of self-consistency paths has no one solve turn
     return rows
 
 

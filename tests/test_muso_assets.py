@@ -152,3 +152,14 @@ def test_model_paradigms_must_name_configured_models(tmp_path):
 
     with pytest.raises(ConfigError, match=r"muso.model_paradigms.ghost: unknown model 'ghost'"):
         parse_config({"muso": {"model_paradigms": {"ghost": ["long_cot"]}}}, str(tmp_path / "c.yaml"))
+
+
+def test_each_response_keeps_its_solve_turns_length_beside_its_confidence(perfect_stub, tmp_path):
+    """Paper 001, figure 5a: reasoning length against the stated confidence, per response."""
+    cfg = stub_config(perfect_stub, tmp_path, muso=MUSO)
+    defs = build_definitions(cfg.source)
+    assert materialize(defs, ["muso_instances", "muso_responses"], "subsetsum_1-50").success
+    wh = Warehouse(cfg.warehouse_path())
+    rows = wh.rows("SELECT r.solve_tokens, r.confidence, c.completion_tokens FROM muso.responses r "
+                   "JOIN llm.calls c ON c.key = r.call_keys->>'$[0]'")
+    assert rows and all(r["solve_tokens"] == r["completion_tokens"] > 0 and r["confidence"] == 100 for r in rows)

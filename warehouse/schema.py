@@ -128,7 +128,8 @@ TABLES: dict[str, str] = {
         call_keys         JSON NOT NULL,        -- llm.calls keys of this conversation, in order
         level_lo          INTEGER,              -- the instance's bin: lower bound
         level_hi          INTEGER,              -- upper bound; NULL for an open last bin
-        temperature       DOUBLE                -- decoding temperature (a sweep is a dimension, section 4.3)
+        temperature       DOUBLE,               -- decoding temperature (a sweep is a dimension, section 4.3)
+        solve_tokens      INTEGER               -- completion tokens of the solve turn (figure 5a: length vs confidence)
     """,
     "muso.metrics": """
         model            VARCHAR NOT NULL,
