@@ -145,6 +145,12 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
                         confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
                         paths=max(1, m.self_consistency.at(cfg.scale)),
                     )
+        if m.reflection_checkpoints and "long_cot" in m.paradigms_for(model):
+            for temperature in m.temperatures:
+                rows += protocol.checkpoints(
+                    ledger, model, items, m.reflection_checkpoints, temperature=temperature,
+                    solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
+                    confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale))
         for r in rows:
             r["partition_key"] = pk
         wh.replace_partition("muso.responses", rows, {"partition_key": pk, "model": model})

@@ -220,6 +220,11 @@ def muso_lines(cfg: Config, counts: Counts) -> list[Line]:
                 for turn in turns[variant]:
                     per_step[(model, f"muso.{variant}.{turn}", counts.source[pk])] += (
                         conversations * len(m.paradigms_for(model)) * len(m.temperatures))
+            if m.reflection_checkpoints and "long_cot" in m.paradigms_for(model):
+                # the standard Long-CoT solve again (answered by the ledger), then per checkpoint reached
+                for step in ("muso.checkpoint.answer", "muso.checkpoint.confidence"):
+                    per_step[(model, step, counts.source[pk])] += (
+                        c["instances"] * len(m.reflection_checkpoints) * len(m.temperatures))
     # the later turns carry the solve reply: conversations with equal replies are one request
     return [Line("muso", model, step, n, EXACT if step.endswith(".solve") else AT_MOST, src)
             for (model, step, src), n in per_step.items()]

@@ -237,12 +237,22 @@ class MusoConfig(_Strict):
         """The paradigms `model` is evaluated in."""
         return list(self.model_paradigms.get(model, self.paradigms))
     exploration: bool = Field(False, description="also run the exploration-cue variant (paper section 5)")
+    reflection_checkpoints: list[int] = Field(default_factory=list, description=(
+        "Long-CoT paused after these numbers of reflection steps, </think> inserted (paper section 5, figure 6a); "
+        "needs an endpoint that continues an assistant message (vLLM); [] = off"))
     self_consistency: PerScale = Field(PerScale(demo=0, paper=0), description="parallel paths; 0 = off")
     temperature: float | list[float] = Field(
         0.2, description="decoding temperature, or a list for a temperature sweep (paper section 4.3)")
     solve_max_tokens: PerScale = PerScale(demo=128, paper=20480)
     # the paper gives every call 20,480 tokens: a reasoning model thinks before it states a number
     confidence_max_tokens: PerScale = PerScale(demo=16, paper=20480)
+
+    @field_validator("reflection_checkpoints")
+    @classmethod
+    def _steps_counted(cls, value: list[int]) -> list[int]:
+        if any(n < 0 for n in value) or len(set(value)) != len(value):
+            raise ValueError(f"expected distinct numbers of reflection steps >= 0, got {value!r}")
+        return value
 
     @property
     def temperatures(self) -> list[float]:

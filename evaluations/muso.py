@@ -22,6 +22,7 @@ the stability rates only.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -186,6 +187,66 @@ def run(
     for r in rows:  # a dimension of the responses: a temperature sweep (section 4.3) adds rows, never overwrites
         r["temperature"] = temperature
         r.setdefault("solve_tokens", None)  # an aggregate of self-consistency paths has no one solve turn
+    return rows
+
+
+# A reflection step starts where the thinking turns back on itself (a new paragraph or line opening
+# with one of these cues).
+REFLECTION_CUE = re.compile(r"(?:^|\n)[ \t]*(?:but\s+)?(?:wait|hmm+|alternatively|on second thought|let me (?:re-?check|"
+                            r"double[- ]check|verify|check again))\b", re.I)
+CONTINUE = {"continue_final_message": True, "add_generation_prompt": False}  # vLLM: continue the assistant turn
+
+
+def reflection_prefix(thinking: str, steps: int) -> str | None:
+    """The thinking paused after `steps` reflection steps: everything before the (steps + 1)-th
+    reflection cue; None where the thinking has no more than `steps` (the model ended on its own, no
+    pause to insert)."""
+    cues = [m.start() for m in REFLECTION_CUE.finditer(thinking)]
+    return thinking[:cues[steps]].rstrip() if len(cues) > steps else None
+
+
+def checkpoints(ledger: Ledger, model: str, items: Sequence[Item], steps: Sequence[int], *, temperature: float,
+                solve_max_tokens: int, confidence_max_tokens: int) -> list[dict[str, Any]]:
+    """Reflection checkpoints (paper 001, section 5, figure 6a): Long-CoT paused after a fixed number of
+    reflection steps, `</think>` inserted, and the answer it then gives recorded with its confidence.
+    The solve turn is the standard Long-CoT one (the same request, so the ledger answers it); each
+    checkpoint continues the assistant turn "<think>\n{thinking so far}\n</think>\n\n" (the
+    endpoint must continue a final assistant message: vLLM's `continue_final_message`). Rows have
+    variant `checkpoint_<steps>`; replies with no more than that many reflection steps have none."""
+    solve = {"temperature": temperature, "max_tokens": solve_max_tokens}
+    convs = [_Conversation(item, 0, [], []) for item in items]
+    first = _turn(ledger, model, convs, None, solve, "muso.checkpoint.solve",
+                  user_of=lambda c: solve_prompt(c.item, "long_cot"))
+    paused: list[tuple[int, _Conversation, str]] = []
+    for c, r in zip(convs, first):
+        if not r.ok:
+            continue
+        thinking = answer_part(r.reply)[0]
+        for n in steps:
+            prefix = reflection_prefix(thinking, n)
+            if prefix is not None:
+                head = f"<think>\n{prefix}\n</think>\n\n"
+                paused.append((n, _Conversation(c.item, 0, [{"role": "user", "content": solve_prompt(c.item, "long_cot")},
+                                                            {"role": "assistant", "content": head}], [r.key]), head))
+    results = ledger.complete(model, [CallRequest(c.messages, {**solve, **CONTINUE}) for _, c, _ in paused],
+                              purpose="muso.checkpoint.answer")
+    answers: list[ParsedAnswer | None] = []
+    for (n, c, head), r in zip(paused, results):
+        c.keys.append(r.key)
+        c.truncated |= r.truncated
+        if r.ok:
+            c.messages[-1] = {"role": "assistant", "content": answer_part(head + (r.text or ""))[1]}
+            answers.append(parse_answer(c.item, head + (r.text or "")))
+        else:
+            c.failed = f"checkpoint answer: {r.error}"
+            answers.append(None)
+    live = [c for _, c, _ in paused if c.failed is None]
+    confid = {"temperature": temperature, "max_tokens": confidence_max_tokens}
+    conf = dict(zip(map(id, live), _turn(ledger, model, live, CONFIDENCE_PROMPT, confid, "muso.checkpoint.confidence")))
+    rows = []
+    for (n, c, _), a in zip(paused, answers):
+        row = _row(model, "long_cot", f"checkpoint_{n}", c, a, conf.get(id(c)), None)
+        rows.append({**row, "temperature": temperature, "solve_tokens": None})
     return rows
 
 

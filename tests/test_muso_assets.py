@@ -163,3 +163,24 @@ def test_each_response_keeps_its_solve_turns_length_beside_its_confidence(perfec
     rows = wh.rows("SELECT r.solve_tokens, r.confidence, c.completion_tokens FROM muso.responses r "
                    "JOIN llm.calls c ON c.key = r.call_keys->>'$[0]'")
     assert rows and all(r["solve_tokens"] == r["completion_tokens"] > 0 and r["confidence"] == 100 for r in rows)
+
+
+def test_reflection_checkpoints_run_for_long_cot_models_into_the_responses_and_metrics(tmp_path):
+    def thinking_model(body):
+        last = body["messages"][-1]
+        if last["role"] == "assistant" or "rate your confidence" in last["content"] or "Recheck" in last["content"]:
+            return perfect_model({**body, "messages": body["messages"][:1] + [
+                {"role": "user", "content": "rate your confidence" if "rate your confidence" in last["content"]
+                 else "Recheck all your answers" if "Recheck" in last["content"] else ""}]})
+        return "<think>\nA first try.\nWait, check the rest.\n</think>\n\n" + perfect_model(body)
+
+    with StubServer(responder=thinking_model) as stub:
+        cfg = stub_config(stub, tmp_path, muso={**MUSO, "paradigms": ["long_cot"], "reflection_checkpoints": [0]})
+        defs = build_definitions(cfg.source)
+        assert materialize(defs, ["muso_instances", "muso_responses"], "subsetsum_1-50").success
+        assert materialize(defs, ["muso_metrics"]).success
+    wh = Warehouse(cfg.warehouse_path())
+    assert wh.rows("SELECT variant, count(*) AS n FROM muso.responses GROUP BY 1 ORDER BY 1") == [
+        {"variant": "checkpoint_0", "n": 2}, {"variant": "standard", "n": 2}]
+    assert wh.scalar("SELECT count(*) FROM muso.metrics WHERE variant = 'checkpoint_0'") > 0
+    assert wh.scalar("SELECT count(*) FROM llm.calls WHERE purpose = 'muso.checkpoint.answer'") == 2

@@ -119,3 +119,45 @@ def test_rerun_is_served_from_the_ledger(tmp_path):
         reg.close()
         assert len(stub.requests) == n == 3
     assert first == again
+
+
+def test_reflection_prefix_pauses_after_n_reflection_steps():
+    from evaluations.muso import reflection_prefix
+
+    thinking = "Try 1 + 4 = 5.\nWait, 2 + 3 = 5 as well.\nHmm, anything with three?\nNo."
+    assert reflection_prefix(thinking, 0) == "Try 1 + 4 = 5."
+    assert reflection_prefix(thinking, 1) == "Try 1 + 4 = 5.\nWait, 2 + 3 = 5 as well."
+    assert reflection_prefix(thinking, 2) is None  # two reflections only: the model ended on its own
+
+
+def test_reflection_checkpoints_insert_think_end_and_record_each_intermediate_answer(tmp_path):
+    """Paper 001, section 5 / figure 6a: Long-CoT paused after N reflection steps, </think> inserted, the
+    answer then given recorded with its confidence; more reflection here finds the second solution."""
+    from evaluations.muso import checkpoints
+
+    solve = ("<think>\nTry 1 + 4 = 5.\nWait, 2 + 3 = 5 as well.\nHmm, anything with three?\nNo.\n</think>\n\n"
+             "Solution 1: {1, 4}\nSolution 2: {2, 3}")
+
+    def respond(body):
+        last = body["messages"][-1]
+        if last["role"] == "assistant":  # a paused turn to continue: answer from what was thought so far
+            return "Solution 1: {1, 4}\nSolution 2: {2, 3}" if "Wait" in last["content"] else "Solution 1: {1, 4}"
+        if "rate your confidence" in last["content"]:
+            return "[[CONFIDENCE: \\boxed{80}]]"
+        return solve
+
+    with StubServer(responder=respond) as stub:
+        ledger, reg = ledger_for(stub, tmp_path)
+        rows = checkpoints(ledger, "stub", [ITEM], [0, 1, 2], temperature=0.6, solve_max_tokens=256,
+                           confidence_max_tokens=16)
+        reg.close()
+        bodies = [r["body"] for r in stub.requests]
+    by = {r["variant"]: r for r in rows}
+    assert set(by) == {"checkpoint_0", "checkpoint_1"}  # the reply has two reflection steps
+    assert by["checkpoint_0"]["recall"] == 0.5 and by["checkpoint_1"]["recall"] == 1.0
+    assert by["checkpoint_0"]["confidence"] == 80.0 and by["checkpoint_0"]["paradigm"] == "long_cot"
+    paused = [b for b in bodies if b["messages"][-1]["role"] == "assistant"]
+    assert len(paused) == 2 and all(b["continue_final_message"] is True and b["add_generation_prompt"] is False
+                                    for b in paused)
+    assert paused[0]["messages"][-1]["content"] == "<think>\nTry 1 + 4 = 5.\n</think>\n\n"
+    assert not any(SHORT_COT_SUFFIX in b["messages"][0]["content"] for b in bodies)  # Long-CoT's prompt
