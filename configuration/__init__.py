@@ -300,6 +300,9 @@ class WakenDataset(_Strict):
     generator: FLDGenerator | None = None
     source: WakenSource | None = None
     count: PerScale  # items in all, half solvable and half Unknown
+    lecture: bool = Field(False, description=(
+        "scienceqa: the row's lecture joins its hint or passage as the supporting text (more rows then allow "
+        "the two-sentence deletion of appendix C); the solution is never shown"))
 
     @property
     def context_form(self) -> Literal["fact", "story"]:
@@ -314,6 +317,8 @@ class WakenDataset(_Strict):
             raise ValueError("only kind `fld` has an offline generator; give a `source`")
         if (self.kind == "scienceqa") != (self.topics is not None):
             raise ValueError("`topics` is required for kind `scienceqa` and only allowed there")
+        if self.lecture and self.kind != "scienceqa":
+            raise ValueError("`lecture` is for kind `scienceqa` only")
         return self
 
 

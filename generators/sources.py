@@ -131,7 +131,7 @@ def _raw_rows(spec: SourceSpec) -> Iterator[tuple[str, int, dict[str, Any]]]:
 
         origin = spec.hub + (f"/{spec.config}" if spec.config else "")
         try:
-            ds = datasets.load_dataset(spec.hub, spec.config, split=spec.split)
+            ds = datasets.load_dataset(spec.hub, spec.config, split=_hub_split(spec.split))
         except Exception as exc:  # DatasetGenerationError and friends name no file
             raise SourceError(f"{origin} (split {spec.split}): the datasets library could not read it: "
                               f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
@@ -270,11 +270,27 @@ def _folio(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> Source
     )
 
 
+_SPLIT_ALIASES = {"val": "validation", "dev": "validation"}
+
+
+def split_names(split: str) -> set[str]:
+    """The splits a `split` value names: one ("train"), several joined by "+" ("train+validation",
+    as the datasets library reads them), or "all" (train, validation and test: ScienceQA's 21,208
+    questions, which paper 000's appendix C counts, are all three)."""
+    if split == "all":
+        return {"train", "validation", "test"}
+    return {_SPLIT_ALIASES.get(s.strip(), s.strip()) for s in split.split("+") if s.strip()}
+
+
+def _hub_split(split: str) -> str:
+    return "+".join(sorted(split_names(split))) if split == "all" else split
+
+
 def _scienceqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> SourceRecord | None:
     topic = row.get("topic")
     if topic not in spec.topics or row.get("image") is not None:
         return None  # another topic, or needs its picture
-    if row.get("split") is not None and row["split"] != spec.split:
+    if row.get("split") is not None and _SPLIT_ALIASES.get(row["split"], row["split"]) not in split_names(spec.split):
         return None  # the original release (problems.json) holds every split in one file
     choices = row.get("choices")
     if not isinstance(choices, list) or len(choices) < 2 or not all(isinstance(c, str) for c in choices):

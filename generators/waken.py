@@ -107,17 +107,21 @@ _WORD = re.compile(r"[a-z]+")
 _STOP = {"the", "a", "an", "of", "to", "and", "is", "are", "in", "on", "which", "what", "this", "that", "it", "its"}
 
 
-def study_text(record: SourceRecord) -> tuple[str, str]:
+def study_text(record: SourceRecord, with_lecture: bool = False) -> tuple[str, str]:
     """(supporting text, question as asked) of a ScienceQA row. The supporting text is the hint
     when there is one; Arts rows (figurative language, writing strategies) mostly carry their
     passage inside `question`, after its first line, and then that passage is the supporting text
-    and the first line the question. Solvable and Unknown items are shown the same way."""
+    and the first line the question. With `with_lecture`, the row's lecture (the release's
+    background text for the skill) follows it: the facts a Physics or Biology question rests on,
+    which most of those rows have no hint for. The solution is never shown: it states the answer.
+    Solvable and Unknown items are shown the same way."""
+    lecture = str(record.extra.get("lecture") or "").strip() if with_lecture else ""
     if record.context.strip():
-        return record.context.strip(), record.question.strip()
-    head, newline, rest = record.question.strip().partition("\n")
-    if newline and rest.strip():
-        return rest.strip(), head.strip()
-    return "", record.question.strip()
+        context, question = record.context.strip(), record.question.strip()
+    else:
+        head, newline, rest = record.question.strip().partition("\n")
+        context, question = (rest.strip(), head.strip()) if newline and rest.strip() else ("", record.question.strip())
+    return " ".join(x for x in (context, lecture) if x), question
 
 
 def _sentences(text: str) -> list[str]:
@@ -178,7 +182,7 @@ def topic_quotas(topics: Sequence[str], count: int) -> dict[str, tuple[int, int]
 
 
 def _choice_row(name: str, spec: WakenDataset, r: SourceRecord, dseed: int, unknown: bool) -> dict[str, Any]:
-    context, question = study_text(r)
+    context, question = study_text(r, spec.lecture)
     answer = (r.choices or [])[r.answer_index or 0]
     extra = {"choices": r.choices, "answer_index": r.answer_index, "topic": r.topic, "source_id": r.source_id}
     if not unknown:
@@ -206,7 +210,7 @@ def sample_choice_items(name: str, spec: WakenDataset, records: Sequence[SourceR
     for r in sorted(records, key=lambda r: r.source_id):
         if r.topic not in pools or not r.choices:
             continue
-        context, question = study_text(r)
+        context, question = study_text(r, spec.lecture)
         made = deletion(context, question, r.choices[r.answer_index or 0])
         if isinstance(made, str):
             why = "deleting two sentences leaves no context" if "no context" in made else "the answer stays verbatim"

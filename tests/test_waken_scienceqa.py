@@ -273,3 +273,43 @@ def test_failed_judge_calls_are_said_to_have_failed_not_to_be_unverified(tmp_pat
     assert "2 judge calls failed" in said and "the judge's calls failed" in said and "could not decide" not in said
     verdicts = Warehouse(cfg.warehouse_path()).rows("SELECT verdict FROM waken.unknown_drafts")
     assert [v["verdict"] for v in verdicts] == ["failed", "failed"]
+
+
+def _problems(tmp_path):
+    """A problems.json in the release's layout: two Physics rows without a hint, one per split."""
+    lecture = ("A magnet has two poles. Like poles push each other away. Opposite poles pull together. "
+               "The pull between magnets is called magnetic force.")
+    rows = {str(k): {"question": "Will these magnets attract or repel each other?", "choices": ["attract", "repel"],
+                     "answer": 0, "hint": "", "image": None, "task": "closed choice", "grade": "grade3",
+                     "subject": "natural science", "topic": "physics", "category": "Magnets",
+                     "skill": "Predict magnets", "lecture": lecture, "solution": "Opposite poles attract.",
+                     "split": split} for k, split in enumerate(["train", "val", "test"])}
+    path = tmp_path / "problems.json"
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def test_all_splits_and_the_lecture_widen_the_pool_appendix_c_draws_from(tmp_path):
+    """Paper 000, appendix C: 21,208 questions, i.e. every split of the release; a Physics row with no hint
+    has its facts in the lecture, which then is the supporting text two sentences are deleted from."""
+    from generators.sources import SourceSpec, load_source, split_names
+    from generators.waken import deletion, study_text
+
+    path = _problems(tmp_path)
+    assert split_names("all") == {"train", "validation", "test"} and split_names("train+val") == {"train", "validation"}
+    assert len(load_source(SourceSpec("scienceqa", path=str(path), split="train", topics=("physics",)))) == 1
+    every = load_source(SourceSpec("scienceqa", path=str(path), split="all", topics=("physics",)))
+    assert len(every) == 3
+    row = every[0]
+    assert study_text(row) == ("", row.question)  # without the lecture: nothing to delete from
+    context, question = study_text(row, with_lecture=True)
+    assert context.startswith("A magnet has two poles.") and "Opposite poles attract." not in context  # no solution
+    remaining, deleted = deletion(context, question, "attract")
+    assert len(deleted) == 2 and remaining and all(d not in remaining for d in deleted)
+
+
+def test_lecture_is_for_scienceqa_only():
+    from configuration import WakenDataset
+
+    with pytest.raises(ValueError, match="`lecture` is for kind `scienceqa` only"):
+        WakenDataset(kind="fld", generator={}, count={"demo": 2, "paper": 2}, lecture=True)
