@@ -257,8 +257,9 @@ def s1_lines(cfg: Config, counts: Counts) -> list[Line]:
     per_model = items * (s.k + 1)
     kind = EXACT if src == "warehouse" else AT_MOST
     for model in cfg.evaluate:
-        out.append(Line("s1", model, "s1.evaluate", per_model, kind, src))
-        out.append(Line("s1", cfg.judge, "s1.evaluate.judge", 3 * per_model, AT_MOST, src))
+        calls = per_model + (items * per_validator if model in s.table2_models else 0)  # table 2's sweep
+        out.append(Line("s1", model, "s1.evaluate", calls, kind, src))
+        out.append(Line("s1", cfg.judge, "s1.evaluate.judge", 3 * calls, AT_MOST, src))
     return out
 
 

@@ -121,7 +121,8 @@ def s1_responses(context: dg.AssetExecutionContext, settings: SettingsResource, 
     judge = Judge(ledger, cfg.judge)
     model = context.partition_key
     rows = evaluate(ledger, model, items, judge, s.k, s.eval_temperature, s.eval_top_p,
-                    s.eval_max_tokens.at(cfg.scale), reasoning=cfg.models[model].reasoning)
+                    s.eval_max_tokens.at(cfg.scale), reasoning=cfg.models[model].reasoning,
+                    sweep=(s.temperatures, s.samples_per_temperature) if model in s.table2_models else None)
     wh.replace_partition("s1.responses", rows, {"model": model})
     return dg.MaterializeResult(
         metadata={"dagster/row_count": len(rows), "items": len(items),

@@ -420,6 +420,9 @@ class S1Config(_Strict):
     validator_max_tokens: PerScale = PerScale(demo=48, paper=512)
     reduction_max_tokens: PerScale = PerScale(demo=256, paper=1024)
     k: int = Field(5, ge=1)
+    table2_models: list[str] = Field(default_factory=list, description=(
+        "evaluated models also sampled `samples_per_temperature` times at each of `temperatures` on the final "
+        "items (paper 002, table 2: the small LLMs' acc@10 at t = 0, 0.2, 0.4, and their tokens)"))
     eval_temperature: float = 0.6
     eval_top_p: float = 0.95
     eval_max_tokens: PerScale = PerScale(demo=128, paper=10000)
@@ -482,6 +485,9 @@ class Config(_Strict):
                     raise _RefError(f"s1.{role}.{i}", name, known)
         if self.s1.reducer is not None and self.s1.reducer not in known:
             raise _RefError("s1.reducer", self.s1.reducer, known)
+        for i, name in enumerate(self.s1.table2_models):
+            if name not in self.evaluate:
+                raise _RefError(f"s1.table2_models.{i}", name, set(self.evaluate))
         for name in self.muso.model_paradigms:
             if name not in known:
                 raise _RefError(f"muso.model_paradigms.{name}", name, known)

@@ -24,7 +24,8 @@ from validators.s1 import count_tokens, difficulty_awareness, redundancy
 # -- evaluation ------------------------------------------------------------------------------------
 
 def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge: Judge, k: int, temperature: float,
-             top_p: float, max_tokens: int, reasoning: bool = True) -> list[dict[str, Any]]:
+             top_p: float, max_tokens: int, reasoning: bool = True,
+             sweep: tuple[Sequence[float], int] | None = None) -> list[dict[str, Any]]:
     """One row per (item, mode, sample): k top-p samples and one greedy answer.
 
     A reasoning model (`reasoning`, an LRM as the paper evaluates) is scored only on well
@@ -37,9 +38,18 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
     Claude, Gemini, which table 3 scores with f-acc "–"): format `HIDDEN_REASONING`, not malformed.
     """
     plan = [(it, "sample", s) for it in items for s in range(k)] + [(it, "greedy", 0) for it in items]
-    requests = [CallRequest([{"role": "user", "content": it["question"]}],
-                            {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens} if mode == "sample"
-                            else {"temperature": 0.0, "max_tokens": max_tokens}, s) for it, mode, s in plan]
+    if sweep is not None:  # table 2: n samples at each temperature (mode "t=<temperature>")
+        temps, n = sweep
+        plan += [(it, f"t={t}", s) for t in temps for it in items for s in range(n)]
+
+    def params(mode: str) -> dict[str, Any]:
+        if mode == "sample":
+            return {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+        if mode == "greedy":
+            return {"temperature": 0.0, "max_tokens": max_tokens}
+        return {"temperature": float(mode[2:]), "max_tokens": max_tokens}
+
+    requests = [CallRequest([{"role": "user", "content": it["question"]}], params(mode), s) for it, mode, s in plan]
     results = ledger.complete(model, requests, purpose="s1.evaluate")
     rows = []
     for (it, mode, s), r in zip(plan, results):
@@ -150,6 +160,19 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list
         hidden = [r["format_type"] == HIDDEN_REASONING for r in sampled if r["format_type"] is not None]
         if any(hidden):  # only where it happens: the tables of models that show their thinking stay as they were
             put("reasoning_hidden", sum(hidden) / len(hidden), len(hidden))
+        # table 2: acc@n per temperature (items whose n samples at it are all correct) and tokens over them all
+        swept = [r for r in rows if r["mode"].startswith("t=")]
+        for mode in sorted({r["mode"] for r in swept}):
+            per_item: dict[str, list[bool]] = {}
+            for r in swept:
+                if r["mode"] == mode:
+                    per_item.setdefault(r["item_id"], []).append(bool(r["correct"]))
+            n = max((len(v) for v in per_item.values()), default=0)
+            whole = [all(v) for v in per_item.values() if len(v) == n]
+            put("table2_acc", sum(whole) / len(whole) if whole else None, len(whole), mode[2:])
+        if swept:
+            toks = [r["tokens"] for r in swept if r.get("tokens") is not None and r["format_type"] != 301]
+            put("table2_tokens", sum(toks) / len(toks) if toks else None, len(toks))
         classes = [r["difficulty_class"] for r in sampled if r["difficulty_class"] is not None]
         for c in (1, 2, 3, 4):
             put("difficulty_awareness", sum(x == c for x in classes) / len(classes) if classes else None, len(classes), str(c))

@@ -131,3 +131,27 @@ def test_a_bad_release_file_is_named_with_its_item_and_field(tmp_path, text, err
     path.write_text(text)
     with pytest.raises(ValueError, match=re.escape(f"{path}: ") + ".*" + re.escape(error)):
         load_release(path)
+
+
+def test_table2_sweeps_the_listed_models_at_three_temperatures_on_the_final_items(tmp_path):
+    """Paper 002, table 2: each small LLM sampled 10 times at t = 0, 0.2, 0.4 on the final items; acc@10
+    per temperature (items with all 10 right) and the mean tokens. Here 2 samples, to stay small."""
+    with StubServer(responder=knows_the_answers) as stub:
+        cfg = stub_config(stub, tmp_path, models={
+            "stub": {"base_url": stub.base_url, "model": "stub-model", "concurrency": 4, "reasoning": True},
+            "small": {"base_url": stub.base_url, "model": "small-llm", "concurrency": 4}},
+            evaluate=["stub", "small"], s1={"table2_models": ["small"], "samples_per_temperature": 2})
+        defs = build_definitions(cfg.source)
+        results = [materialize(defs, [key]) for key in ("s1_items", "s1_responses", "s1_metrics")]
+    assert all(r.success for r in results)
+    wh = Warehouse(cfg.warehouse_path())
+    modes = {(r["model"], r["mode"]): r["n"] for r in wh.rows(
+        "SELECT model, mode, count(*) AS n FROM s1.responses GROUP BY ALL")}
+    items = wh.scalar("SELECT count(*) FROM s1.items")
+    assert modes[("small", "t=0.2")] == 2 * items and ("stub", "t=0.2") not in modes
+    [t2] = wh.rows("SELECT * FROM s1.table2")
+    assert t2["Model"] == "small" and (t2["t=0.0"], t2["t=0.2"], t2["t=0.4"]) == (100.0, 100.0, 100.0)
+    temps = {r["t"] for r in wh.rows("SELECT DISTINCT CAST(request->'$.params.temperature' AS DOUBLE) AS t "
+                                     "FROM llm.calls WHERE model = 'small'")}
+    assert {0.0, 0.2, 0.4} <= temps
+    assert t2["Tokens"] == round(wh.scalar("SELECT avg(tokens) FROM s1.responses WHERE mode LIKE 't=%'"), 2)

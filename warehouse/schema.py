@@ -345,7 +345,7 @@ TABLES: dict[str, str] = {
         subcategory       VARCHAR NOT NULL,
         category          VARCHAR NOT NULL,
         language          VARCHAR NOT NULL,
-        mode              VARCHAR NOT NULL,   -- sample (top-p) or greedy
+        mode              VARCHAR NOT NULL,   -- sample (top-p), greedy, or t=<temperature> (table 2's sweep)
         sample_index      INTEGER NOT NULL,
         format_type       INTEGER,            -- table 9: 100/101, 200-207, 300/301; 102: reasoning hidden by the API
         has_thinking      BOOLEAN NOT NULL,
@@ -461,6 +461,15 @@ VIEWS.update({
     # Table 5: mean response tokens (top-p) per language and category, endless replies left out, with
     # the Column Avg and Improvement rows.
     "s1.table5": f"SELECT * EXCLUDE (o) FROM ({_s1_table5()})",
+    # Table 2: acc@n (percent) of the models in s1.table2_models at each swept temperature, and tokens.
+    "s1.table2": f"""
+        SELECT model AS "Model",
+               {_pct("max(value) FILTER (metric = 'table2_acc' AND level = 'all' AND category = '0.0')")} AS "t=0.0",
+               {_pct("max(value) FILTER (metric = 'table2_acc' AND level = 'all' AND category = '0.2')")} AS "t=0.2",
+               {_pct("max(value) FILTER (metric = 'table2_acc' AND level = 'all' AND category = '0.4')")} AS "t=0.4",
+               round(max(value) FILTER (metric = 'table2_tokens' AND level = 'all'), 2) AS "Tokens"
+        FROM s1.metrics WHERE metric LIKE 'table2_%' GROUP BY model ORDER BY model
+    """,
     # Table 4: pass@1 (percent) per language and category.
     "s1.table4": f"""
         SELECT model AS "Model", {_s1_tokens(metric="pass@1", scale="100")}
@@ -828,6 +837,7 @@ TABLE_DOCS: dict[str, str] = {
     "s1.table5": ("S1-Bench paper table 5: mean response tokens per language and category, with the Column Avg "
                   "of the LLMs and of the LRMs and their ratio (Improvement)."),
     "s1.table4": "S1-Bench paper table 4: pass@1 (percent) per language and category.",
+    "s1.table2": "S1-Bench paper table 2: acc@n (percent) at t = 0, 0.2, 0.4 and tokens of the swept models.",
     "s1.table8": "S1-Bench paper table 8 (greedy decoding): accuracy, f-acc (percent), tokens.",
     "s1.table19": "S1-Bench paper table 19: the rate (percent) of each response format type under top-p sampling.",
     "s1.table20": "S1-Bench paper table 20: the rate (percent) of each response format type under greedy decoding.",
