@@ -16,6 +16,7 @@ stops its server before the next starts.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,27 +67,38 @@ def _embedded_gone(timeout_s: float = 60) -> None:
     raise SystemExit("an embedded server is still running; not starting a second one")
 
 
-def direct(requests: list[dict]) -> tuple[int, float, int]:
-    """(calls, seconds, completion tokens) of the same requests against a directly started server."""
-    import openai
-
+@contextlib.contextmanager
+def llama_server(python: str = sys.executable, startup_s: float = 120) -> Iterator[int]:
+    """A llama.cpp server on the embedded model file, started directly with `python`'s llama_cpp and
+    the embedded server's threads (never beside another one); yields its port once it lists the model."""
     _embedded_gone()
     port = _free_port()
+    threads = str(server_threads())
     server = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path("smollm2-135m-instruct")),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", str(server_threads()),
-         "--n_threads_batch", str(server_threads())],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [python, "-m", "llama_cpp.server", "--model", str(embedded_model_path("smollm2-135m-instruct")),
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", threads,
+         "--n_threads_batch", threads], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + startup_s
         while True:
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
                 break
             except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("the direct server did not start")
-                time.sleep(0.5)
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit(f"the llama.cpp server of {python} did not start")
+                time.sleep(0.25)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def direct(requests: list[dict]) -> tuple[int, float, int]:
+    """(calls, seconds, completion tokens) of the same requests against a directly started server."""
+    import openai
+
+    with llama_server() as port:
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="not-needed", max_retries=0,
                                timeout=300)
         tokens = 0
@@ -97,9 +110,6 @@ def direct(requests: list[dict]) -> tuple[int, float, int]:
                                                   extra_body=params or None, **named)
             tokens += resp.usage.completion_tokens if resp.usage else 0
         return len(requests), time.monotonic() - t0, tokens
-    finally:
-        server.terminate()
-        server.wait(30)
 
 
 def main() -> None:

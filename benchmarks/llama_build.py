@@ -18,14 +18,16 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from demo_calls import llama_server  # noqa: E402
 from llm_calls import llama_build  # noqa: E402
-from llm_calls.embedded import _free_port, embedded_model_path, server_threads  # noqa: E402
+from llm_calls.embedded import server_threads  # noqa: E402
 
 PROMPTS = [
     "Name three colours.", "What is 12 times 7?", "Write one sentence about the sea.",
@@ -56,22 +58,7 @@ def one_round(python: str, calls: int, max_tokens: int) -> tuple[float, float]:
     """(calls/s, completion tokens/s) of `calls` requests sent one at a time to a fresh server."""
     import openai
 
-    port = _free_port()
-    threads = str(server_threads())
-    server = subprocess.Popen(
-        [python, "-m", "llama_cpp.server", "--model", str(embedded_model_path("smollm2-135m-instruct")),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", threads,
-         "--n_threads_batch", threads], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit(f"the server of {python} did not start")
-                time.sleep(0.25)
+    with llama_server(python) as port:
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", max_retries=0)
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi"}], max_tokens=1)
         tokens = 0
@@ -83,9 +70,6 @@ def one_round(python: str, calls: int, max_tokens: int) -> tuple[float, float]:
             tokens += resp.usage.completion_tokens
         seconds = time.monotonic() - t0
         return calls / seconds, tokens / seconds
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def main() -> None:
