@@ -41,8 +41,11 @@ class Registry:
     subcategories: dict[str, Subcategory]
 
     def criteria(self, sub: str, lang: str) -> str:
-        cat = self.categories[self.subcategories[sub].category]
-        return f"{self.general_criteria[lang]} {cat['criteria'][lang]}"
+        """What the prompts call the "Specific Simplicity Criteria": the main category's own (paper 002,
+        table 17's note: the simplicity requirements specific to the main category). The general
+        criteria (section 2.1.1) are not among them: the generation prompt states them as its numbered
+        conditions."""
+        return self.categories[self.subcategories[sub].category]["criteria"][lang]
 
 
 def load_registry(path: str | Path | None = None) -> Registry:
