@@ -451,7 +451,7 @@ class ReplyCheckThresholds(_Strict):
 
 class Config(_Strict):
     scale: Literal["demo", "paper"] = "demo"
-    seed: int = 20261130
+    seed: int = Field(20261130, ge=0, lt=2**63, description="fits a BIGINT: every derived seed is stored")
     warehouse: WarehouseConfig = WarehouseConfig()
     ledger: LedgerConfig = LedgerConfig()
     models: dict[str, ModelConfig] = Field(
@@ -558,7 +558,8 @@ def _describe(error: dict[str, Any]) -> str:
         elif kind == "literal_error":
             msg = "expected " + error["msg"].removeprefix("Input should be ")
     if kind != "missing" and "input" in error:
-        msg += f", got {error['input']!r}"
+        got = repr(error["input"])
+        msg += f", got {got if len(got) <= 200 else got[:200] + f'... ({len(got)} characters)'}"
     return f"{loc}: {msg}"
 
 
@@ -618,6 +619,32 @@ def parse_config(data: Any, source: str = "<dict>") -> Config:
         raise ConfigError("\n".join(lines)) from None
 
 
+MAX_YAML_NODES = 100_000  # a configuration is a few hundred; aliases nested ten deep make billions
+
+
+def _bounded(node: Any, path: Path) -> None:
+    """Refuse a file whose aliases expand it beyond MAX_YAML_NODES (a "billion laughs" file would make
+    validation run for hours); counts the tree as it would be expanded, without expanding it."""
+    sizes: dict[int, int] = {}
+
+    def size(n: Any) -> int:
+        if id(n) in sizes:
+            return sizes[id(n)]
+        sizes[id(n)] = 1  # a recursive alias counts once
+        total = 1
+        if isinstance(n, yaml.SequenceNode):
+            total += sum(size(x) for x in n.value)
+        elif isinstance(n, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in n.value)
+        total = min(total, MAX_YAML_NODES + 1)
+        sizes[id(n)] = total
+        return total
+
+    if node is not None and size(node) > MAX_YAML_NODES:
+        raise ConfigError(f"{path}: more than {MAX_YAML_NODES:,} values once its aliases (*name) are expanded; "
+                          "a configuration needs far fewer")
+
+
 def config_path() -> Path:
     return Path(os.environ.get(CONFIG_ENV_VAR) or DEFAULT_CONFIG_PATH)
 
@@ -630,6 +657,8 @@ def load_config(path: str | Path | None = None) -> Config:
     except FileNotFoundError:
         raise ConfigError(f"{p}: configuration file not found (set {CONFIG_ENV_VAR} to another path)") from None
     try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        _bounded(node, p)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -253,8 +253,8 @@ class Runner:
         keep, prompts, metas = [], [], []
         for item, original, r in zip(items, originals, rewrites):
             if not r.ok or not (r.text or "").strip():
-                why = r.error or "empty rewrite"
-                self._record("prompt_polishing", item, original, None, r, Reading(None, "call_failed"),
+                why = r.error or f"the polisher {self.polisher} answered an empty rewrite"
+                self._record("prompt_polishing", item, original, None, r, Reading(None, "call_failed", why),
                              {"rewrite_failed": why})
                 continue
             keep.append(item)

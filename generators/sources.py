@@ -171,7 +171,11 @@ def _file_rows(f: Path, dataset: str = "") -> Iterator[tuple[str, int, dict[str,
         for i, row in enumerate(pq.read_table(f).to_pylist()):
             yield str(f), i, row
         return
-    text = f.read_text(encoding="utf-8-sig")
+    try:
+        text = f.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"{f}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r}); "
+                          "save the file as UTF-8") from None
     if f.suffix == ".csv":
         import csv
         import io

@@ -10,6 +10,7 @@ restarts.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -144,6 +145,12 @@ class ModelRegistry:
             api_key=api_key,
             server_death=death,
         )
+
+    def secrets(self) -> list[str]:
+        """Every configured model's API key that the environment holds now: masked in all that is
+        stored, replies included (a server may echo a key inside an answer)."""
+        names = {m.api_key_env for m in self.config.models.values() if m.api_key_env}
+        return sorted({v for v in (os.environ.get(n) for n in names) if v}, key=len, reverse=True)
 
     def close(self) -> None:
         with self._lock:

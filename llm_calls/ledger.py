@@ -378,6 +378,7 @@ class Ledger:
             base_url=ep.base_url, api_key=ep.api_key or "not-needed", max_retries=0, timeout=self.config.timeout_s,
             http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()),
         )
+        secrets = self.registry.secrets()
         sem = asyncio.Semaphore(ep.concurrency)
         unsaved = self.config.max_unsaved or ep.concurrency
         slots = asyncio.Semaphore(ep.concurrency + unsaved)  # requested but not yet committed
@@ -389,7 +390,7 @@ class Ledger:
         async def worker() -> None:
             for key, (req, params) in pending:
                 await slots.acquire()
-                result, row = await self._call(client, sem, ep, identity, purpose, key, req, params)
+                result, row = await self._call(client, sem, ep, identity, purpose, key, req, params, secrets)
                 out[key] = result
                 progress.record(result.ok)
                 queue.put_nowait(row)
@@ -412,7 +413,7 @@ class Ledger:
 
     async def _call(
         self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, ep: Endpoint, identity: str,
-        purpose: str, key: str, req: CallRequest, params: dict[str, Any],
+        purpose: str, key: str, req: CallRequest, params: dict[str, Any], secrets: Sequence[str] = (),
     ) -> tuple[CallResult, dict[str, Any]]:
         sent = dict(params)
         if ep.send_seed and "seed" not in sent:
@@ -456,6 +457,7 @@ class Ledger:
                     finally:
                         latency = time.monotonic() - t0
                 text, reasoning, finish, ptok, ctok, rtok = _read_response(resp)
+                text, reasoning = _masked(text, secrets), _masked(reasoning, secrets)
                 ok = True
                 break
             except (_Failed, _ServerDied) as exc:
@@ -634,6 +636,14 @@ def _read_response(resp: Any) -> tuple[str, str | None, str | None, int | None, 
         getattr(usage, "completion_tokens", None),
         getattr(details, "reasoning_tokens", None),
     )
+
+
+def _masked(text: str | None, secrets: Sequence[str]) -> str | None:
+    """`text` with every configured secret replaced by *** (a reply that echoes a key is stored without it)."""
+    if text:
+        for secret in secrets:
+            text = text.replace(secret, "***")
+    return text
 
 
 def _brief(exc: BaseException, limit: int = 500) -> str:

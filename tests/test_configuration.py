@@ -140,3 +140,29 @@ def test_a_relative_local_copy_of_a_hub_dataset_resolves_beside_the_config_file(
     assert datasets["fld_local"].source.hub == str(cfg_dir / "data" / "FLD.v2")
     assert datasets["fld_dot"].source.hub == str(cfg_dir / "elsewhere" / "FLD.v2")
     assert datasets["fld_hub"].source.hub == "hitachi-nlp/FLD.v2"  # a hub id stays a hub id
+
+
+def test_a_seed_beyond_a_bigint_is_refused_when_the_file_is_read(tmp_path):
+    with pytest.raises(ConfigError, match=r"seed: expected a value that is less than 9223372036854775808"):
+        parse_config({"seed": 10 ** 25}, str(tmp_path / "c.yaml"))
+    with pytest.raises(ConfigError, match=r"seed: expected a value that is greater than or equal to 0"):
+        parse_config({"seed": -1}, str(tmp_path / "c.yaml"))
+
+
+def test_a_yaml_alias_bomb_is_refused_at_once_and_errors_quote_values_briefly(tmp_path):
+    import time
+
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
+    for prev, name in zip("abcdef", "bcdefg"):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 10) + "]")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\nseed: *g\n")
+    t0 = time.monotonic()
+    with pytest.raises(ConfigError, match=r"bomb.yaml: more than 100,000 values once its aliases"):
+        load_config(bomb)
+    assert time.monotonic() - t0 < 5
+    big = tmp_path / "big.yaml"  # a long bad value is quoted briefly, with its length
+    big.write_text("seed: [" + ",".join(["1"] * 5000) + "]\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(big)
+    assert len(str(err.value)) < 400 and "characters)" in str(err.value)

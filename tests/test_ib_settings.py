@@ -178,3 +178,19 @@ def test_all_other_options_are_false_where_not_offered_means_no_option_without_t
     assert (got.answer, got.method) == (NONE, "final_answer")
     offered = read_answer(SINGLE, "Answer: All other options are false")
     assert offered.answer == frozenset({3})  # where it is an option, it is that option
+
+
+def test_an_empty_rewrite_by_the_polisher_is_a_failure_that_says_so(tmp_path):
+    def blank_polisher(body):
+        text = body["messages"][-1]["content"]
+        return "   " if text.startswith("Rewrite the following prompt") else "Answer: 1"
+
+    with StubServer(responder=blank_polisher) as stub:
+        cfg = stub_config(stub, tmp_path)
+        with ModelRegistry(cfg) as reg:
+            r = Runner(Ledger(Warehouse(cfg.warehouse_path()), reg), "stub", "stub", "stub",
+                       {"temperature": 0.0, "max_tokens": 32})
+            r.run([SINGLE], [], ["prompt_polishing"])
+    [x] = r.responses
+    assert x["method"] == "call_failed" and x["correct"] is None
+    assert x["error"] == "the polisher stub answered an empty rewrite"

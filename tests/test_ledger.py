@@ -263,3 +263,18 @@ def test_an_endpoint_that_refuses_connections_is_not_asked_once_per_call(tmp_pat
     rows = wh.rows("SELECT status, attempts, error FROM llm.calls WHERE key IN (SELECT unnest(?::VARCHAR[]))",
                    [[r.key for r in second]])
     assert len(rows) == 6 and all(r["status"] == "failed" and r["attempts"] == 0 for r in rows)  # recorded
+
+
+def test_a_key_echoed_inside_a_successful_reply_is_masked_in_everything_stored(tmp_path, monkeypatch):
+    secret = "sk-canary-" + "7" * 24
+    monkeypatch.setenv("BENCH_ECHO_KEY", secret)
+    with StubServer(responder=lambda body: f"Your key is {secret}; the answer is 4.") as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "api_key_env": "BENCH_ECHO_KEY"}})
+        ledger = Ledger(Warehouse(cfg.warehouse_path()), ModelRegistry(cfg))
+        [r] = ledger.complete("stub", [CallRequest(user("2 + 2?"))])
+        [again] = ledger.complete("stub", [CallRequest(user("2 + 2?"))])
+    assert r.ok and secret not in r.text and r.text == "Your key is ***; the answer is 4."
+    assert again.cached and again.text == r.text
+    dump = ledger.warehouse.rows("SELECT * FROM llm.calls")
+    assert secret not in repr(dump)

@@ -251,3 +251,10 @@ def test_commonsenseqa_original_release_layout():
     recs = load_source(SourceSpec("commonsenseqa", split="validation", path=str(FIX / "commonsenseqa_dev_rand_split.jsonl")))
     assert recs[0].question == "When would you most likely open an umbrella?" and recs[0].choices[recs[0].answer_index] == "rain"
     assert [len(r.choices) for r in recs] == [5, 5, 5] and recs[1].topic == "bread"
+
+
+def test_a_source_file_that_is_not_utf8_names_the_file(tmp_path):
+    f = tmp_path / "folio.jsonl"
+    f.write_bytes('{"premises": "caf\xe9", "conclusion": "c", "label": "True"}\n'.encode("latin-1"))
+    with pytest.raises(SourceError, match=rf"{f}: not UTF-8 text \(byte \d+"):
+        load_source(SourceSpec("folio", path=str(f)))
