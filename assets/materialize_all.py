@@ -163,12 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     instance = dg.DagsterInstance.get()
     materialized = {}
     if args.model:
-        for family in FAMILIES.values():
+        stored = _stored_items(Warehouse(defs.resources["warehouse"].path))
+        for name, family in FAMILIES.items():
             key = dg.AssetKey(family[0])
             if by_name[family[0]].partitions_def is None:
-                materialized[family[0]] = {""} if instance.get_latest_materialization_event(key) else set()
+                recorded = {""} if instance.get_latest_materialization_event(key) else set()
             else:
-                materialized[family[0]] = set(instance.get_materialized_partitions(key))
+                recorded = set(instance.get_materialized_partitions(key))
+            # built only if the instance remembers it AND the warehouse holds it (a deleted or new
+            # warehouse file has no items, whatever the instance says)
+            materialized[family[0]] = recorded & stored[name]
     try:
         steps = plan_steps(by_name, args.select, args.partition, args.model, materialized)
     except SelectionError as exc:
@@ -197,8 +201,26 @@ def main(argv: list[str] | None = None) -> int:
             progress.finish()
     finally:
         progress.stop()
-    print(summary(done, wh, config, defs.resources["warehouse"].path))
+    try:
+        print(summary(done, wh, config, defs.resources["warehouse"].path))
+    except Exception as exc:  # the warehouse cannot be read: the steps' own outcomes still stand
+        print(f"\nno summary: the warehouse {defs.resources['warehouse'].path} could not be read "
+              f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+              f"{sum(d.ok for d in done)} of {len(done)} steps ok", file=sys.stderr)
+        return 1
     return 0 if all(d.ok for d in done) else 1
+
+
+_ITEM_PARTITIONS = {"muso": "SELECT DISTINCT partition_key FROM muso.instances",
+                    "waken": "SELECT DISTINCT dataset FROM waken.items", "ib": "SELECT DISTINCT dataset FROM ib.items",
+                    "s1": "SELECT '' FROM s1.items LIMIT 1"}
+
+
+def _stored_items(wh: Warehouse) -> dict[str, set[str]]:
+    """Per family, the item partitions the warehouse holds ('' for an unpartitioned family)."""
+    if not Path(wh.path).exists():
+        return {family: set() for family in _ITEM_PARTITIONS}
+    return {family: {next(iter(r.values())) for r in wh.rows(sql)} for family, sql in _ITEM_PARTITIONS.items()}
 
 
 def _failure(result: dg.ExecuteInProcessResult, wh: Warehouse) -> str:

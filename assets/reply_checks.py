@@ -45,13 +45,16 @@ def reply_check_results(wh: Warehouse, thresholds: ReplyCheckThresholds, partiti
     measured = {"failed_calls": (failed, total), "undecided_replies": (undecided, max(total - failed, 0)),
                 "truncated_replies": (truncated, len(keys))}
     out = []
+    where = f" in partition {partition}" if partition else ""
     for name, (count, of) in measured.items():
         share = count / of if of else 0.0
         limit = getattr(thresholds, name)
         severity = dg.AssetCheckSeverity.ERROR if share > limit else dg.AssetCheckSeverity.WARN
-        where = f" in partition {partition}" if partition else ""
+        passed, description = count == 0, f"{count} of {of}{where} ({share:.1%}); threshold {limit:.0%}"
+        if name == "failed_calls" and total == 0:  # 0 of 0 is no evidence of health: say the step measured nothing
+            passed, severity = False, dg.AssetCheckSeverity.WARN
+            description = f"no replies{where}: this step measured nothing (no items, or no setting applies to them)"
         out.append(dg.AssetCheckResult(
-            check_name=name, passed=count == 0, severity=severity,
-            description=f"{count} of {of}{where} ({share:.1%}); threshold {limit:.0%}",
+            check_name=name, passed=passed, severity=severity, description=description,
             metadata={"partition": partition or "", "count": count, "of": of, "share": share, "threshold": limit}))
     return out

@@ -160,3 +160,44 @@ def test_the_summary_has_a_row_per_family_the_headline_and_where_to_look(tmp_pat
     assert "Instruction Boundary [m]: vanilla Acc=0.5" in text
     assert "Instruction Boundary [m] vanilla: decided replies" not in text  # no responses stored: no claim
     assert "1 step(s) failed: ib_responses [fld|m]" in text and "reports:" in text
+
+
+def test_model_run_rebuilds_items_the_warehouse_does_not_hold_whatever_the_instance_remembers(tmp_path):
+    """Issue 25: with the warehouse file gone, `--model` used to skip the items on the word of Dagster's
+    records and end "0 items, 0 calls, ok"; the items are built again when the warehouse lacks them."""
+    root = Path(__file__).resolve().parent.parent
+    home = tmp_path / "home"
+    home.mkdir()
+    with StubServer(responder=lambda body: "Answer: 1") as stub:
+        cfg = stub_config(stub, tmp_path, ib=IB, models={"alpha": {"base_url": stub.base_url, "model": "a"}},
+                          evaluate=["alpha"], judge="alpha")
+        env = {"PATH": "/usr/bin:/bin", CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home)}
+
+        def run(*args):
+            return subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "ib", *args],
+                                  cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+        assert run().returncode == 0
+        for f in Path(cfg.warehouse_path()).parent.glob(Path(cfg.warehouse_path()).name + "*"):
+            f.unlink()  # the warehouse is deleted; the instance still remembers the items
+        again = run("--model", "alpha")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "ib_items [fld]" in again.stdout
+    wh = Warehouse(cfg.warehouse_path())
+    assert wh.scalar("SELECT count(*) FROM ib.items") > 0 and wh.scalar("SELECT count(*) FROM ib.responses") > 0
+
+
+def test_a_warehouse_that_cannot_be_read_ends_the_run_with_one_line_not_a_traceback(stub, monkeypatch, capsys,
+                                                                                     tmp_path):
+    from assets import materialize_all
+
+    def unreadable(*args, **kwargs):
+        raise OSError("Permission denied: wh.duckdb")
+
+    monkeypatch.setattr(materialize_all, "summary", unreadable)
+    monkeypatch.setattr(materialize_all, "plan_steps", lambda *a, **k: [])
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    monkeypatch.setenv(CONFIG_ENV_VAR, str(stub_config(stub, tmp_path).source))
+    assert materialize_all.main([]) == 1
+    err = capsys.readouterr().err
+    assert "no summary: the warehouse" in err and "OSError: Permission denied" in err and "Traceback" not in err

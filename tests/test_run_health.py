@@ -135,3 +135,15 @@ def test_the_main_command_refuses_an_unknown_family():
     out = subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "nope"], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 2 and "--select 'nope': not a family" in out.stderr
+
+
+def test_a_slice_that_measured_nothing_says_so_instead_of_passing(tmp_path):
+    """0 replies of 0 is no evidence of health: the failed-calls check warns that the step measured nothing
+    (here the miscellany slice, which no configured setting asks)."""
+    with StubServer(responder=lambda body: "Answer: 1") as stub:
+        cfg = stub_config(stub, tmp_path, ib=IB)
+        defs = build_definitions(cfg.source)
+        result = materialize(defs, ["ib_items", "ib_responses"], "miscellany")
+    check = evaluations(result)["failed_calls"]
+    assert result.success and not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+    assert "measured nothing" in check.description and check.metadata["of"].value == 0
