@@ -159,5 +159,6 @@ def test_reflection_checkpoints_insert_think_end_and_record_each_intermediate_an
     paused = [b for b in bodies if b["messages"][-1]["role"] == "assistant"]
     assert len(paused) == 2 and all(b["continue_final_message"] is True and b["add_generation_prompt"] is False
                                     for b in paused)
-    assert paused[0]["messages"][-1]["content"] == "<think>\nTry 1 + 4 = 5.\n</think>\n\n"
+    assert {b["messages"][-1]["content"] for b in paused} == {  # requests arrive in any order
+        "<think>\nTry 1 + 4 = 5.\n</think>\n\n", "<think>\nTry 1 + 4 = 5.\nWait, 2 + 3 = 5 as well.\n</think>\n\n"}
     assert not any(SHORT_COT_SUFFIX in b["messages"][0]["content"] for b in bodies)  # Long-CoT's prompt
