@@ -316,6 +316,8 @@ class EmbeddedServer:
             if time.monotonic() >= deadline:
                 return None
             time.sleep(0.05)
+        if returncode is None:  # started by another process: the wrapper's faulthandler line names the crash
+            returncode = self._crash_in_log()
         why = self._describe_death(returncode, "while answering")
         key = str(self.model_path)
         if self._counted_death != self.pid:  # one death, however many callers ask about it
@@ -339,6 +341,17 @@ class EmbeddedServer:
         if self._proc is not None:
             return self._proc.poll() is None
         return _pid_alive(self.pid)
+
+    _FATAL = {"Illegal instruction": signal.SIGILL, "Segmentation fault": signal.SIGSEGV, "Bus error": signal.SIGBUS,
+              "Floating point exception": signal.SIGFPE, "Aborted": signal.SIGABRT}
+
+    def _crash_in_log(self) -> int | None:
+        """-signal of a crash the log reports ("Fatal Python error: Illegal instruction"), else None."""
+        words = self._last_words()
+        for text, sig in self._FATAL.items():
+            if f"Fatal Python error: {text}" in words:
+                return -int(sig)
+        return None
 
     def _last_words(self, lines: int = 8) -> str:
         """The log's last lines before a crash: up to the interpreter's "Fatal Python error" line (the

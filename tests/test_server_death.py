@@ -138,3 +138,19 @@ def test_a_server_killed_mid_run_fails_the_calls_in_flight_with_one_named_error(
         else:
             with pytest.raises(EmbeddedModelError, match=r"killed by SIGILL .*\n?[\s\S]*Not started again"):
                 ledger.complete("smollm2", [CallRequest(user("Say yes."), {"max_tokens": 4})])
+
+
+def test_a_process_that_joined_the_server_reads_the_crash_from_its_log(tmp_path):
+    """A user that did not start the server has no exit status to read: the wrapper's faulthandler line
+    in the log names the crash, so it too refuses to start one that would die the same way."""
+    server = EmbeddedServer(MODEL)
+    log = tmp_path / "server.log"
+    log.write_text("llama_context: graph_compute\nFatal Python error: Illegal instruction\n\nCurrent thread:\n")
+    dead = os.fork()
+    if dead == 0:
+        os._exit(0)
+    os.waitpid(dead, 0)
+    server.pid, server._log_path = dead, log  # joined: no Popen of its own
+    why = server.death(wait_s=0)
+    assert why and "killed by SIGILL (illegal instruction) while answering" in why
+    assert embedded.broken_reason(server.model_path) == why
