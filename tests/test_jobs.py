@@ -79,20 +79,26 @@ def test_a_selection_that_names_nothing_is_refused(stub, tmp_path, args, message
         plan_steps(assets_of(cfg), *args)
 
 
-def test_adding_a_model_evaluates_only_its_slices_and_the_first_models_rows_stay(tmp_path):
-    """The README recipe: evaluate one model, add a second to `evaluate`, run `--model` for it."""
+def ib_command(stub, tmp_path):
+    """A configuration with model `alpha` on `stub`, and a function running the command on it for IB."""
     root = Path(__file__).resolve().parent.parent
     home = tmp_path / "home"
     home.mkdir()
+    cfg = stub_config(stub, tmp_path, ib=IB, models={"alpha": {"base_url": stub.base_url, "model": "a"}},
+                      evaluate=["alpha"], judge="alpha")
+
+    def run(*args):
+        env = {"PATH": "/usr/bin:/bin", CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home)}
+        return subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "ib", *args],
+                              cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+    return cfg, home, run
+
+
+def test_adding_a_model_evaluates_only_its_slices_and_the_first_models_rows_stay(tmp_path):
+    """The README recipe: evaluate one model, add a second to `evaluate`, run `--model` for it."""
     with StubServer(responder=lambda body: "Answer: 1") as stub:
-        cfg = stub_config(stub, tmp_path, ib=IB, models={"alpha": {"base_url": stub.base_url, "model": "a"}},
-                          evaluate=["alpha"], judge="alpha")
-
-        def run(*args):
-            env = {"PATH": "/usr/bin:/bin", CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home)}
-            return subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "ib", *args],
-                                  cwd=root, env=env, capture_output=True, text=True, timeout=300)
-
+        cfg, home, run = ib_command(stub, tmp_path)
         first = run()
         assert first.returncode == 0, first.stderr[-2000:]
         wh = Warehouse(cfg.warehouse_path())
@@ -165,18 +171,8 @@ def test_the_summary_has_a_row_per_family_the_headline_and_where_to_look(tmp_pat
 def test_model_run_rebuilds_items_the_warehouse_does_not_hold_whatever_the_instance_remembers(tmp_path):
     """Issue 25: with the warehouse file gone, `--model` used to skip the items on the word of Dagster's
     records and end "0 items, 0 calls, ok"; the items are built again when the warehouse lacks them."""
-    root = Path(__file__).resolve().parent.parent
-    home = tmp_path / "home"
-    home.mkdir()
     with StubServer(responder=lambda body: "Answer: 1") as stub:
-        cfg = stub_config(stub, tmp_path, ib=IB, models={"alpha": {"base_url": stub.base_url, "model": "a"}},
-                          evaluate=["alpha"], judge="alpha")
-        env = {"PATH": "/usr/bin:/bin", CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home)}
-
-        def run(*args):
-            return subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "ib", *args],
-                                  cwd=root, env=env, capture_output=True, text=True, timeout=300)
-
+        cfg, _, run = ib_command(stub, tmp_path)
         assert run().returncode == 0
         for f in Path(cfg.warehouse_path()).parent.glob(Path(cfg.warehouse_path()).name + "*"):
             f.unlink()  # the warehouse is deleted; the instance still remembers the items
