@@ -47,15 +47,19 @@ class Endpoint:
 _KEY_LIKE = re.compile(r"\b(sk|pk|rk|key|hf|gsk|xai)[-_][A-Za-z0-9_\-]{8,}|\b(Bearer)\s+[A-Za-z0-9._\-]{8,}")
 
 
-def redact(text: str | None, secrets: Iterable[str | None] = ()) -> str | None:
-    """The one redaction helper for every error text that leaves a model call (ledger rows, the
-    models table, logs, check metadata): each known secret, and anything shaped like an API key
-    or a bearer token, becomes `***`. A server's 401 reply that echoes the key stays readable."""
+def redact(text: str | None, secrets: Iterable[str | None] = (), key_like: bool = True) -> str | None:
+    """The one redaction helper for everything that leaves a model call (ledger rows, the models
+    table, logs, check metadata): each known secret becomes `***`, and, with `key_like` (error
+    texts), so does anything shaped like an API key or a bearer token. A server's 401 reply that
+    echoes the key stays readable. Replies are masked with `key_like=False`: a model's own answer
+    may rightly contain "sk-..."-shaped text, never a configured key."""
     if not text:
         return text
     for secret in secrets:
         if secret:
             text = text.replace(secret, "***")
+    if not key_like:
+        return text
     return _KEY_LIKE.sub(lambda m: f"{m.group(1) or m.group(2)}-***" if m.group(1) else "Bearer ***", text)
 
 

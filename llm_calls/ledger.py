@@ -54,7 +54,7 @@ import httpx2
 import openai
 
 from configuration import LedgerConfig
-from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling, model_messages, wire_params
+from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling, model_messages, redact, wire_params
 from warehouse import Warehouse
 
 # Parameters the openai client takes by name; anything else (top_k, min_p, ...) goes in extra_body.
@@ -457,7 +457,7 @@ class Ledger:
                     finally:
                         latency = time.monotonic() - t0
                 text, reasoning, finish, ptok, ctok, rtok = _read_response(resp)
-                text, reasoning = _masked(text, secrets), _masked(reasoning, secrets)
+                text, reasoning = redact(text, secrets, key_like=False), redact(reasoning, secrets, key_like=False)
                 ok = True
                 break
             except (_Failed, _ServerDied) as exc:
@@ -636,14 +636,6 @@ def _read_response(resp: Any) -> tuple[str, str | None, str | None, int | None, 
         getattr(usage, "completion_tokens", None),
         getattr(details, "reasoning_tokens", None),
     )
-
-
-def _masked(text: str | None, secrets: Sequence[str]) -> str | None:
-    """`text` with every configured secret replaced by *** (a reply that echoes a key is stored without it)."""
-    if text:
-        for secret in secrets:
-            text = text.replace(secret, "***")
-    return text
 
 
 def _brief(exc: BaseException, limit: int = 500) -> str:
