@@ -150,7 +150,8 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
                 rows += protocol.checkpoints(
                     ledger, model, items, m.reflection_checkpoints, temperature=temperature,
                     solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
-                    confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale))
+                    confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
+                    continue_params=cfg.model(model).prefill_params)
         for r in rows:
             r["partition_key"] = pk
         wh.replace_partition("muso.responses", rows, {"partition_key": pk, "model": model})

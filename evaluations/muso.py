@@ -194,7 +194,6 @@ def run(
 # with one of these cues).
 REFLECTION_CUE = re.compile(r"(?:^|\n)[ \t]*(?:but\s+)?(?:wait|hmm+|alternatively|on second thought|let me (?:re-?check|"
                             r"double[- ]check|verify|check again))\b", re.I)
-CONTINUE = {"continue_final_message": True, "add_generation_prompt": False}  # vLLM: continue the assistant turn
 
 
 def reflection_prefix(thinking: str, steps: int) -> str | None:
@@ -206,12 +205,14 @@ def reflection_prefix(thinking: str, steps: int) -> str | None:
 
 
 def checkpoints(ledger: Ledger, model: str, items: Sequence[Item], steps: Sequence[int], *, temperature: float,
-                solve_max_tokens: int, confidence_max_tokens: int) -> list[dict[str, Any]]:
+                solve_max_tokens: int, confidence_max_tokens: int,
+                continue_params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Reflection checkpoints (paper 001, section 5, figure 6a): Long-CoT paused after a fixed number of
     reflection steps, `</think>` inserted, and the answer it then gives recorded with its confidence.
     The solve turn is the standard Long-CoT one (the same request, so the ledger answers it); each
     checkpoint continues the assistant turn "<think>\n{thinking so far}\n</think>\n\n" (the
-    endpoint must continue a final assistant message: vLLM's `continue_final_message`). Rows have
+    endpoint must continue a final assistant message: `continue_params`, the model's `prefill_params`,
+    vLLM's `continue_final_message` by default). Rows have
     variant `checkpoint_<steps>`; replies with no more than that many reflection steps have none."""
     solve = {"temperature": temperature, "max_tokens": solve_max_tokens}
     convs = [_Conversation(item, 0, [], []) for item in items]
@@ -228,7 +229,7 @@ def checkpoints(ledger: Ledger, model: str, items: Sequence[Item], steps: Sequen
                 head = f"<think>\n{prefix}\n</think>\n\n"
                 paused.append((n, _Conversation(c.item, 0, [{"role": "user", "content": solve_prompt(c.item, "long_cot")},
                                                             {"role": "assistant", "content": head}], [r.key]), head))
-    results = ledger.complete(model, [CallRequest(c.messages, {**solve, **CONTINUE}) for _, c, _ in paused],
+    results = ledger.complete(model, [CallRequest(c.messages, {**solve, **continue_params}) for _, c, _ in paused],
                               purpose="muso.checkpoint.answer")
     answers: list[ParsedAnswer | None] = []
     for (n, c, head), r in zip(paused, results):

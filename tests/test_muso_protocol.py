@@ -4,6 +4,7 @@ import json
 
 
 from evaluations.muso import CONFIDENCE_PROMPT, EXPLORATION_CUE, RECHECK_PROMPT, SHORT_COT_SUFFIX, Item, run
+from configuration import ModelConfig
 from llm_calls import Ledger, ModelRegistry
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config
@@ -149,7 +150,8 @@ def test_reflection_checkpoints_insert_think_end_and_record_each_intermediate_an
     with StubServer(responder=respond) as stub:
         ledger, reg = ledger_for(stub, tmp_path)
         rows = checkpoints(ledger, "stub", [ITEM], [0, 1, 2], temperature=0.6, solve_max_tokens=256,
-                           confidence_max_tokens=16)
+                           confidence_max_tokens=16, continue_params=ModelConfig(embedded="smollm2-135m-instruct")
+                           .prefill_params)
         reg.close()
         bodies = [r["body"] for r in stub.requests]
     by = {r["variant"]: r for r in rows}
