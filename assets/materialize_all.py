@@ -39,8 +39,10 @@ from warehouse import Warehouse
 # Dagster's console log stays quiet (the event log in the instance keeps everything; --verbose prints
 # it): a failed step is reported by this command in one line, with its cause.
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-ITEMS_SQL = {"muso": "SELECT count(*) FROM muso.instances", "waken": "SELECT count(*) FROM waken.items",
-             "ib": "SELECT count(*) FROM ib.items", "s1": "SELECT count(*) FROM s1.items"}
+# Each family's items table and the column naming its partition (None: one unpartitioned table).
+ITEMS = {"muso": ("muso.instances", "partition_key"), "waken": ("waken.items", "dataset"),
+         "ib": ("ib.items", "dataset"), "s1": ("s1.items", None)}
+ITEMS_SQL = {family: f"SELECT count(*) FROM {table}" for family, (table, _) in ITEMS.items()}
 NAMES = {"muso": "MuSoBench", "waken": "WakenLLM", "ib": "Instruction Boundary", "s1": "S1-Bench", "": "models, summary"}
 
 
@@ -211,16 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(d.ok for d in done) else 1
 
 
-_ITEM_PARTITIONS = {"muso": "SELECT DISTINCT partition_key FROM muso.instances",
-                    "waken": "SELECT DISTINCT dataset FROM waken.items", "ib": "SELECT DISTINCT dataset FROM ib.items",
-                    "s1": "SELECT '' FROM s1.items LIMIT 1"}
-
-
 def _stored_items(wh: Warehouse) -> dict[str, set[str]]:
     """Per family, the item partitions the warehouse holds ('' for an unpartitioned family)."""
     if not Path(wh.path).exists():
-        return {family: set() for family in _ITEM_PARTITIONS}
-    return {family: {next(iter(r.values())) for r in wh.rows(sql)} for family, sql in _ITEM_PARTITIONS.items()}
+        return {family: set() for family in ITEMS}
+    empty = "''"  # an unpartitioned family's one partition
+    return {family: {r["p"] for r in wh.rows(f"SELECT DISTINCT {column or empty} AS p FROM {table}")}
+            for family, (table, column) in ITEMS.items()}
 
 
 def _failure(result: dg.ExecuteInProcessResult, wh: Warehouse) -> str:
