@@ -16,6 +16,7 @@ from assets.versions import code_version
 from configuration import Config
 from evaluations.ib import Item, Runner, metric_rows
 from generators import ib as gen
+from warehouse.schema import current
 
 GROUP = "ib"
 MISCELLANY = "miscellany"
@@ -59,9 +60,11 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         wh.replace_partitions({"sources.records": source_rows}, {"dataset": f"ib:{name}"})
         stored = wh.rows("SELECT * FROM ib.items WHERE dataset = ?", [name])
         complete = Counter(r["label_type"] for r in stored if r["variant"] == "complete")
+        version = dg.DataVersion(wh.item_set_version("ib.items", {"dataset": name}))
         bad_gold = [r["item_id"] for r in stored if json.loads(r["gold"]) != "none"
                     and not all(1 <= g <= r["n_options"] for g in json.loads(r["gold"]))]
         return dg.MaterializeResult(
+            data_version=version,
             metadata={"dagster/row_count": len(stored),
                       # source rows that could not serve (one option, no correct answer), by reason
                       "skipped_source_rows": dg.MetadataValue.json(report.get("skipped", {})),
@@ -125,7 +128,7 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         (table 6), into `ib.metrics`; views `ib.summary` and `ib.miscellany`; charts in the metadata."""
         cfg = settings.load()
         wh = warehouse.get()
-        responses = wh.rows("SELECT * FROM ib.responses ORDER BY dataset, model, setting, item_id")
+        responses = wh.rows(f"SELECT * FROM {current('ib.responses')} ORDER BY dataset, model, setting, item_id")
         rows = []
         for model in sorted({r["model"] for r in responses}):
             rows += metric_rows(model, [r for r in responses if r["model"] == model])

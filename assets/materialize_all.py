@@ -321,13 +321,24 @@ def summary(done: list[Done], wh: Warehouse, config, warehouse_path: str) -> str
         out.append("  none: no metrics were computed")
     for family in families:
         cells: dict[str, list[str]] = {}
+        gone: set[str] = set()
         for r in rows:
             if r["family"] == family:
                 value = "NULL" if r["value"] is None else (f"{r['value']:.3g}")
                 cells.setdefault(r["model"], []).append(f"{r['scope']} {r['metric']}={value}")
+                if not r["configured"]:
+                    gone.add(r["model"])
         for model, parts in cells.items():
             shown = "; ".join(parts[:6]) + (f"; ... {len(parts) - 6} more" if len(parts) > 6 else "")
-            out.append(f"  {NAMES[family]} [{model}]: {shown}")
+            mark = " (no longer configured: rows of an earlier configuration)" if model in gone else ""
+            out.append(f"  {NAMES[family]} [{model}]{mark}: {shown}")
+    stale = wh.rows("SELECT * FROM report.stale WHERE family IN (SELECT unnest(?::VARCHAR[]))",
+                    [families]) if families else []
+    if stale:
+        out += ["", "stale replies, left out of every metric (report.stale): made on items since rebuilt "
+                    "differently or removed; run those slices again (--model NAME):"]
+        out += [f"  {NAMES[r['family']]} [{r['model']}] {r['scope']}: {r['replies']} replies in {r['table']} "
+                f"({r['item_changed']} on changed items, {r['item_gone']} on items no longer stored)" for r in stale]
     missed = wh.rows("SELECT * FROM report.mechanisms WHERE family IN (SELECT unnest(?::VARCHAR[])) AND NOT reached",
                      [families]) if families else []
     if families:

@@ -38,6 +38,7 @@ def models(
     for name, m in cfg.models.items():
         row = {
             "name": name, "kind": "embedded" if m.embedded else "remote", "served_model": m.served_model,
+            "evaluated": name in cfg.evaluate,
             "endpoint_host": None, "reachable": False, "served_ids": None, "error": None,
             "probe_prompt": cfg.probe_prompt, "probe_answer": None, "probe_latency_s": None,
             "probe_cached": None, "checked_at": datetime.now(timezone.utc).replace(tzinfo=None),

@@ -23,6 +23,7 @@ from generators import muso as gen
 from solvers import subsetsum as ss
 from solvers import timetabling as tt
 from validators.muso_check import subset_violations, timetable_violations
+from warehouse.schema import current
 
 GROUP = "muso"
 # bumped when the responses or the metrics computed from the same inputs change
@@ -105,6 +106,7 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
         wh = warehouse.get()
         wh.replace_partitions({"muso.instances": inst_rows, "muso.solutions": sol_rows}, {"partition_key": pk})
         return dg.MaterializeResult(
+            data_version=dg.DataVersion(wh.item_set_version("muso.instances", {"partition_key": pk})),
             metadata={
                 "dagster/row_count": len(inst_rows),
                 "solutions": len(sol_rows),
@@ -184,7 +186,7 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
         reliability diagram in the metadata; views `muso.table1`, `muso.table2`."""
         cfg = settings.load()
         wh = warehouse.get()
-        responses = wh.rows("SELECT * FROM muso.responses ORDER BY partition_key, model, paradigm, variant, instance_id, path")
+        responses = wh.rows(f"SELECT * FROM {current('muso.responses')} ORDER BY partition_key, model, paradigm, variant, instance_id, path")
         bins = {task: [(b.lo, b.hi) for b in task_bins(cfg, task)] for task in gen.TASKS}
         rows = protocol.metric_rows(responses, bins)
         wh.replace_partition("muso.metrics", rows)

@@ -25,6 +25,7 @@ from assets.metadata import draw_reliability, legend
 from assets.resources import SettingsResource, WarehouseResource
 from evaluations import scoring
 from warehouse import Warehouse
+from warehouse.schema import current
 
 GROUP = "report"
 
@@ -89,7 +90,13 @@ def _evaluated(wh: Warehouse, table: str, model: str) -> int:
     return wh.scalar(f"SELECT count(*) FROM {table} WHERE model = ?", [model])
 
 
-def _not_run(family: str, table: str, select: str) -> str:
+def _not_run(family: str, table: str, select: str, wh: Warehouse | None = None, model: str = "") -> str:
+    stale = wh.scalar("SELECT sum(replies) FROM report.stale WHERE family = ? AND model = ?",
+                      [select, model]) if wh is not None else None
+    if stale:
+        return (f"{family} has no current replies for this model: its {int(stale)} replies were made on items "
+                f"since rebuilt differently or removed (report.stale; run `python -m assets.materialize_all "
+                f"--select {select} --model {model}`)")
     return (f"{family} has not been evaluated for this model: no rows in {table} "
             f"(run `python -m assets.materialize_all --select {select}`)")
 
@@ -98,7 +105,7 @@ def _not_run(family: str, table: str, select: str) -> str:
 
 def waken_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
     metrics = wh.rows("SELECT * FROM waken.metrics WHERE model = ?", [model])
-    none = _not_run("WakenLLM", "waken.metrics", "waken") if not metrics else ""
+    none = _not_run("WakenLLM", "waken.metrics", "waken", wh, model) if not metrics else ""
     d_vp = {(r["dataset"], r["stage"]): r["value"] for r in metrics
             if r["metric"] == "d_vp" and r["setting"] == "vanilla"}
     rates = {(r["dataset"], r["stage"], r["metric"]): r["value"] for r in metrics
@@ -144,8 +151,8 @@ def waken_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
 
 def muso_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
     responses = wh.rows("SELECT paradigm, status, confidence, recall, precision, level_lo, level_hi, task, "
-                        "truncated FROM muso.responses WHERE model = ? AND variant = 'standard'", [model])
-    none = _not_run("MuSoBench", "muso.responses", "muso") if not responses else ""
+                        f"truncated FROM {current('muso.responses')} WHERE model = ? AND variant = 'standard'", [model])
+    none = _not_run("MuSoBench", "muso.responses", "muso", wh, model) if not responses else ""
     ok = [r for r in responses if r["status"] == "ok"]
     stated = [r for r in ok if r["confidence"] is not None and r["recall"] is not None]
     reason = none or ("" if stated else
@@ -182,7 +189,7 @@ def muso_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
 
 
 def s1_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
-    responses = wh.rows("SELECT format_type, completion_tokens, subcategory, mode FROM s1.responses WHERE model = ?",
+    responses = wh.rows(f"SELECT format_type, completion_tokens, subcategory, mode FROM {current('s1.responses')} WHERE model = ?",
                         [model])
     accepted = wh.scalar("SELECT count(*) FROM s1.items")
     candidates = wh.scalar("SELECT count(*) FROM s1.candidates")
@@ -192,7 +199,7 @@ def s1_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
         none = (f"no S1-Bench question was accepted: of {candidates} candidate versions, the validator models "
                 "answered none correctly every time (see s1.rounds)")
     else:
-        none = _not_run("S1-Bench", "s1.responses", "s1")
+        none = _not_run("S1-Bench", "s1.responses", "s1", wh, model)
     formats = Counter(str(r["format_type"]) for r in responses if r["format_type"] is not None)
 
     def fmt(ax: Any) -> None:
@@ -224,10 +231,10 @@ def s1_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
 
 def ib_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
     metrics = wh.rows("SELECT * FROM ib.metrics WHERE model = ? AND category = '-'", [model])
-    none = _not_run("Instruction Boundary", "ib.metrics", "ib") if not metrics else ""
+    none = _not_run("Instruction Boundary", "ib.metrics", "ib", wh, model) if not metrics else ""
     acc = {(r["setting"], r["form"]): r["value"] for r in metrics if r["metric"] == "Acc" and r["value"] is not None}
-    undecided = wh.scalar("SELECT count(*) FROM ib.responses WHERE model = ? AND output_category = 'undecided'", [model])
-    total = wh.scalar("SELECT count(*) FROM ib.responses WHERE model = ?", [model])
+    undecided = wh.scalar(f"SELECT count(*) FROM {current('ib.responses')} WHERE model = ? AND output_category = 'undecided'", [model])
+    total = wh.scalar(f"SELECT count(*) FROM {current('ib.responses')} WHERE model = ?", [model])
 
     def by_setting(ax: Any) -> None:
         settings = sorted({s for s, _ in acc})

@@ -13,6 +13,7 @@ from evaluations.s1 import evaluate, metric_rows
 from generators.s1 import load_registry, load_release
 from generators.s1_construction import Budgets, Construction
 from validators.judge import Judge
+from warehouse.schema import current
 
 GROUP = "s1"
 
@@ -87,6 +88,7 @@ def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, ware
         "GROUP BY 1 HAVING bool_and(coalesce(v.correct, false)) = false OR count(*) = 0")]
     decisions = Counter(r["decision"] for r in build.rounds if r["stage"] == "decision")
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(wh.item_set_version("s1.items")),
         metadata={"dagster/row_count": len(items), "candidates": len(build.candidates),
                   "decisions": dg.MetadataValue.json(dict(decisions)),
                   "accepted_by_subcategory": dg.MetadataValue.json(dict(Counter(r["subcategory"] for r in items)))},
@@ -144,7 +146,7 @@ def s1_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.M
     heatmap in the metadata."""
     cfg = settings.load()
     wh = warehouse.get()
-    responses = wh.rows("SELECT * FROM s1.responses")
+    responses = wh.rows(f"SELECT * FROM {current('s1.responses')}")
     rows = []
     for model in sorted({r["model"] for r in responses}):
         rows += metric_rows(model, [r for r in responses if r["model"] == model], cfg.s1.k)

@@ -18,6 +18,7 @@ from evaluations.waken import Item, Pipeline
 from evaluations.waken_metrics import identity_violations, metric_rows
 from generators.waken import ITEMS_VERSION, ItemsError, build_items, fol_checks, fol_summary, load_records
 from validators.judge import Judge, unknown_verifier
+from warehouse.schema import current
 
 GROUP = "waken"
 # bumped when the outcomes or the metrics computed from the same inputs change
@@ -88,6 +89,7 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         types = Counter(r["sample_type"] for r in stored)
         ids = Counter(r["item_id"] for r in stored)
         return dg.MaterializeResult(
+            data_version=dg.DataVersion(wh.item_set_version("waken.items", {"dataset": name})),
             metadata={"dagster/row_count": len(stored), "source_records": len(source_rows),
                       "labels": dg.MetadataValue.json(dict(Counter(r["label"] for r in stored))),
                       "unknown_drafts": dg.MetadataValue.json(dict(Counter(d["verdict"] for d in drafts)))},
@@ -160,7 +162,7 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         `table12`); a converting-rate chart in the metadata."""
         cfg = settings.load()
         wh = warehouse.get()
-        outcomes = wh.rows("SELECT * FROM waken.outcomes ORDER BY dataset, model, step, setting, item_id")
+        outcomes = wh.rows(f"SELECT * FROM {current('waken.outcomes')} ORDER BY dataset, model, step, setting, item_id")
         sizes = {(r["dataset"], r["t"]): r["n"] for r in wh.rows(
             "SELECT dataset, CASE WHEN sample_type = 'solvable' THEN 's' ELSE 'u' END AS t, count(*) AS n "
             "FROM waken.items GROUP BY ALL")}

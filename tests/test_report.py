@@ -81,11 +81,16 @@ def test_empty_plots_name_what_in_the_rows_left_them_empty(tmp_path):
         {"model": "m", "dataset": "fld", "metric": "vague_perception_share", "sample_type": "s", "stage": "-",
          "setting": "vanilla", "value": 0.0, "numerator": 0, "denominator": 5}])
     # MuSoBench ran, every reply cut before a confidence was stated
-    wh.upsert("muso.responses", [
+    wh.replace_partition("muso.instances", [
+        {"partition_key": "subsetsum_1-50", "instance_id": f"i{k}", "task": "subsetsum", "level": 1, "level_lo": 1,
+         "level_hi": 50, "solution_count": 2, "question": f"q{k}", "reference_answer": "a", "parameters": "{}",
+         "config_seed": 1, "level_seed": 2, "candidate_index": k, "generator_version": "g"} for k in range(3)],
+        {"partition_key": "subsetsum_1-50"})
+    wh.replace_partition("muso.responses", [
         {"partition_key": "subsetsum_1-50", "model": "m", "paradigm": "short_cot", "variant": "standard", "path": 0,
          "instance_id": f"i{k}", "task": "subsetsum", "level": 1, "status": "ok", "confidence": None,
          "recall": 0.0, "precision": 0.0, "truncated": True, "call_keys": "[]", "level_lo": 1, "level_hi": 50,
-         "temperature": 0.2} for k in range(3)])
+         "temperature": 0.2} for k in range(3)], {"partition_key": "subsetsum_1-50", "model": "m"})
     w = _Writer(tmp_path / "out")
     waken = waken_panel(wh, "m", w)
     [conv, vague] = waken.plots
@@ -95,6 +100,11 @@ def test_empty_plots_name_what_in_the_rows_left_them_empty(tmp_path):
     assert muso.plots[0].file is None
     assert muso.plots[0].reason == "no reply stated a confidence: 3 of 3 conversations answered, 3 cut at the token budget"
     assert muso.plots[1].file is not None
+    # the instances rebuilt with other questions: those replies are stale, and the panel says so
+    wh.replace_partition("muso.instances", [], {"partition_key": "subsetsum_1-50"})
+    gone = muso_panel(wh, "m", w).plots[0].reason
+    assert gone.startswith("MuSoBench has no current replies for this model: its 3 replies were made on items")
+    assert "--select muso --model m" in gone
     # S1-Bench: candidates were made, the validators accepted none
     wh.upsert("s1.candidates", [
         {"candidate_id": f"c{k}", "parent_id": None, "round": 0, "subcategory": "counting", "category": "reasoning",

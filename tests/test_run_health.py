@@ -4,8 +4,10 @@ and says which endpoint; warnings stay visible without stopping the run."""
 import socket
 
 import dagster as dg
+from dagster._core.definitions.data_version import StaleStatus
 
 from assets.definitions import build_definitions
+from assets.materialize_all import raw_assets
 from configuration import CONFIG_ENV_VAR
 from llm_calls.stub_server import StubServer
 from tests.conftest import materialize, stub_config
@@ -147,3 +149,61 @@ def test_a_slice_that_measured_nothing_says_so_instead_of_passing(tmp_path):
     check = evaluations(result)["failed_calls"]
     assert result.success and not check.passed and check.severity == dg.AssetCheckSeverity.WARN
     assert "measured nothing" in check.description and check.metadata["of"].value == 0
+
+
+def test_replies_made_on_items_another_configuration_rebuilt_are_stale_and_left_out(tmp_path):
+    """Issue 25: a second configuration (another seed, another model) rebuilds a dataset's items on
+    the same warehouse. The first model's replies point to items that are gone or now hold another
+    question: they are listed in `report.stale`, no metric counts them, and the headline marks the
+    model that the configuration no longer evaluates."""
+    ib = {**IB, "datasets": {"fld": {**IB["datasets"]["fld"], "count": {"demo": 6, "paper": 6}}}}
+    with StubServer(responder=lambda body: "Answer: True") as stub:
+        models = {"old": {"base_url": stub.base_url, "model": "m-old", "concurrency": 4}}
+        first = stub_config(stub, tmp_path, ib=ib, seed=1, models=models, evaluate=["old"], judge="old")
+        keys = ["models", "ib_items", "ib_responses", "ib_metrics"]
+        assert materialize(build_definitions(first.source), keys, "fld").success
+        wh = Warehouse(first.warehouse_path())
+        made = wh.scalar("SELECT count(*) FROM ib.responses WHERE model = 'old'")
+        assert made > 0 and wh.rows("SELECT * FROM report.stale") == []
+
+        models["new"] = {"base_url": stub.base_url, "model": "m-new", "concurrency": 4}
+        second = stub_config(stub, tmp_path, ib=ib, seed=2, models=models, evaluate=["new"], judge="new")
+        assert materialize(build_definitions(second.source), keys, "fld").success
+
+    stale = wh.rows("SELECT * FROM report.stale")
+    assert [(r["family"], r["model"], r["scope"], r["table"]) for r in stale] == [("ib", "old", "fld", "ib.responses")]
+    old_current = made - stale[0]["replies"]
+    assert stale[0]["replies"] > 0 and stale[0]["item_gone"] + stale[0]["item_changed"] == stale[0]["replies"]
+    # the metrics count the old model's replies on items still stored as they were, and no other
+    counted = wh.scalar("SELECT sum(denominator) + sum(n_failed) FROM ib.metrics WHERE model = 'old' "
+                        "AND metric = 'Acc' AND category = '-' AND form <> 'all'")
+    assert (counted or 0) == old_current
+    new_made = wh.scalar("SELECT count(*) FROM ib.responses WHERE model = 'new'")
+    assert wh.scalar("SELECT sum(denominator) + sum(n_failed) FROM ib.metrics WHERE model = 'new' "
+                     "AND metric = 'Acc' AND category = '-' AND form <> 'all'") == new_made
+    configured = {r["model"]: r["configured"] for r in wh.rows("SELECT DISTINCT model, configured FROM report.headline")}
+    assert configured["new"] is True and configured.get("old", False) is False
+
+
+def test_in_dagster_the_replies_of_rebuilt_items_are_stale_and_an_identical_rebuild_is_not(tmp_path):
+    """The items assets report the digest of what they stored as their data version: rebuilding the
+    same items leaves the replies fresh; another seed's items make every model's replies stale in the
+    UI (the asset graph's stale status, as the UI computes it)."""
+    from dagster._utils.test.data_versions import get_stale_status_resolver
+
+    def status(defs, instance):
+        resolver = get_stale_status_resolver(instance, raw_assets(defs))
+        return resolver.get_status(dg.AssetKey("ib_responses"), "fld|stub")
+
+    instance = dg.DagsterInstance.ephemeral()
+    with StubServer(responder=lambda body: "Answer: True") as stub:
+        first = build_definitions(stub_config(stub, tmp_path, ib=IB, seed=1).source)
+        assert materialize(first, ["ib_items", "ib_responses"], "fld", instance=instance).success
+        assert status(first, instance) == StaleStatus.FRESH
+        assert materialize(first, ["ib_items"], "fld", instance=instance).success
+        assert status(first, instance) == StaleStatus.FRESH
+        (tmp_path / "two").mkdir()
+        second = build_definitions(stub_config(stub, tmp_path / "two", ib=IB, seed=2,
+                                               warehouse={"path": str(tmp_path / "wh.duckdb")}).source)
+        assert materialize(second, ["ib_items"], "fld", instance=instance).success
+        assert status(second, instance) == StaleStatus.STALE

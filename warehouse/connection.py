@@ -32,9 +32,11 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import hashlib
+import json
 import pyarrow as pa
 
-from warehouse.schema import create_schema
+from warehouse.schema import ITEM_KEYS, MADE_ON, create_schema
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$")
 
@@ -177,6 +179,8 @@ class Warehouse:
         prepared: dict[str, pa.Table] = {}
         for table, rows in tables.items():
             _check_ident(table)
+            if table in ITEM_KEYS:
+                rows = stamp_items(rows.to_pylist() if isinstance(rows, pa.Table) else rows)
             data = rows if isinstance(rows, pa.Table) else _to_arrow(rows)
             for col, value in partition.items():
                 if data.num_rows and col not in data.column_names:
@@ -196,6 +200,8 @@ class Warehouse:
                     con.execute(f"DELETE FROM {table}{where}", params)
                     if data.num_rows:
                         _insert(con, table, data)
+                    if table in MADE_ON:
+                        _stamp_replies(con, table, partition)
                 counts = {t: d.num_rows for t, d in prepared.items()}
                 for table in staged:
                     _check_ident(table)
@@ -208,6 +214,15 @@ class Warehouse:
                 con.execute("ROLLBACK")
                 raise
         return counts
+
+    def item_set_version(self, table: str, partition: Mapping[str, Any] | None = None) -> str:
+        """One digest of the items `table` holds in `partition` (of their `item_digest`s): the data
+        version an items asset reports, so Dagster marks the replies made on other items stale."""
+        if table not in ITEM_KEYS:
+            raise ValueError(f"{table} is not an items table")
+        where, params = _where(dict(partition or {}))
+        digests = self.scalar(f"SELECT string_agg(item_digest, ',' ORDER BY item_digest) FROM {table}{where}", params)
+        return hashlib.sha256((digests or "").encode()).hexdigest()[:16]
 
     def upsert(self, table: str, rows: Sequence[Mapping[str, Any]] | pa.Table, sql_tail: str = "") -> int:
         """Insert rows; `sql_tail` may add an ON CONFLICT clause. One transaction."""
@@ -398,6 +413,27 @@ def _where(partition: Mapping[str, Any]) -> tuple[str, list[Any]]:
         if not re.match(r"^[a-z_][a-z0-9_]*$", col):
             raise ValueError(f"bad partition column {col!r}")
     return " WHERE " + " AND ".join(f"{c} = ?" for c in partition), list(partition.values())
+
+
+def item_digest(row: Mapping[str, Any]) -> str:
+    """A digest of an item's content: every column but the digest itself, so the same seed and
+    configuration give the same digest and any change to the question, options or gold another."""
+    body = json.dumps({k: v for k, v in row.items() if k != "item_digest"}, sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def stamp_items(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{**r, "item_digest": item_digest(r)} for r in rows]
+
+
+def _stamp_replies(con: duckdb.DuckDBPyConnection, table: str, partition: Mapping[str, Any]) -> None:
+    """The replies just written (the rows of `partition`) take the digest of their item as stored
+    now, in the same transaction; a reply whose item is not stored keeps NULL: stale from the start."""
+    items = MADE_ON[table]
+    _where(partition)  # checks the column names
+    match = [f"i.{k} = {table}.{k}" for k in ITEM_KEYS[items]] + [f"{table}.{c} = ?" for c in partition]
+    con.execute(f"UPDATE {table} SET item_digest = i.item_digest FROM {items} i WHERE {' AND '.join(match)}",
+                list(partition.values()))
 
 
 def _to_arrow(rows: Sequence[Mapping[str, Any]]) -> pa.Table:

@@ -47,6 +47,7 @@ TABLES: dict[str, str] = {
         served_model    VARCHAR,
         endpoint_host   VARCHAR,
         reachable       BOOLEAN NOT NULL,
+        evaluated       BOOLEAN,                -- listed under `evaluate` in the configuration that probed it
         served_ids      VARCHAR[],              -- what the endpoint's /models lists
         error           VARCHAR,
         probe_prompt    VARCHAR,
@@ -88,7 +89,8 @@ TABLES: dict[str, str] = {
         config_seed       BIGINT NOT NULL,
         level_seed        BIGINT NOT NULL,      -- derived from (config seed, task, bin)
         candidate_index   INTEGER NOT NULL,     -- candidates drawn in this level before this one
-        generator_version VARCHAR NOT NULL
+        generator_version VARCHAR NOT NULL,
+        item_digest       VARCHAR               -- digest of the item's content (the writer stamps it)
     """,
     "muso.solutions": """
         partition_key  VARCHAR NOT NULL,
@@ -129,7 +131,8 @@ TABLES: dict[str, str] = {
         level_lo          INTEGER,              -- the instance's bin: lower bound
         level_hi          INTEGER,              -- upper bound; NULL for an open last bin
         temperature       DOUBLE,               -- decoding temperature (a sweep is a dimension, section 4.3)
-        solve_tokens      INTEGER               -- completion tokens of the solve turn (figure 5a: length vs confidence)
+        solve_tokens      INTEGER,              -- completion tokens of the solve turn (figure 5a: length vs confidence)
+        item_digest       VARCHAR               -- the digest of the item it was made on
     """,
     "muso.metrics": """
         model            VARCHAR NOT NULL,
@@ -173,7 +176,8 @@ TABLES: dict[str, str] = {
         origin          VARCHAR NOT NULL,     -- 'generator:fld', hub id or file
         extra           JSON NOT NULL,        -- depth, distractors, FOL, source ids
         dataset_seed    BIGINT NOT NULL,
-        items_version   VARCHAR NOT NULL
+        items_version   VARCHAR NOT NULL,
+        item_digest     VARCHAR               -- digest of the item's content (the writer stamps it)
     """,
     "waken.fol_checks": """
         dataset     VARCHAR NOT NULL,     -- configured name (the partition)
@@ -212,7 +216,8 @@ TABLES: dict[str, str] = {
                                               -- call_failed, judge_failed
         reply        VARCHAR,
         call_key     VARCHAR NOT NULL,        -- llm.calls key
-        error        VARCHAR
+        error        VARCHAR,
+        item_digest  VARCHAR                  -- the digest of the item it was made on
     """,
     "waken.metrics": """
         model        VARCHAR NOT NULL,
@@ -243,7 +248,8 @@ TABLES: dict[str, str] = {
         origin         VARCHAR NOT NULL,
         extra          JSON NOT NULL,
         dataset_seed   BIGINT NOT NULL,
-        items_version  VARCHAR NOT NULL
+        items_version  VARCHAR NOT NULL,
+        item_digest    VARCHAR                -- digest of the item's content (the writer stamps it)
     """,
     "ib.prompts": """
         dataset  VARCHAR NOT NULL,
@@ -251,7 +257,8 @@ TABLES: dict[str, str] = {
         item_id  VARCHAR NOT NULL,
         model    VARCHAR NOT NULL,            -- the model asked (polished prompts differ per polisher run)
         prompt   VARCHAR NOT NULL,            -- the last user message sent
-        details  JSON NOT NULL                -- suggested label, example label type, polished_by and original, turn
+        details  JSON NOT NULL,               -- suggested label, example label type, polished_by and original, turn
+        item_digest VARCHAR                   -- the digest of the item it was made on
     """,
     "ib.responses": """
         dataset         VARCHAR NOT NULL,
@@ -271,7 +278,8 @@ TABLES: dict[str, str] = {
                                               -- call_failed, judge_failed
         reply           VARCHAR,
         call_key        VARCHAR,
-        error           VARCHAR
+        error           VARCHAR,
+        item_digest     VARCHAR               -- the digest of the item it was made on
     """,
     "ib.metrics": """
         model       VARCHAR NOT NULL,
@@ -328,7 +336,8 @@ TABLES: dict[str, str] = {
         question       VARCHAR NOT NULL,
         answer         VARCHAR NOT NULL,
         check_spec     JSON,
-        origin         VARCHAR NOT NULL
+        origin         VARCHAR NOT NULL,
+        item_digest    VARCHAR                -- digest of the item's content (the writer stamps it)
     """,
     # Human annotator decisions; written by people, read by the loop, never overwritten by it.
     "s1.annotations": """
@@ -362,7 +371,8 @@ TABLES: dict[str, str] = {
         reply             VARCHAR,
         call_key          VARCHAR NOT NULL,
         well_formatted    BOOLEAN,            -- format 100 / 101; NULL for a model that does not think first
-        tokens            INTEGER             -- the reply (thinking and answer) by the Qwen2.5 tokenizer (section 3.2)
+        tokens            INTEGER,            -- the reply (thinking and answer) by the Qwen2.5 tokenizer (section 3.2)
+        item_digest       VARCHAR             -- the digest of the item it was made on
     """,
     "s1.metrics": """
         model    VARCHAR NOT NULL,
@@ -376,6 +386,48 @@ TABLES: dict[str, str] = {
         n_failed INTEGER                      -- replies left out because the call or its judgement failed
     """,
 }
+
+# -- which items a response was made on (issue 25) ------------------------------------------------
+# Each family's items table and the columns that name one item; the tables of replies to those
+# items share the columns. Every row of both carries `item_digest`: the warehouse writer stamps an
+# item with the digest of its content and a reply with the digest of its item as stored when the
+# reply is written. A reply whose item is gone, or now holds another question (another seed or
+# configuration rebuilt the items), is stale: the metrics leave it out and `report.stale` lists it.
+ITEM_KEYS: dict[str, tuple[str, ...]] = {
+    "muso.instances": ("partition_key", "instance_id"), "waken.items": ("dataset", "item_id"),
+    "ib.items": ("dataset", "item_id"), "s1.items": ("item_id",),
+}
+MADE_ON: dict[str, str] = {
+    "muso.responses": "muso.instances", "waken.outcomes": "waken.items", "ib.responses": "ib.items",
+    "ib.prompts": "ib.items", "s1.responses": "s1.items",
+}
+
+
+def _made_on_join(table: str, alias: str = "r") -> str:
+    items = MADE_ON[table]
+    keys = " AND ".join(f"i.{k} = {alias}.{k}" for k in ITEM_KEYS[items])
+    return f"{items} i ON {keys}"
+
+
+def current(table: str) -> str:
+    """A subquery of the rows of a reply table made on the items stored now (same digest), for the
+    metrics: `SELECT * FROM {current('ib.responses')} ORDER BY ...`."""
+    return (f"(SELECT r.* FROM {table} r JOIN {_made_on_join(table)} "
+            f"AND i.item_digest IS NOT DISTINCT FROM r.item_digest) AS {table.split('.')[1]}")
+
+
+def _stale_branch(table: str) -> str:
+    family = table.split(".")[0]
+    part = ITEM_KEYS[MADE_ON[table]][0] if len(ITEM_KEYS[MADE_ON[table]]) > 1 else "'all'"
+    part = f"r.{part}" if part != "'all'" else part
+    return f"""
+    SELECT '{family}' AS family, r.model, {part} AS scope, '{table}' AS "table", count(*) AS replies,
+           count(*) FILTER (i.{ITEM_KEYS[MADE_ON[table]][-1]} IS NULL) AS item_gone,
+           count(*) FILTER (i.{ITEM_KEYS[MADE_ON[table]][-1]} IS NOT NULL) AS item_changed
+    FROM {table} r LEFT JOIN {_made_on_join(table)}
+    WHERE i.item_digest IS DISTINCT FROM r.item_digest OR i.{ITEM_KEYS[MADE_ON[table]][-1]} IS NULL
+    GROUP BY ALL"""
+
 
 VIEWS: dict[str, str] = {
     "llm.call_summary": """
@@ -664,7 +716,12 @@ VIEWS.update({
 
 # Every family's headline numbers in one long table (fractions, tokens or counts; `n` is what the
 # value is computed over), read by the end-of-run summary, the per-model reports and the README.
+# `configured`: false for a model no longer under `evaluate` (its rows stay, from an earlier
+# configuration); true when no configuration has been probed yet (`llm.models` empty).
 VIEWS["report.headline"] = """
+    SELECT h.*, h.model = '-' OR NOT EXISTS (SELECT 1 FROM llm.models)
+           OR h.model IN (SELECT name FROM llm.models WHERE coalesce(evaluated, true)) AS configured
+    FROM (
     SELECT 'muso' AS family, model, task || ' ' || paradigm || ' T=' || temperature AS scope, metric, value, n
     FROM (SELECT model, task, paradigm, temperature, 'recall' AS metric, recall AS value, n_scored AS n
               FROM muso.metrics WHERE level = 0 AND variant = 'standard'
@@ -688,8 +745,14 @@ VIEWS["report.headline"] = """
     WHERE level = 'all' AND category = '-' AND (metric IN ('pass@1', 'greedy_acc', 'mean_tokens') OR metric LIKE 'acc@%')
     UNION ALL
     SELECT 's1', '-', language, 'accepted_items', count(*), count(*) FROM s1.items GROUP BY language
+    ) h
     ORDER BY family, model, scope, metric
 """
+
+# Replies made on items that have since been rebuilt differently or removed: left out of every
+# metric until the slice is run again (`--model <model>` rebuilds it).
+VIEWS["report.stale"] = " UNION ALL ".join(_stale_branch(t) for t in MADE_ON if t != "ib.prompts") \
+    + "\n    ORDER BY family, model, scope"
 
 
 # Whether each family's main mechanism was exercised, and why not: the demo's honest summary.
@@ -832,7 +895,10 @@ TABLE_DOCS: dict[str, str] = {
     "ib.table7": "Instruction Boundary paper table 7 (percent): judge usage per setting, pooled over the forms.",
     "ib.figure6": "Instruction Boundary paper figure 6 (percent): output distribution per model and setting.",
     "report.mechanisms": "Whether each family's main mechanism was exercised per model and scope, and the counts behind it.",
-    "report.headline": "Every family's headline numbers per model (fractions; tokens; counts), with what each is over.",
+    "report.headline": ("Every family's headline numbers per model (fractions; tokens; counts), with what each is "
+                        "over and whether the model is still configured."),
+    "report.stale": ("Replies made on items since rebuilt differently or removed, per family, model and scope: "
+                     "left out of every metric until the slice is run again."),
     "s1.table3": "S1-Bench paper table 3: pass@1, acc@k, f-acc (percent) and mean response tokens.",
     "s1.table5": ("S1-Bench paper table 5: mean response tokens per language and category, with the Column Avg "
                   "of the LLMs and of the LRMs and their ratio (Improvement)."),
@@ -889,10 +955,15 @@ COLUMN_DOCS: dict[str, str] = {
     "probe_prompt": "the probe sent", "probe_answer": "the probe's reply", "probe_latency_s": "seconds the probe took",
     "probe_cached": "the probe was answered from the ledger", "checked_at": "when the model was probed (UTC)",
     "n_failed": "replies left out because the call or its judgement failed",
+    "item_digest": "items: digest of the item's content; replies: the digest of the item they were made on",
 }
 
 
 VIEW_COLUMN_DOCS: dict[str, str] = {
+    "configured": "the model is listed under evaluate in the configuration last probed (false: rows from an earlier one)",
+    "replies": "stale replies (made on an item since rebuilt differently or removed)",
+    "item_gone": "stale replies whose item is no longer stored", "item_changed": "stale replies whose item now differs",
+    "table": "the table the replies are in",
     "Model": "model name", "Dataset": "dataset name", "Setting": "prompt setting", "Task": "TimeTabling or SubsetSum",
     "Paradigm": "Short-CoT or Long-CoT", "Temperature": "decoding temperature", "Method": "single path or aggregation",
     "OCR": "overall converting rate: Vague Perception items converted in stage 1 or 2, percent",
