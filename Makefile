@@ -36,8 +36,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-## The Dagster UI (webserver + daemon) on this project, instance config from ./dagster.yaml.
+## The Dagster UI (webserver + daemon) on this project, instance config from ./dagster.yaml, and the
+## reports served at http://127.0.0.1:3001 (BENCHSMITH_REPORTS_URL) so the UI's links open them.
 ui: $(STAMP)
+	$(BIN)/python -m assets.report --serve & reports=$$!; \
+	trap 'kill $$reports 2>/dev/null' EXIT INT TERM; \
 	$(BIN)/dagster dev -h 127.0.0.1 -p 3000
 
 bench: $(STAMP)

@@ -47,10 +47,18 @@ def draw_reliability(ax: Any, series: Mapping[str, tuple[list[float], list[float
     width = 0.1 / max(1, len(series))
     for k, (name, (confs, scores)) in enumerate(sorted(series.items())):
         bins = [b for b in scoring.reliability_bins(confs, scores) if b.count]
-        ax.bar([b.lo + width * (k + 0.5) for b in bins], [b.mean_score for b in bins], width=width,
-               label=f"{name} (ECE {scoring.ece(confs, scores):.2f}, n={len(confs)})")
+        xs = [b.lo + width * (k + 0.5) for b in bins]
+        bars = ax.bar(xs, [b.mean_score for b in bins], width=width, alpha=0.35)
+        # a marker per bin, sized by its replies: a bin at recall 0 (confident and wrong, the paper's
+        # headline case) has no bar to see, and must still be the most visible point
+        ax.scatter(xs, [b.mean_score for b in bins], s=[18 + 6 * b.count for b in bins], zorder=3,
+                   color=bars.patches[0].get_facecolor()[:3] if bars.patches else None, edgecolors="black",
+                   label=f"{name} (ECE {scoring.ece(confs, scores):.2f}, n={len(confs)})")
+        for x, b in zip(xs, bins):
+            ax.annotate(f"n={b.count}", (x, b.mean_score), textcoords="offset points", xytext=(0, 6),
+                        ha="center", fontsize=6)
     ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
+    ax.set_ylim(-0.05, 1.05)
     ax.set_xlabel("stated confidence")
     ax.set_ylabel("mean recall")
     legend(ax, fontsize=7)

@@ -12,9 +12,11 @@ stored rows left it empty (no Unknown answers to stimulate, no confidence stated
 from __future__ import annotations
 
 import html
+import os
 import re
+import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,11 @@ class _Writer:
         fig.savefig(path, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
         plt.close(fig)
         return Plot(title, f"{self.folder.name}/{path.name}")
+
+
+def level_label(lo: int, hi: int | None) -> str:
+    """A MuSoBench bin as the paper names it: `51-100`, or `501+` for the open one."""
+    return f"{lo}+" if hi is None else f"{lo}-{hi}"
 
 
 def _model_rows(wh: Warehouse, view: str, model: str) -> list[dict]:
@@ -170,12 +177,19 @@ def muso_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
     scored = [r for r in ok if r["recall"] is not None]
 
     def by_level(ax: Any) -> None:
-        levels = sorted({(r["task"], r["level_lo"]) for r in scored})
-        labels = [f"{t[:5]}\n{lo}+" for t, lo in levels]
+        levels = sorted({(r["task"], r["level_lo"], r["level_hi"]) for r in scored})
+        labels = [f"{t[:5]}\n{level_label(lo, hi)}" for t, lo, hi in levels]
         for k, (metric, colour) in enumerate((("recall", "tab:blue"), ("precision", "tab:orange"))):
-            vals = [scoring.mean([r[metric] for r in scored if (r["task"], r["level_lo"]) == lv
-                                  and r[metric] is not None]) or 0.0 for lv in levels]
-            ax.bar([x + 0.4 * k - 0.2 for x in range(len(levels))], vals, width=0.4, label=metric, color=colour)
+            for x, lv in enumerate(levels):
+                values = [r[metric] for r in scored if (r["task"], r["level_lo"], r["level_hi"]) == lv
+                          and r[metric] is not None]
+                at = x + 0.4 * k - 0.2
+                if values:
+                    ax.bar(at, scoring.mean(values), width=0.4, color=colour, label=metric if x == 0 else None)
+                    ax.annotate(f"n={len(values)}", (at, scoring.mean(values)), textcoords="offset points",
+                                xytext=(0, 2), ha="center", fontsize=6)
+                else:  # no mean to draw: say so instead of a bar at 0
+                    ax.annotate(f"no {metric}", (at, 0.02), ha="center", fontsize=6, rotation=90, color=colour)
         ax.set_xticks(range(len(levels)), labels, fontsize=7)
         ax.set_ylim(0, 1)
         legend(ax, fontsize=7)
@@ -241,8 +255,12 @@ def ib_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
         forms = [f for f in ("judging", "single", "multiple") if any(k[1] == f for k in acc)]
         width = 0.8 / max(1, len(forms))
         for k, form in enumerate(forms):
-            ax.bar([x + width * (k - (len(forms) - 1) / 2) for x in range(len(settings))],
-                   [acc.get((s, form), 0.0) for s in settings], width=width, label=form)
+            xs = [x + width * (k - (len(forms) - 1) / 2) for x in range(len(settings))]
+            have = [(x, acc[(s, form)]) for x, s in zip(xs, settings) if (s, form) in acc]
+            ax.bar([x for x, _ in have], [v for _, v in have], width=width, label=form)
+            for x, s in zip(xs, settings):  # no accuracy (no decided reply): marked, not drawn as 0
+                if (s, form) not in acc:
+                    ax.annotate("n/a", (x, 0.02), ha="center", fontsize=6, rotation=90)
         ax.set_xticks(range(len(settings)), settings, rotation=45, ha="right", fontsize=7)
         ax.set_ylim(0, 1)
         ax.set_ylabel("accuracy")
@@ -278,9 +296,11 @@ PANELS = (waken_panel, muso_panel, s1_panel, ib_panel)
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #222; }
-.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(560px, 1fr)); gap: 1.2rem; }
-section { border: 1px solid #ccc; border-radius: 6px; padding: 0.8rem 1rem; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(560px, 100%), 1fr)); gap: 1.2rem; }
+section { border: 1px solid #ccc; border-radius: 6px; padding: 0.8rem 1rem; min-width: 0; }
+.scroll { overflow-x: auto; max-width: 100%; }
 figure { margin: 0.5rem 0; }
+figure img { max-width: 100%; height: auto; }
 figure.empty { border: 1px dashed #999; padding: 1.2rem; background: #fafafa; }
 table { border-collapse: collapse; font-size: 0.8rem; margin: 0.4rem 0 1rem; }
 td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
@@ -301,7 +321,8 @@ def _table(name: str, rows: Sequence[dict]) -> str:
         return f'<h4>{html.escape(name)}</h4><p class="norows">no rows for this model</p>'
     head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
     body = "".join("<tr>" + "".join(_cell(v) for v in r.values()) + "</tr>" for r in rows)
-    return f"<h4>{html.escape(name)}</h4><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (f'<h4>{html.escape(name)}</h4><div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def _figure(p: Plot) -> str:
@@ -320,25 +341,157 @@ def render(model: str, about: dict[str, Any], panels: Sequence[Panel]) -> str:
         for p in panels)
     return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Benchsmith report: "
             f"{html.escape(model)}</title><style>{_CSS}</style></head><body><h1>Benchsmith report: "
-            f"{html.escape(model)}</h1><ul class=\"about\">{meta}</ul><div class=\"grid\">{sections}</div>"
+            f"{html.escape(model)}</h1><p><a href=\"index.html\">leaderboard</a> &middot; <a href=\""
+            f"{html.escape(safe_name(model))}/samples.html\">replies, and how each was read</a></p>"
+            f"<ul class=\"about\">{meta}</ul><div class=\"grid\">{sections}</div>"
             f"</body></html>")
+
+
+# -- the replies behind each headline number (the per-sample view) -------------------------------
+
+# Per family: the replies a headline scope rests on (scopes named as `report.headline` names them),
+# each with its item, the reply, how it was read and the verdict. Current replies only (see
+# `warehouse.schema.current`): a stale reply is in no number, so it is on no page either.
+SAMPLES = {
+    "muso": f"""
+        SELECT r.task || ' ' || r.paradigm || ' T=' || r.temperature AS scope, r.instance_id AS item, i.question,
+               c.response_text AS reply,
+               coalesce(r.parse_error, 'read ' || r.n_first || ' solutions (' || r.n_first_correct || ' right)')
+                   || '; confidence: ' || coalesce(r.confidence_method, '-') AS how_read,
+               CAST(r.answers_first AS VARCHAR) AS answer, i.reference_answer AS gold,
+               'recall ' || coalesce(CAST(round(r.recall, 3) AS VARCHAR), '-') || ', confidence '
+                   || coalesce(CAST(r.confidence AS VARCHAR), '-') AS verdict
+        FROM {current('muso.responses', 'r')}
+        JOIN muso.instances i ON i.partition_key = r.partition_key AND i.instance_id = r.instance_id
+        LEFT JOIN llm.calls c ON c.key = json_extract_string(r.call_keys, '$[0]')
+        WHERE r.model = ? AND r.variant = 'standard' ORDER BY scope, item""",
+    "waken": f"""
+        SELECT r.dataset AS scope, r.item_id AS item, i.question, r.reply, r.method AS how_read,
+               r.prediction AS answer, r.gold, r.outcome AS verdict
+        FROM {current('waken.outcomes', 'r')} JOIN waken.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
+        WHERE r.model = ? AND r.step = 'direct' AND r.setting = 'vanilla' ORDER BY scope, item""",
+    "ib": f"""
+        SELECT r.setting AS scope, r.item_id AS item, i.question, r.reply, r.method AS how_read,
+               CAST(r.selected AS VARCHAR) AS answer, CAST(i.gold AS VARCHAR) AS gold,
+               CASE WHEN r.correct THEN 'correct' WHEN NOT r.correct THEN 'wrong' ELSE r.output_category END AS verdict
+        FROM {current('ib.responses', 'r')} JOIN ib.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
+        WHERE r.model = ? ORDER BY scope, item""",
+    "s1": f"""
+        SELECT 'all' AS scope, r.item_id || ' ' || r.mode || '#' || r.sample_index AS item, i.question, r.reply,
+               r.method || ' (format ' || coalesce(CAST(r.format_type AS VARCHAR), '-') || ')' AS how_read,
+               r.judged_part AS answer, i.answer AS gold,
+               CASE WHEN r.correct THEN 'correct' WHEN NOT r.correct THEN 'wrong' ELSE r.method END AS verdict
+        FROM {current('s1.responses', 'r')} JOIN s1.items i ON i.item_id = r.item_id
+        WHERE r.model = ? ORDER BY scope, item""",
+}
+SAMPLES_SHOWN = 100  # replies per scope on a page; the page says how many it leaves out
+
+
+def anchor(family: str, scope: str) -> str:
+    return f"{family}-" + re.sub(r"[^A-Za-z0-9_.-]", "_", scope)
+
+
+def _clip(text: Any, n: int) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= n else text[:n] + f" ... [{len(text) - n} more characters]"
+
+
+def samples_page(wh: Warehouse, model: str) -> str:
+    """Every scope of every family for `model`: its replies, each with the item, how it was read and
+    the verdict (the first `SAMPLES_SHOWN` per scope)."""
+    parts = []
+    for family, sql in SAMPLES.items():
+        rows = wh.rows(sql, [model])
+        scopes: dict[str, list[dict]] = {}
+        for r in rows:
+            scopes.setdefault(r["scope"], []).append(r)
+        for scope, rs in scopes.items():
+            head = "".join(f"<th>{c}</th>" for c in ("item", "question", "reply", "how it was read", "answer read",
+                                                      "gold", "verdict"))
+            body = "".join(
+                "<tr>" + "".join(f'<td class="text">{html.escape(_clip(r[c], n))}</td>' for c, n in (
+                    ("item", 80), ("question", 400), ("reply", 800), ("how_read", 120), ("answer", 200),
+                    ("gold", 200), ("verdict", 80))) + "</tr>" for r in rs[:SAMPLES_SHOWN])
+            more = f"; the first {SAMPLES_SHOWN} shown" if len(rs) > SAMPLES_SHOWN else ""
+            parts.append(f'<section id="{anchor(family, scope)}"><h2>{html.escape(family)}: '
+                         f'{html.escape(scope)} <small>({len(rs)} replies{more})</small></h2>'
+                         f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+                         f"</div></section>")
+    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Replies: {html.escape(model)}"
+            f"</title><style>{_CSS} td.text {{ text-align: left; white-space: pre-wrap; max-width: 32rem; }}</style>"
+            f"</head><body><h1>Replies of {html.escape(model)}</h1><p>Each headline number of the "
+            f'<a href="../index.html">leaderboard</a> links to its scope here.</p>'
+            + ("".join(parts) or "<p>no current replies</p>") + "</body></html>")
+
+
+def leaderboard(wh: Warehouse, pages: Mapping[str, Path]) -> str:
+    """`index.html`: every headline number of every model side by side, each with the count it rests
+    on and a link to its replies; models no longer configured are marked, not hidden."""
+    rows = wh.rows("SELECT * FROM report.headline ORDER BY family, scope, metric, model")
+    configured = {}
+    for r in rows:
+        configured[r["model"]] = configured.get(r["model"], True) and bool(r["configured"])
+    models = sorted((m for m in configured if m != "-"), key=lambda m: (not configured[m], m))
+    cells: dict[tuple[str, str, str], dict[str, dict]] = {}
+    for r in rows:
+        cells.setdefault((r["family"], r["scope"], r["metric"]), {})[r["model"]] = r
+
+    def cell(family: str, scope: str, r: dict | None) -> str:
+        if r is None:
+            return '<td class="null">-</td>'
+        value = "NULL" if r["value"] is None else f"{r['value']:.4g}"
+        text = f"{value} <small>n={r['n']}</small>"
+        if r["model"] in pages and family in SAMPLES:
+            href = f"{safe_name(r['model'])}/samples.html#{anchor(family, scope)}"
+            text = f'<a href="{html.escape(href)}">{text}</a>'
+        return f"<td>{text}</td>"
+
+    head = "".join(f"<th>{html.escape(m)}" + ("" if configured[m] else "<br><small>(no longer configured)</small>")
+                   + "</th>" for m in models)
+    body = "".join(
+        f"<tr><th>{html.escape(NAMES.get(f, f))}</th><th>{html.escape(sc)}</th><th>{html.escape(me)}</th>"
+        + ("".join(cell(f, sc, by.get(m)) for m in models) if "-" not in by else
+           f'<td colspan="{max(1, len(models))}">{by["-"]["value"]:.4g}</td>')
+        + "</tr>" for (f, sc, me), by in cells.items())
+    links = "".join(f'<li><a href="{html.escape(p.name)}">{html.escape(m)}</a> (<a href="'
+                    f'{html.escape(safe_name(m))}/samples.html">replies</a>)</li>' for m, p in pages.items())
+    gone = [m for m in models if not configured[m]]
+    note = (f"<p>Models no longer configured: {html.escape(', '.join(gone))}. Their rows stay in the warehouse "
+            "from an earlier configuration; no report page is rebuilt for them.</p>" if gone else "")
+    stale = wh.rows("SELECT family, model, scope, replies FROM report.stale")
+    if stale:
+        note += ("<p>Stale replies, in no number below (made on items since rebuilt): "
+                 + html.escape("; ".join(f"{r['family']} {r['model']} {r['scope']}: {r['replies']}" for r in stale))
+                 + ".</p>")
+    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Benchsmith reports</title>"
+            f"<style>{_CSS}</style></head><body><h1>Benchsmith reports</h1><ul>{links}</ul>"
+            f"<h2>Leaderboard (report.headline)</h2><p>Fractions unless the metric names tokens or a count; n: the "
+            f"replies or items each number rests on. Each number links to its replies and how each was read.</p>"
+            f"{note}<div class=\"scroll\"><table id=\"leaderboard\"><thead><tr><th>family</th><th>scope</th>"
+            f"<th>metric</th>{head}</tr></thead><tbody>{body}</tbody></table></div></body></html>")
+
+
+NAMES = {"muso": "MuSoBench", "waken": "WakenLLM", "ib": "Instruction Boundary", "s1": "S1-Bench"}
 
 
 def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dict[str, dict[str, Any]]
                   ) -> dict[str, tuple[Path, list[Panel]]]:
-    """Write `<model>.html` (and its plots) for each model, and `index.html`; model -> (page, panels)."""
+    """Write `<model>.html` (and its plots) and `<model>/samples.html` for each model, and the
+    leaderboard `index.html`; model -> (page, panels)."""
     folder.mkdir(parents=True, exist_ok=True)
     out = {}
     for model in models:
         w = _Writer(folder / safe_name(model))
         panels = [panel(wh, model, w) for panel in PANELS]
+        for p in panels:  # first, the panel's headline numbers with the count each rests on
+            p.tables.insert(0, ("report.headline", wh.rows(
+                "SELECT scope, metric, value, n FROM report.headline WHERE family = ? AND model = ? "
+                "ORDER BY scope, metric", [p.key, model])))
         page = folder / f"{safe_name(model)}.html"
         page.write_text(render(model, about.get(model, {}), panels), encoding="utf-8")
+        (folder / safe_name(model) / "samples.html").write_text(samples_page(wh, model), encoding="utf-8")
         out[model] = (page, panels)
-    links = "".join(f'<li><a href="{html.escape(p.name)}">{html.escape(m)}</a></li>' for m, (p, _) in out.items())
-    (folder / "index.html").write_text(f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Benchsmith "
-                                       f"reports</title></head><body><h1>Benchsmith reports</h1><ul>{links}</ul>"
-                                       f"</body></html>", encoding="utf-8")
+    (folder / "index.html").write_text(leaderboard(wh, {m: p for m, (p, _) in out.items()}), encoding="utf-8")
     return out
 
 
@@ -356,13 +509,69 @@ def model_report(settings: SettingsResource, warehouse: WarehouseResource) -> dg
                  "endpoint": probed.get(m, {}).get("endpoint_host") or "embedded",
                  "configuration": cfg.source, "scale": cfg.scale, "seed": cfg.seed} for m in cfg.evaluate}
     written = write_reports(wh, cfg.evaluate, folder, about)
-    metadata: dict[str, Any] = {"index": dg.MetadataValue.path(str(folder / "index.html"))}
-    lines = []
+    base = reports_url()
+    # links a browser opens from the UI in one click: pages served over HTTP (`make ui` serves them;
+    # browsers refuse file:// links from an http:// page); the files' paths beside them
+    metadata: dict[str, Any] = {"leaderboard": dg.MetadataValue.url(f"{base}/index.html"),
+                                "index": dg.MetadataValue.path(str(folder / "index.html"))}
+    lines = [f"- [leaderboard]({base}/index.html): every model's headline numbers, each linked to its replies"]
     for model, (page, panels) in written.items():
-        metadata[f"report_{safe_name(model)}"] = dg.MetadataValue.url(page.resolve().as_uri())
+        metadata[f"report_{safe_name(model)}"] = dg.MetadataValue.url(f"{base}/{page.name}")
         empty = [f"{p.family}: {pl.title}" for p in panels for pl in p.plots if pl.file is None]
-        lines.append(f"- [{model}]({page.resolve().as_uri()}): {sum(pl.file is not None for p in panels for pl in p.plots)}"
+        lines.append(f"- [{model}]({base}/{page.name}): {sum(pl.file is not None for p in panels for pl in p.plots)}"
                      f" plots" + (f"; no data in {len(empty)} ({'; '.join(empty)})" if empty else ""))
     metadata["reports"] = dg.MetadataValue.md("\n".join(lines) or "_no evaluated models_")
     metadata["dagster/row_count"] = len(written)
     return dg.MaterializeResult(metadata=metadata)
+
+
+# -- serving the pages, so the UI's links open them ----------------------------------------------
+
+REPORTS_URL_ENV = "BENCHSMITH_REPORTS_URL"
+DEFAULT_REPORTS_URL = "http://127.0.0.1:3001"
+
+
+def reports_url() -> str:
+    """Where the report pages are served (`BENCHSMITH_REPORTS_URL`, default `make ui`'s server)."""
+    return os.environ.get(REPORTS_URL_ENV, DEFAULT_REPORTS_URL).rstrip("/")
+
+
+def serve(folder: Path, host: str, port: int) -> None:
+    """Serve `folder` (the reports) over HTTP until interrupted."""
+    import functools
+    import http.server
+
+    folder.mkdir(parents=True, exist_ok=True)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+    with http.server.ThreadingHTTPServer((host, port), handler) as server:
+        print(f"serving {folder} at http://{host}:{port}/index.html", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+    from urllib.parse import urlsplit
+
+    from configuration import ConfigError, load_config
+
+    parser = argparse.ArgumentParser(prog="python -m assets.report",
+                                     description="Serve the per-model reports beside the configured warehouse.")
+    parser.add_argument("--serve", action="store_true", required=True)
+    url = urlsplit(reports_url())
+    parser.add_argument("--host", default=url.hostname or "127.0.0.1")
+    parser.add_argument("--port", type=int, default=url.port or 3001)
+    args = parser.parse_args(argv)
+    try:
+        folder = load_config().warehouse_path().parent / "reports"
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    serve(folder, args.host, args.port)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

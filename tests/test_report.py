@@ -50,7 +50,9 @@ def test_the_report_shows_what_was_evaluated_and_says_why_the_rest_is_empty(tmp_
     assert images == ["ib_accuracy.png", "ib_outputs.png"]
     assert all((folder / "stub" / n).read_bytes().startswith(b"\x89PNG") for n in images)
     ib = page[page.index('id="ib"'):]
-    assert '<img src="stub/ib_accuracy.png"' in ib and "<h4>ib.table3</h4><table>" in ib
+    assert '<img src="stub/ib_accuracy.png"' in ib and '<h4>ib.table3</h4><div class="scroll"><table>' in ib
+    # each panel first shows its headline numbers with the count each rests on
+    assert ib.index("<h4>report.headline</h4>") < ib.index("<h4>ib.table3</h4>") and "<th>n</th>" in ib
     # the other three say "no data" and why, with the command that fills them
     waken = page[page.index('id="waken"'):page.index('id="muso"')]
     assert waken.count("<strong>no data</strong>") == 2
@@ -61,8 +63,18 @@ def test_the_report_shows_what_was_evaluated_and_says_why_the_rest_is_empty(tmp_
     # linked from the asset's metadata and from the index
     [mat] = [e for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"]
     metadata = mat.event_specific_data.materialization.metadata
-    assert metadata["report_stub"].value == (folder / "stub.html").resolve().as_uri()
-    assert 'href="stub.html"' in (folder / "index.html").read_text()
+    assert metadata["report_stub"].value == "http://127.0.0.1:3001/stub.html"  # served: one click from the UI
+    assert metadata["leaderboard"].value == "http://127.0.0.1:3001/index.html"
+    index = (folder / "index.html").read_text()
+    assert 'href="stub.html"' in index
+    # the leaderboard: each headline number with its n, linked to the replies it rests on
+    assert '<table id="leaderboard">' in index and "<th>stub</th>" in index
+    assert '<a href="stub/samples.html#ib-vanilla">' in index and "n=" in index
+    samples = (folder / "stub" / "samples.html").read_text()
+    vanilla = samples[samples.index('id="ib-vanilla"'):]
+    vanilla = vanilla[:vanilla.find("</section>")]
+    # 4 items of two datasets under the vanilla setting (miscellany is its own setting), each reply with how it was read
+    assert "(4 replies)" in vanilla and vanilla.count("<tr>") == 5 and "Answer: 1" in vanilla
     # a rebuild with the same rows writes the same page (no timestamps in it)
     with StubServer(responder=lambda body: "Answer: 1") as stub2:
         cfg2 = stub_config(stub2, tmp_path, ib=IB)  # same warehouse, same config apart from the port
@@ -132,15 +144,20 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
 
     home = tmp_path / "home"
     home.mkdir()
+    served = _free_port()
     with StubServer(responder=lambda body: "Answer: 1") as stub:
         cfg = stub_config(stub, tmp_path, ib=IB)
-        env = {**os.environ, CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home)}
+        env = {**os.environ, CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home),
+               "BENCHSMITH_REPORTS_URL": f"http://127.0.0.1:{served}"}
         run = subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "ib"], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stderr[-2000:]
     port = _free_port()
     ui = subprocess.Popen([str(Path(sys.executable).parent / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(port)],
                           cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # what `make ui` starts beside the UI: the reports over HTTP, so the UI's links open them
+    reports = subprocess.Popen([sys.executable, "-m", "assets.report", "--serve"], cwd=ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for_ui(port)
         report = (cfg.warehouse_path().parent / "reports" / "stub.html").resolve()
@@ -154,10 +171,25 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
             assert page.locator("#waken .nodata").count() == 2
             assert "has not been evaluated" in page.locator("#waken .nodata").first.inner_text()
             # the asset page in the Dagster UI shows the materialisation's link to the report
+            page.set_viewport_size({"width": 1400, "height": 2400})  # the metadata table in view
             page.goto(f"http://127.0.0.1:{port}/assets/model_report")
-            link = page.locator(f'a[href="{report.as_uri()}"]')
+            link = page.locator(f'a[href="http://127.0.0.1:{served}/stub.html"]')
             link.first.wait_for(timeout=60_000)
-            assert link.count() >= 1
+            # one click on it opens the report (in a new tab, as the UI opens metadata links)
+            with page.context.expect_page(timeout=30_000) as opened:
+                link.first.click()
+            shown = opened.value
+            shown.wait_for_load_state()
+            assert shown.url == f"http://127.0.0.1:{served}/stub.html" and shown.locator("section").count() == 4
+            # and from it, the leaderboard and the replies behind each number
+            shown.goto(f"http://127.0.0.1:{served}/index.html")
+            shown.locator('#leaderboard a[href="stub/samples.html#ib-vanilla"]').first.click()
+            shown.locator("#ib-vanilla").wait_for(timeout=30_000)
+            assert shown.locator("#ib-vanilla tbody tr").count() == 4
+            # the page fits a 1,400 px window: nothing wider than the viewport
+            shown.set_viewport_size({"width": 1400, "height": 900})
+            shown.goto(f"http://127.0.0.1:{served}/stub.html")
+            assert shown.evaluate("document.documentElement.scrollWidth") <= 1400
             # a partitioned asset's checks: the verdict of the slice, with its partition
             page.goto(f"http://127.0.0.1:{port}/assets/ib_responses?view=checks")
             page.get_by_text("failed_calls").first.wait_for(timeout=60_000)
@@ -169,7 +201,9 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
             browser.close()
     finally:
         ui.terminate()
+        reports.terminate()
         ui.wait(20)
+        reports.wait(20)
 
 
 def _wait_for_ui(port: int) -> None:
@@ -217,3 +251,49 @@ def test_the_mechanisms_view_says_what_was_not_exercised_and_why(tmp_path):
     assert got[("s1", "zh", "several questions accepted by every validator answer")][0] is False
     assert got[("ib", "vanilla", "decided replies")] == (True, "2 of 2 replies decided")
     assert got[("ib", "vagueness", "decided replies")] == (False, "0 of 2 replies decided")
+
+
+def test_the_reliability_diagram_marks_confident_replies_at_recall_zero():
+    """Confidence 85 with recall 0 is MuSoBench's headline case (paper figure 3a): the bin has no bar
+    height to see, so it is drawn as a marker at recall 0, sized by its replies and labelled n."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from assets.metadata import draw_reliability
+
+    fig, ax = plt.subplots()
+    draw_reliability(ax, {"short_cot": ([0.85, 0.85, 0.85, 0.3], [0.0, 0.0, 0.0, 0.5])})
+    [points] = [c for c in ax.collections if len(c.get_offsets())]
+    offsets = [tuple(map(float, o)) for o in points.get_offsets()]
+    sizes = list(points.get_sizes())
+    at_zero = [k for k, (x, y) in enumerate(offsets) if y == 0.0]
+    assert len(at_zero) == 1 and 0.8 <= offsets[at_zero[0]][0] < 0.9
+    assert sizes[at_zero[0]] == max(sizes)  # three replies: the largest marker
+    assert ax.get_ylim()[0] < 0  # not clipped at the axis
+    assert "n=3" in [t.get_text() for t in ax.texts]
+    plt.close(fig)
+
+
+def test_level_ticks_name_the_bin_as_the_paper_does():
+    from assets.report import level_label
+
+    assert level_label(51, 100) == "51-100" and level_label(1, 1) == "1-1" and level_label(501, None) == "501+"
+
+
+def test_the_leaderboard_marks_a_model_no_longer_configured(tmp_path):
+    cfg, _ = build_ib_report(tmp_path)
+    wh = Warehouse(cfg.warehouse_path())
+    wh.upsert("ib.metrics", [{"model": "retired", "setting": "vanilla", "form": "judging", "metric": "Acc",
+                              "category": "-", "value": 0.5, "numerator": 1, "denominator": 2, "n_failed": 0}])
+    configured = {r["model"]: r["configured"] for r in wh.rows(
+        "SELECT DISTINCT model, configured FROM report.headline WHERE family = 'ib'")}
+    assert configured == {"stub": True, "retired": False}
+    with StubServer(responder=lambda body: "Answer: 1") as stub:
+        assert materialize(build_definitions(stub_config(stub, tmp_path, ib=IB).source), ["model_report"]).success
+    index = (cfg.warehouse_path().parent / "reports" / "index.html").read_text()
+    assert "<th>retired<br><small>(no longer configured)</small></th>" in index
+    assert "Models no longer configured: retired." in index
+    # its number is shown, with its n, but links to no page: none is built for it
+    assert "0.5 <small>n=2</small>" in index and "retired/samples.html" not in index

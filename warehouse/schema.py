@@ -409,11 +409,11 @@ def _made_on_join(table: str, alias: str = "r") -> str:
     return f"{items} i ON {keys}"
 
 
-def current(table: str) -> str:
+def current(table: str, alias: str = "") -> str:
     """A subquery of the rows of a reply table made on the items stored now (same digest), for the
     metrics: `SELECT * FROM {current('ib.responses')} ORDER BY ...`."""
     return (f"(SELECT r.* FROM {table} r JOIN {_made_on_join(table)} "
-            f"AND i.item_digest IS NOT DISTINCT FROM r.item_digest) AS {table.split('.')[1]}")
+            f"AND i.item_digest IS NOT DISTINCT FROM r.item_digest) AS {alias or table.split('.')[1]}")
 
 
 def _stale_branch(table: str) -> str:
