@@ -8,7 +8,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import figure_markdown, legend, markdown_table, stacked_bar_chart
+from assets.metadata import figure_markdown, headline, legend, stacked_bar_chart, table
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -138,8 +138,8 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         missing = sorted(f"{m}/{s}/{f}" for m in cfg.evaluate for s in cfg.ib.settings for f in forms
                          if s != "disturbing_miscellany" and (m, s, f) not in have)
         return dg.MaterializeResult(
-            metadata={"dagster/row_count": len(rows),
-                      "summary": dg.MetadataValue.md(markdown_table(wh.rows("SELECT * FROM ib.summary"))),
+            metadata={"dagster/row_count": len(rows), **headline(wh, "ib"),
+                      "summary": table(wh.rows("SELECT * FROM ib.summary")),
                       "output_distribution": _output_chart(rows),
                       "accuracy_by_options": _options_chart(rows)},
             check_results=[dg.AssetCheckResult(check_name="every_model_setting_form", passed=not missing,

@@ -10,18 +10,37 @@ from typing import Any
 import dagster as dg
 
 
-def markdown_table(rows: Sequence[Mapping[str, Any]], limit: int = 50) -> str:
-    """Rows as a Markdown table (first `limit` rows), for `MetadataValue.md`."""
+def table(rows: Sequence[Mapping[str, Any]]) -> dg.MetadataValue:
+    """Rows as a Dagster table (every row, typed columns; the UI scrolls it rather than cutting it)."""
     if not rows:
-        return "_no rows_"
+        return dg.MetadataValue.table(records=[], schema=dg.TableSchema(columns=[]))
     cols = list(rows[0].keys())
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows[:limit]:
-        cells = [str(r.get(c, "")).replace("|", "\\|").replace("\n", " ")[:80] for c in cols]
-        lines.append("| " + " | ".join(cells) + " |")
-    if len(rows) > limit:
-        lines.append(f"\n_{len(rows) - limit} more rows_")
-    return "\n".join(lines)
+
+    def kind(col: str) -> str:
+        values = [r.get(col) for r in rows if r.get(col) is not None]
+        for name, types in (("bool", (bool,)), ("int", (int,)), ("float", (int, float))):
+            if values and all(isinstance(v, types) and (name == "bool" or not isinstance(v, bool)) for v in values):
+                return name
+        return "string"
+
+    kinds = {c: kind(c) for c in cols}
+
+    def cell(col: str, v: Any) -> Any:
+        if v is None or kinds[col] != "string":
+            return round(v, 4) if isinstance(v, float) else v
+        return str(v)
+
+    return dg.MetadataValue.table(
+        records=[dg.TableRecord({c: cell(c, r.get(c)) for c in cols}) for r in rows],
+        schema=dg.TableSchema(columns=[dg.TableColumn(c, kinds[c]) for c in cols]))
+
+
+def headline(wh: Any, family: str) -> dict[str, dg.MetadataValue]:
+    """The family's `report.headline` numbers as numeric metadata (`<model> <scope> <metric>`), so
+    the UI plots each over the asset's materialisations."""
+    return {f"{r['model']} {r['scope']} {r['metric']}": dg.MetadataValue.float(float(r["value"]))
+            for r in wh.rows("SELECT model, scope, metric, value FROM report.headline WHERE family = ? "
+                             "AND value IS NOT NULL AND model <> '-' ORDER BY model, scope, metric", [family])}
 
 
 def figure_markdown(fig: Any) -> dg.MetadataValue:

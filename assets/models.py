@@ -10,7 +10,7 @@ from configuration import ConfigError
 from llm_calls import CallRequest, redact
 from llm_calls.embedded import EmbeddedModelError
 from assets.resources import SettingsResource, LLMResource, WarehouseResource
-from assets.metadata import markdown_table
+from assets.metadata import table
 
 GROUP = "llm"
 
@@ -69,7 +69,7 @@ def models(
         metadata={
             "dagster/row_count": len(rows),
             "reachable": sum(r["reachable"] for r in rows),
-            "models": dg.MetadataValue.md(markdown_table(shown)),
+            "models": table(shown),
         }
     )
 
@@ -107,7 +107,7 @@ def llm_call_summary_asset(upstream: list[dg.AssetKey]) -> dg.AssetsDefinition:
                 "dagster/row_count": totals["calls"],
                 "failed_calls": totals["failed"],
                 "completion_tokens": int(totals["completion_tokens"]),
-                "summary": dg.MetadataValue.md(markdown_table(summary)),
+                "summary": table(summary),
             }
         )
 

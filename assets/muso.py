@@ -11,7 +11,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import draw_reliability, figure_markdown, markdown_table
+from assets.metadata import draw_reliability, figure_markdown, headline, table
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -204,8 +204,8 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
                            "recall", "mean_confidence", "ece_recall")} for r in rows if r["level"] == 0]
         return dg.MaterializeResult(
             metadata={
-                "dagster/row_count": len(rows),
-                "overall": dg.MetadataValue.md(markdown_table(shown)),
+                "dagster/row_count": len(rows), **headline(wh, "muso"),
+                "overall": table(shown),
                 "reliability_diagram": _reliability_plot(responses),
             },
             check_results=[dg.AssetCheckResult(

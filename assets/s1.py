@@ -4,7 +4,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import figure_markdown, markdown_table
+from assets.metadata import figure_markdown, headline, table
 from assets.partitions import models_partitions
 from assets.versions import code_version
 from assets.reply_checks import reply_check_results, reply_check_specs
@@ -153,8 +153,8 @@ def s1_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.M
     wh.replace_partition("s1.metrics", rows)
     overall = [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items() if k in ("model", "metric", "category", "value", "n")}
                for r in rows if r["level"] == "all"]
-    return dg.MaterializeResult(metadata={"dagster/row_count": len(rows),
-                                          "overall": dg.MetadataValue.md(markdown_table(overall)),
+    return dg.MaterializeResult(metadata={"dagster/row_count": len(rows), **headline(wh, "s1"),
+                                          "overall": table(overall),
                                           "token_heatmap": _heatmap(rows)})
 
 

@@ -8,7 +8,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import markdown_table, stacked_bar_chart
+from assets.metadata import headline, stacked_bar_chart, table
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -177,8 +177,8 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         datasets = {d for d, _ in sizes}
         missing = sorted(f"{m}/{d}" for m in cfg.evaluate for d in datasets if (m, d) not in groups)
         return dg.MaterializeResult(
-            metadata={"dagster/row_count": len(rows),
-                      "table3": dg.MetadataValue.md(markdown_table(wh.rows("SELECT * FROM waken.table3"))),
+            metadata={"dagster/row_count": len(rows), **headline(wh, "waken"),
+                      "table3": table(wh.rows("SELECT * FROM waken.table3")),
                       "converting_rates": _converting_chart(rows)},
             check_results=[dg.AssetCheckResult(check_name="every_model_and_dataset", passed=not missing,
                                                metadata={"missing": dg.MetadataValue.json(missing)})],

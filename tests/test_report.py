@@ -297,3 +297,24 @@ def test_the_leaderboard_marks_a_model_no_longer_configured(tmp_path):
     assert "Models no longer configured: retired." in index
     # its number is shown, with its n, but links to no page: none is built for it
     assert "0.5 <small>n=2</small>" in index and "retired/samples.html" not in index
+
+
+def test_metrics_assets_record_headline_numbers_as_numbers_and_tables_whole(tmp_path):
+    """Dagster plots numeric metadata over materialisations: each headline number is a float entry;
+    the summary table is a typed table with every row (not Markdown cut at 50)."""
+    import dagster as dg
+
+    cfg, _ = build_ib_report(tmp_path)
+    with StubServer(responder=lambda body: "Answer: 1") as stub:
+        result = materialize(build_definitions(stub_config(stub, tmp_path, ib=IB).source), ["ib_metrics"])
+    [mat] = [e for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"]
+    metadata = mat.event_specific_data.materialization.metadata
+    wh = Warehouse(cfg.warehouse_path())
+    expected = {f"stub {r['scope']} {r['metric']}": r["value"] for r in wh.rows(
+        "SELECT scope, metric, value FROM report.headline WHERE family = 'ib' AND value IS NOT NULL")}
+    assert expected and {k: metadata[k].value for k in expected} == expected
+    assert all(isinstance(metadata[k], dg.FloatMetadataValue) for k in expected)
+    summary = metadata["summary"]
+    assert isinstance(summary, dg.TableMetadataValue)
+    assert len(summary.records) == wh.scalar("SELECT count(*) FROM ib.summary")
+    assert {c.name: c.type for c in summary.schema.columns}["model"] == "string"
