@@ -135,3 +135,26 @@ def plan_steps(assets_by_name: dict[str, dg.AssetsDefinition], families: Sequenc
         raise SelectionError(f"--model {absent[0]!r}: not an evaluated model; add it to `evaluate` in the "
                              f"configuration (evaluated: {', '.join(sorted(all_models))})")
     return [Step(FIRST[0], "", tuple(FIRST[1]), None), *steps, Step(LAST[0], "", tuple(LAST[1]), None)]
+
+
+def run_tags(step: Step, config) -> dict[str, str]:
+    """What the Runs page filters by: the family, the partition, the models, the configuration
+    (the command's runs, and the UI's through `assets.ui_runs`)."""
+    tags = {"benchsmith/family": step.family or step.job, "benchsmith/config": config.source,
+            "benchsmith/models": step.model or ",".join(config.evaluate)}
+    if step.partition:
+        tags["benchsmith/partition"] = step.partition
+    return tags
+
+
+def step_of(assets: Sequence[str], partition: str | None, model: str | None = None) -> Step | None:
+    """The step of the command that materialises exactly `assets` (one job's selection), or None."""
+    wanted = set(assets)
+    for family, names in FAMILIES.items():
+        for stage, name in zip(STAGES, names):
+            if wanted == {name}:
+                return Step(job_name(family, stage), family, (name,), partition, model=model)
+    for job, names in (FIRST, LAST):
+        if wanted and wanted <= set(names):
+            return Step(job, "", tuple(sorted(wanted)), partition)
+    return None

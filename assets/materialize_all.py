@@ -32,7 +32,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.jobs import FAMILIES, SelectionError, Step, plan_steps
+from assets.jobs import FAMILIES, SelectionError, Step, plan_steps, run_tags
 from llm_calls.ledger import TOTALS
 from warehouse import Warehouse
 
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             result = defs.resolve_job_def(step.job).execute_in_process(
                 instance=instance, partition_key=step.partition, raise_on_error=False,
-                tags=_run_tags(step, config), run_config=None if args.verbose else QUIET)
+                tags=run_tags(step, config), run_config=None if args.verbose else QUIET)
             evals = result.get_asset_check_evaluations()
             calls = (TOTALS.cached - before[0], TOTALS.answered - before[1], TOTALS.failed - before[2])
             done.append(Done(step, result.success, time.monotonic() - t0, calls,
@@ -282,15 +282,6 @@ def _plan(args: argparse.Namespace) -> int:
                 latency[model] = (measured, f"median of {args.probe_calls} probe calls")
     print(plan.render(cfg, rows, latency))
     return 0
-
-
-def _run_tags(step: Step, config) -> dict[str, str]:
-    """What the Runs page filters by: the family, the partition, the models, the configuration."""
-    tags = {"benchsmith/family": step.family or step.job, "benchsmith/config": config.source,
-            "benchsmith/models": step.model or ",".join(config.evaluate)}
-    if step.partition:
-        tags["benchsmith/partition"] = step.partition
-    return tags
 
 
 def summary(done: list[Done], wh: Warehouse, config, warehouse_path: str) -> str:

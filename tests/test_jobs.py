@@ -197,3 +197,29 @@ def test_a_warehouse_that_cannot_be_read_ends_the_run_with_one_line_not_a_traceb
     assert materialize_all.main([]) == 1
     err = capsys.readouterr().err
     assert "no summary: the warehouse" in err and "OSError: Permission denied" in err and "Traceback" not in err
+
+
+def test_a_ui_launch_of_one_slice_gets_the_tags_the_command_gives_that_step(tmp_path):
+    """What the run coordinator adds when the UI submits a run of the implicit asset job: the family,
+    the slice, its model, the configuration, and the named job whose step it is; a run of the
+    command (already tagged) and a run of several families' assets get nothing."""
+    from dagster._core.storage.dagster_run import DagsterRun
+
+    from assets.ui_runs import ui_tags
+
+    with StubServer(responder=lambda body: "Answer: 1") as stub:
+        cfg = two_models(stub, tmp_path, ib=IB)
+
+    def run(assets, **tags):
+        return DagsterRun(job_name="__ASSET_JOB", asset_selection=frozenset(dg.AssetKey(a) for a in assets),
+                          tags=tags)
+
+    slice_run = run(["ib_responses"], **{"dagster/partition": "fld|beta", "dagster/partition/dataset": "fld",
+                                         "dagster/partition/model": "beta"})
+    assert ui_tags(slice_run, cfg) == {
+        "benchsmith/family": "ib", "benchsmith/partition": "fld|beta", "benchsmith/models": "beta",
+        "benchsmith/config": cfg.source, "benchsmith/job": "evaluate_ib", "benchsmith/launched": "ui"}
+    assert ui_tags(run(["waken_metrics"]), cfg)["benchsmith/models"] == "alpha,beta"
+    assert ui_tags(run(["models"]), cfg)["benchsmith/job"] == "probe_models"
+    assert ui_tags(run(["ib_items", "waken_items"]), cfg) == {}
+    assert ui_tags(run(["ib_metrics"], **{"benchsmith/family": "ib"}), cfg) == {}

@@ -144,6 +144,9 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
 
     home = tmp_path / "home"
     home.mkdir()
+    # the instance's run coordinator, as the project's dagster.yaml sets it
+    (home / "dagster.yaml").write_text("run_coordinator:\n  module: assets.ui_runs\n  class: TaggedRunCoordinator\n"
+                                       "  config:\n    max_concurrent_runs: 4\n")
     served = _free_port()
     with StubServer(responder=lambda body: "Answer: 1") as stub:
         cfg = stub_config(stub, tmp_path, ib=IB)
@@ -164,6 +167,9 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
             page = browser.new_page()
+            # the UI's first-visit dialog (join the community) is dismissed whenever it shows up
+            page.add_locator_handler(page.get_by_text("Join the Dagster community"),
+                                     lambda _: page.get_by_role("button", name="Skip").click())
             page.goto(report.as_uri())
             assert page.locator("section").count() == 4
             loaded = page.eval_on_selector_all("#ib img", "imgs => imgs.map(i => i.complete && i.naturalWidth)")
@@ -198,12 +204,32 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
             # the runs page lists the named jobs with their tags
             page.goto(f"http://127.0.0.1:{port}/runs")
             page.get_by_text("evaluate_ib").first.wait_for(timeout=60_000)
+            # a run launched with the UI's Materialize button carries the command's tags
+            page.goto(f"http://127.0.0.1:{port}/assets/ib_metrics")
+            page.locator("button", has_text="Materialize").first.click()
+            launched = _wait_for_run(home, "benchsmith/launched")
             browser.close()
+        assert launched.tags["benchsmith/family"] == "ib" and launched.tags["benchsmith/job"] == "score_ib"
+        assert launched.tags["benchsmith/config"] == cfg.source and launched.tags["benchsmith/models"] == "stub"
+        assert launched.tags["benchsmith/launched"] == "ui" and launched.job_name == "__ASSET_JOB"
     finally:
         ui.terminate()
         reports.terminate()
         ui.wait(20)
         reports.wait(20)
+
+
+def _wait_for_run(home: Path, tag: str):
+    import dagster as dg
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            runs = [r for r in instance.get_runs() if tag in r.tags]
+        if runs:
+            return runs[0]
+        time.sleep(0.5)
+    raise AssertionError(f"no run tagged {tag} within 60 s")
 
 
 def _wait_for_ui(port: int) -> None:
