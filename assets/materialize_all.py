@@ -148,16 +148,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe-calls", type=int, default=3, metavar="N",
                         help="with --plan: short calls that measure a model's latency when none is stored (0: none)")
     args = parser.parse_args(argv)
-    if args.plan:
-        return _plan(args)
     from assets.definitions import build_definitions
 
     defs = build_definitions()  # from the configuration named now (BENCHSMITH_CONFIG), not at first import
     by_name = {k.path[-1]: a for a in raw_assets(defs) for k in a.keys}
-    try:
-        plan_steps(by_name, args.select, args.partition, args.model)  # a bad selection fails before any run
+    try:  # a bad selection fails before any run, and the plan refuses what the run refuses
+        steps_planned = plan_steps(by_name, [f for f in args.select or () if not (args.plan and f == "llm")] or None,
+                                   args.partition, args.model)
     except SelectionError as exc:
         parser.error(str(exc))
+    if args.plan:
+        return _plan(args, len(steps_planned))
     config = defs.resources["settings"].load()
     if not os.environ.get("DAGSTER_HOME"):  # `make` sets it; else the runs go beside the configuration file
         os.environ["DAGSTER_HOME"] = str(Path(config.source).resolve().parent)
@@ -255,20 +256,19 @@ def _planned_calls(config, wh: Warehouse, families) -> tuple[int, int, int] | No
             sum(r.line.calls for r in rows if r.line.kind != plan.EXACT))
 
 
-def _plan(args: argparse.Namespace) -> int:
+def _plan(args: argparse.Namespace, steps: int) -> int:
     """Print the capacity plan (no asset runs; calls only the latency probes it needs)."""
     from assets import plan
     from configuration import load_config
 
     cfg = load_config()
-    known = set(plan.FAMILIES)
-    unknown = sorted(set(args.select or []) - known)
-    if unknown:
-        print(f"--select {unknown[0]!r}: not a family; expected one of {sorted(known)}", file=sys.stderr)
-        return 2
     wh = Warehouse(cfg.warehouse_path())
-    lines = plan.plan_lines(cfg, wh, args.select)
-    rows = plan.with_cache(lines, plan.stored_calls(cfg, wh))
+    lines = plan.plan_lines(cfg, wh, args.select, args.partition, args.model)
+    runs = None
+    if (args.partition or args.model) and os.environ.get("DAGSTER_HOME"):
+        with dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"]) as instance:
+            runs = plan.selected_runs(instance, args.partition, args.model)
+    rows = plan.with_cache(lines, plan.stored_calls(cfg, wh, runs))
     latency: dict[str, tuple[float, str]] = {}
     stored = plan.stored_latency(cfg, wh)
     for model in sorted({r.line.model for r in rows}):
@@ -280,8 +280,32 @@ def _plan(args: argparse.Namespace) -> int:
             measured = plan.probe_latency(cfg, wh, model, args.probe_calls)
             if measured is not None:
                 latency[model] = (measured, f"median of {args.probe_calls} probe calls")
-    print(plan.render(cfg, rows, latency))
+    by_step = {} if args.latency is not None else plan.step_latency(cfg, wh)
+    print(plan.render(cfg, rows, latency, by_step, _overhead(steps)))
     return 0
+
+
+def _overhead(steps: int) -> str:
+    """The run's own time beside its calls: each of its steps is a Dagster run (created, started,
+    its events written), measured from the instance's earlier runs of steps that call no model."""
+    import statistics
+
+    home = os.environ.get("DAGSTER_HOME")
+    seconds = []
+    if home:
+        try:
+            with dg.DagsterInstance.from_config(home) as instance:
+                for rec in instance.get_run_records(limit=200):
+                    if rec.dagster_run.job_name.startswith("score_") and rec.start_time and rec.end_time:
+                        seconds.append(rec.end_time - rec.start_time)
+        except Exception as exc:  # the plan is an estimate: an unreadable instance costs only this line
+            return f"Besides the calls: {steps} steps, each a Dagster run (instance not read: {exc})."
+    if not seconds:
+        return (f"Besides the calls: {steps} steps, each a Dagster run with its own start-up time (not measured: "
+                "no earlier runs in this instance).")
+    each = statistics.median(seconds)
+    return (f"Besides the calls: {steps} steps, each a Dagster run; a step that calls no model took {each:.1f} s "
+            f"(median of {len(seconds)} earlier runs): about {_clock(steps * each)} more.")
 
 
 def summary(done: list[Done], wh: Warehouse, config, warehouse_path: str) -> str:

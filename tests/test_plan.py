@@ -104,8 +104,11 @@ def test_the_plan_command_prints_time_at_the_model_concurrency(small, capsys):
     assert materialize_all(["--plan", "--latency", "2", "--select", "muso"]) == 0
     out = capsys.readouterr().out
     # 3 instances x 2 temperatures = 6 solve calls (exact), then 6 confidence and 6 recheck turns (at
-    # most); each turn a batch of ceil(6 / 4) = 2 waves at the model's concurrency 4, 2 s a wave
-    assert "muso    stub                             6 + 12        18     4    2.00s  12 s  (latency given)" in out
+    # most); each turn a batch of ceil(6 / 4) = 2 waves at the model's concurrency 4, 2 s a wave: 4 s
+    # for the exact solve turns alone, 12 s when every later turn is asked too
+    assert "muso    stub                             6 + 12        18     4    2.00s  4 s - 12 s  (latency given)" in out
+    assert "Total for the new calls, families one after another: 4 s if no reply takes a bounded branch, " \
+           "at most 12 s" in out
 
 
 def test_hours_rounds_up_to_whole_waves():
@@ -122,3 +125,102 @@ def test_without_a_latency_the_plan_measures_one_from_probe_calls_then_from_stor
     assert probes == [{"n": 3}]
     assert materialize_all(["--plan", "--select", "llm"]) == 0
     assert "(latency median of 3 stored calls)" in capsys.readouterr().out
+
+
+IB_ONLY = {"ib": {"datasets": {"fld": {"form": "judging", "generator": "fld", "count": {"demo": 8, "paper": 8}},
+                               "arithmetic": {"form": "single", "generator": "arithmetic",
+                                              "count": {"demo": 2, "paper": 2}}},
+                  "settings": ["vanilla", "few_shot"]}}
+
+
+def _seconds(text: str) -> float:
+    """A duration as the plan prints it: `14 s`, `3 min`, `1.2 h` or a clock `0:07`."""
+    import re
+
+    if m := re.fullmatch(r"(\d+):(\d\d)(?::(\d\d))?", text):
+        parts = [int(p) for p in m.groups() if p is not None]
+        return sum(p * 60 ** k for k, p in enumerate(reversed(parts)))
+    number, unit = text.split()
+    return float(number) * {"s": 1, "min": 60, "h": 3600}[unit]
+
+
+def test_at_a_paper_like_latency_the_plan_foresees_the_run_within_a_quarter(tmp_path, monkeypatch, capsys):
+    """A small run whose time is its calls (1.5 s each, two at a time) and its steps: the plan,
+    made after an earlier run in the same instance, gives the calls exactly and the time within
+    25 % of the run's own wall time."""
+    import re
+    import time
+
+    from llm_calls.stub_server import StubServer
+
+    with StubServer(responder=lambda body: "Answer: 1", delay_s=1.5) as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": 2}},
+                          ledger={"timeout_s": 30.0}, **IB_ONLY)
+        monkeypatch.setenv("BENCHSMITH_CONFIG", cfg.source)
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        assert materialize_all(["--select", "ib", "--partition", "arithmetic"]) == 0  # the instance's history
+        capsys.readouterr()
+        assert materialize_all(["--plan", "--latency", "1.5", "--select", "ib", "--partition", "fld"]) == 0
+        out = capsys.readouterr().out
+        before = _made(cfg)
+        t0 = time.monotonic()
+        assert materialize_all(["--select", "ib", "--partition", "fld"]) == 0
+        wall = time.monotonic() - t0
+    made = _made(cfg) - before
+    planned = {m.group(1): int(m.group(2)) for m in re.finditer(r"^ib +stub +(ib\.\w+) +exact +\d+ +\d+ +(\d+)", out,
+                                                                re.M)}
+    assert planned == {"ib.vanilla": 8, "ib.few_shot": 8} and {k[1]: v for k, v in made.items()} == planned
+    low = _seconds(re.search(r"one after another: (.+?) if no reply", out).group(1))
+    steps = _seconds(re.search(r"about (\S+) more", out).group(1))
+    assert low == 12  # 8 calls a setting, two at a time, 1.5 s each: 4 waves x 2 settings x 1.5 s
+    assert abs((low + steps) - wall) <= 0.25 * wall, (low, steps, wall, out)
+
+
+def test_the_plan_refuses_what_the_run_refuses_and_counts_only_the_models_asked(tmp_path, monkeypatch, capsys):
+    from llm_calls.stub_server import StubServer
+
+    with StubServer(responder=lambda body: "Answer: True") as stub:
+        models = {m: {"base_url": stub.base_url, "model": f"stub-{m}"} for m in ("alpha", "beta")}
+        cfg = stub_config(stub, tmp_path, models=models, evaluate=["alpha", "beta"], judge="alpha", **IB_ONLY)
+        monkeypatch.setenv("BENCHSMITH_CONFIG", cfg.source)
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        for bad in (["--partition", "nope"], ["--model", "gamma"]):
+            with pytest.raises(SystemExit) as exit_plan:
+                materialize_all(["--plan", "--select", "ib", *bad])
+            plan_err = capsys.readouterr().err
+            with pytest.raises(SystemExit) as exit_run:
+                materialize_all(["--select", "ib", *bad])
+            assert exit_plan.value.code == exit_run.value.code == 2
+            assert plan_err.splitlines()[-1] == capsys.readouterr().err.splitlines()[-1]
+        lines = plan.plan_lines(cfg, Warehouse(cfg.warehouse_path()), ["ib"], models=["beta"])
+    callers = {ln.model for ln in lines if ln.family == "ib"}
+    assert callers == {"beta", "alpha"}  # beta's answers, and alpha judging beta's replies
+    assert sum(ln.calls for ln in lines if ln.model == "beta") == 2 * (8 + 2)  # two settings, two datasets
+    judged = sum(ln.calls for ln in lines if ln.model == "alpha")
+    assert judged == 2 * (8 + 2)  # at most every one of beta's replies, and none of alpha's own
+
+
+def test_the_plan_says_the_time_is_unknown_rather_than_zero(small, capsys):
+    assert materialize_all(["--plan", "--select", "ib", "--probe-calls", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "Total time unknown: no latency for stub" in out and "at most 0 s" not in out
+
+
+def test_items_another_scale_built_are_not_the_items_the_plan_counts(tmp_path, monkeypatch):
+    """A demo warehouse planned at paper scale: the stored demo items are not this run's."""
+    from llm_calls.stub_server import StubServer
+
+    ib = {"ib": {**IB_ONLY["ib"], "datasets": {"fld": {"form": "judging", "generator": "fld",
+                                                       "count": {"demo": 2, "paper": 6}}}}}
+    with StubServer(responder=lambda body: "Answer: True") as stub:
+        cfg = stub_config(stub, tmp_path, **ib)
+        monkeypatch.setenv("BENCHSMITH_CONFIG", cfg.source)
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        assert materialize_all(["--select", "ib", "--partition", "fld"]) == 0
+        paper = stub_config(stub, tmp_path, scale="paper", **ib)
+    wh = Warehouse(paper.warehouse_path())
+    demo_counts, paper_counts = plan.ib_counts(cfg, wh), plan.ib_counts(paper, wh)
+    assert demo_counts.by_partition["fld"]["complete"] == 2 and demo_counts.source["fld"] == "warehouse"
+    assert paper_counts.by_partition["fld"]["complete"] == 6
+    assert paper_counts.source["fld"] == "configuration (warehouse holds 2 complete: another scale or configuration)"
