@@ -282,6 +282,8 @@ def _plan(args: argparse.Namespace, steps: int) -> int:
                 latency[model] = (measured, f"median of {args.probe_calls} probe calls")
     by_step = {} if args.latency is not None else plan.step_latency(cfg, wh)
     print(plan.render(cfg, rows, latency, by_step, _overhead(steps)))
+    for line in cfg.left_out_at_demo():
+        print(f"Left out at demo scale: {line}")
     return 0
 
 
@@ -360,6 +362,9 @@ def summary(done: list[Done], wh: Warehouse, config, warehouse_path: str) -> str
         out += ["", "mechanisms not exercised (report.mechanisms):" if missed else
                 "every family's main mechanism was exercised (report.mechanisms)"]
         out += [f"  {NAMES[r['family']]} [{r['model']}] {r['scope']}: {r['mechanism']}: {r['detail']}" for r in missed]
+    left_out = config.left_out_at_demo()
+    if left_out:
+        out += ["", "left out at demo scale (configured, not built):"] + [f"  {line}" for line in left_out]
     reports = wh.path.parent / "reports"
     out += ["", "where to look next:",
             f"  reports:   {reports / 'index.html'}" + ("" if (reports / "index.html").exists() else " (not built)"),

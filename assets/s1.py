@@ -31,6 +31,9 @@ def build_s1_assets(cfg) -> list[dg.AssetsDefinition]:
                                        description="every accepted item leads back to a generated candidate"),
                      dg.AssetCheckSpec("accepted_only_if_every_answer_correct", asset="s1_items",
                                        description="an accepted item has every validation answer correct"),
+                     dg.AssetCheckSpec("every_subcategory_accepted", asset="s1_items",
+                                       description="every built subcategory and language yielded candidates and "
+                                                   "at least one accepted question (a warning otherwise)"),
                      *reply_check_specs("s1_items")])
     by_model = models_partitions(cfg)
     responses = dg.asset(s1_responses, name="s1_responses", group_name=GROUP, deps=[items], kinds={"duckdb"},
@@ -87,6 +90,11 @@ def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, ware
         "WHERE i.origin NOT LIKE 'release:%' "
         "GROUP BY 1 HAVING bool_and(coalesce(v.correct, false)) = false OR count(*) = 0")]
     decisions = Counter(r["decision"] for r in build.rounds if r["stage"] == "decision")
+    made = Counter((c["subcategory"], c["language"]) for c in build.candidates)
+    accepted = Counter((r["subcategory"], r["language"]) for r in items if not r["origin"].startswith("release:"))
+    empty = [f"{sub} [{lang}]: " + ("no candidate made" if not made[(sub, lang)] else
+                                    f"none of {made[(sub, lang)]} candidate versions accepted")
+             for sub in (subs if s.build else []) for lang in s.languages if not accepted[(sub, lang)]]
     return dg.MaterializeResult(
         data_version=dg.DataVersion(wh.item_set_version("s1.items")),
         metadata={"dagster/row_count": len(items), "candidates": len(build.candidates),
@@ -97,6 +105,10 @@ def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, ware
                                 metadata={"broken": dg.MetadataValue.json(broken)}),
             dg.AssetCheckResult(check_name="accepted_only_if_every_answer_correct", passed=not not_all_correct,
                                 metadata={"violations": dg.MetadataValue.json(not_all_correct)}),
+            dg.AssetCheckResult(check_name="every_subcategory_accepted", passed=not empty,
+                                severity=dg.AssetCheckSeverity.WARN,
+                                description="; ".join(empty)[:1000] or "every subcategory yielded a question",
+                                metadata={"empty": dg.MetadataValue.json(empty)}),
             *reply_check_results(wh, cfg.reply_checks, None, **_validation_counts(wh)),
         ],
     )

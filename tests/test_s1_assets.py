@@ -4,6 +4,7 @@ evaluation and the paper's tables."""
 import re
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from assets.definitions import build_definitions
@@ -155,3 +156,32 @@ def test_table2_sweeps_the_listed_models_at_three_temperatures_on_the_final_item
                                      "FROM llm.calls WHERE model = 'small'")}
     assert {0.0, 0.2, 0.4} <= temps
     assert t2["Tokens"] == round(wh.scalar("SELECT avg(tokens) FROM s1.responses WHERE mode LIKE 't=%'"), 2)
+
+
+def test_a_subcategory_that_yields_no_accepted_question_is_named_not_passed_silently(tmp_path):
+    def knows_only_symbols(body):  # the chemical symbols (scientific notation), in both languages
+        reply = knows_the_answers(body)
+        return reply if reply and "A simple question" in reply else "<think>\nHm.\n</think>\n\nno idea"
+
+    with StubServer(responder=knows_only_symbols) as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": 4, "reasoning": True}})
+        result = materialize(build_definitions(cfg.source), ["s1_items"])
+    [check] = [c for c in result.get_asset_check_evaluations() if c.check_name == "every_subcategory_accepted"]
+    assert result.success and not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+    empty = check.metadata["empty"].value
+    assert [e.split(":")[0] for e in empty] == ["creative authorship [en]", "creative authorship [zh]"]
+    assert all("candidate versions accepted" in e for e in empty)
+
+
+def test_the_demo_scale_names_what_it_leaves_out():
+    from configuration import parse_config
+
+    cfg = parse_config({"muso": {"demo_levels": 1, "timetabling": {"bins": [[1, 50], [51, 100], [101, 200]]},
+                                 "subsetsum": {"bins": [[1, 50]]}},
+                        "s1": {"subcategories": ["scientific notation", "counting"]}}, "cfg.yaml")
+    assert cfg.left_out_at_demo() == [
+        "MuSoBench timetabling: levels 51-100, 101-200 not built (muso.demo_levels: 1; scale: paper builds every level)",
+        "S1-Bench: subcategories counting not built (demo scale builds s1.demo_subcategories: scientific notation, "
+        "creative authorship)"]
+    assert parse_config({"scale": "paper", "muso": {"demo_levels": 1}}, "cfg.yaml").left_out_at_demo() == []
