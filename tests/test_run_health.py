@@ -207,3 +207,14 @@ def test_in_dagster_the_replies_of_rebuilt_items_are_stale_and_an_identical_rebu
                                                warehouse={"path": str(tmp_path / "wh.duckdb")}).source)
         assert materialize(second, ["ib_items"], "fld", instance=instance).success
         assert status(second, instance) == StaleStatus.STALE
+
+
+def test_metrics_over_an_empty_warehouse_fail_their_coverage_check(tmp_path):
+    """The warehouse deleted (or replaced by an empty file) before the metrics step: the coverage
+    checks compare with what the configuration builds, so zero items measured is no pass."""
+    with StubServer(responder=lambda body: "Answer: 1") as stub:
+        cfg = stub_config(stub, tmp_path, ib=IB)
+        result = materialize(build_definitions(cfg.source), ["ib_metrics"])
+    check = evaluations(result)["every_model_setting_form"]
+    assert not check.passed
+    assert sorted(check.metadata["missing"].value) == ["stub/vanilla/judging", "stub/vanilla/single"]
