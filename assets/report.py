@@ -37,6 +37,7 @@ class Plot:
     title: str
     file: str | None  # PNG file name beside the page; None when there was nothing to draw
     reason: str = ""  # why there is no plot
+    note: str = ""  # what the plot shows, in words (read by people who cannot see it, and by tests)
 
 
 @dataclass
@@ -70,7 +71,7 @@ class _Writer:
         for old in folder.glob("*.png"):
             old.unlink()
 
-    def plot(self, name: str, title: str, reason: str, draw: Callable[[Any], None]) -> Plot:
+    def plot(self, name: str, title: str, reason: str, draw: Callable[[Any], None], note: str = "") -> Plot:
         """`draw(ax)` when `reason` is empty; otherwise a "no data" plot saying why."""
         if reason:
             return Plot(title, None, reason)
@@ -81,7 +82,7 @@ class _Writer:
         path = self.folder / f"{name}.png"
         fig.savefig(path, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
         plt.close(fig)
-        return Plot(title, f"{self.folder.name}/{path.name}")
+        return Plot(title, f"{self.folder.name}/{path.name}", note=note)
 
 
 def level_label(lo: int, hi: int | None) -> str:
@@ -194,7 +195,14 @@ def muso_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
         ax.set_ylim(0, 1)
         legend(ax, fontsize=7)
 
-    plots = [w.plot("muso_reliability", "MuSoBench recall vs stated confidence", reason, reliability),
+    bins = []
+    for paradigm in sorted({r["paradigm"] for r in stated}):
+        rs = [r for r in stated if r["paradigm"] == paradigm]
+        bins += [f"{paradigm} confidence {b.lo:.1f}-{b.hi:.1f}: n={b.count}, mean recall {b.mean_score:.2f}"
+                 for b in scoring.reliability_bins([r["confidence"] / 100 for r in rs], [r["recall"] for r in rs])
+                 if b.count]
+    plots = [w.plot("muso_reliability", "MuSoBench recall vs stated confidence", reason, reliability,
+                    note="; ".join(bins)),
              w.plot("muso_levels", "Recall and precision by solution-count level",
                     none or ("" if scored else f"no reply was scored ({len(responses)} conversations, "
                                                f"{len(responses) - len(ok)} failed)"), by_level)]
@@ -329,8 +337,9 @@ def _figure(p: Plot) -> str:
     if p.file is None:
         return (f'<figure class="plot empty"><figcaption>{html.escape(p.title)}</figcaption>'
                 f'<p class="nodata"><strong>no data</strong>: {html.escape(p.reason)}</p></figure>')
+    note = f'<p class="note">{html.escape(p.note)}</p>' if p.note else ""
     return (f'<figure class="plot"><img src="{html.escape(p.file)}" alt="{html.escape(p.title)}">'
-            f"<figcaption>{html.escape(p.title)}</figcaption></figure>")
+            f"<figcaption>{html.escape(p.title)}</figcaption>{note}</figure>")
 
 
 def render(model: str, about: dict[str, Any], panels: Sequence[Panel]) -> str:

@@ -148,13 +148,19 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
     (home / "dagster.yaml").write_text("run_coordinator:\n  module: assets.ui_runs\n  class: TaggedRunCoordinator\n"
                                        "  config:\n    max_concurrent_runs: 4\n")
     served = _free_port()
-    with StubServer(responder=lambda body: "Answer: 1") as stub:
-        cfg = stub_config(stub, tmp_path, ib=IB)
+
+    def confident_and_wrong(body):  # MuSoBench: no solution read (recall 0), and 85 % sure of it
+        return "[[CONFIDENCE: \\boxed{85}]]" if "[[CONFIDENCE:" in body["messages"][-1]["content"] else "Answer: 1"
+
+    with StubServer(responder=confident_and_wrong) as stub:
+        cfg = stub_config(stub, tmp_path, ib=IB, muso={"timetabling": {"bins": [[1, 50]]},
+                                                       "subsetsum": {"bins": [[1, 50]]}, "quota": {"demo": 1, "paper": 1}})
         env = {**os.environ, CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home),
                "BENCHSMITH_REPORTS_URL": f"http://127.0.0.1:{served}"}
-        run = subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "ib"], cwd=ROOT, env=env,
-                             capture_output=True, text=True, timeout=300)
-        assert run.returncode == 0, run.stderr[-2000:]
+        for family in ("ib", "muso"):
+            run = subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", family], cwd=ROOT,
+                                 env=env, capture_output=True, text=True, timeout=300)
+            assert run.returncode == 0, run.stderr[-2000:]
     port = _free_port()
     ui = subprocess.Popen([str(Path(sys.executable).parent / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(port)],
                           cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -174,6 +180,11 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
             assert page.locator("section").count() == 4
             loaded = page.eval_on_selector_all("#ib img", "imgs => imgs.map(i => i.complete && i.naturalWidth)")
             assert len(loaded) == 2 and all(w and w > 100 for w in loaded)  # decoded images, not broken links
+            # the reliability diagram is drawn, with its bin at recall 0 (confidence 85, nothing right)
+            muso = page.eval_on_selector_all("#muso img", "imgs => imgs.map(i => i.complete && i.naturalWidth)")
+            assert len(muso) == 2 and all(w and w > 100 for w in muso)
+            note = page.locator("#muso .note").first.inner_text()
+            assert "confidence 0.8-0.9: n=2, mean recall 0.00" in note, note
             assert page.locator("#waken .nodata").count() == 2
             assert "has not been evaluated" in page.locator("#waken .nodata").first.inner_text()
             # the asset page in the Dagster UI shows the materialisation's link to the report
