@@ -7,8 +7,9 @@ run coordinator in `dagster.yaml`) is Dagster's queued coordinator that, when a 
 adds what `python -m assets.materialize_all` would have tagged the same step with (family,
 partition, models, configuration: `assets.jobs.run_tags`), `benchsmith/job`, the named job
 whose step the run is, and `benchsmith/launched` (`ui`). Dagster stores a run's job name when it
-creates the run, so the UI's own launch keeps `__ASSET_JOB` as its job name; a launch from the
-job's page (Jobs, then `evaluate_ib`, then Materialize) is a run of that job and gets the same tags.
+creates the run, so a launch from the asset graph keeps `__ASSET_JOB` as its job name; a launch
+from the job's page (Jobs, then `score_ib`, then Materialize) is a run of that job and gets the
+same tags (both seen in a browser: tests/test_report.py).
 Runs that already carry the project's tags (the command's) are left as they are.
 """
 

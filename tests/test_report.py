@@ -219,7 +219,12 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
             page.goto(f"http://127.0.0.1:{port}/assets/ib_metrics")
             page.locator("button", has_text="Materialize").first.click()
             launched = _wait_for_run(home, "benchsmith/launched")
+            # launched from the job's page, the run is the named job's, with the same tags
+            page.goto(f"http://127.0.0.1:{port}/locations/benchsmith/jobs/score_ib")
+            page.locator("button", has_text="Materialize").first.click()
+            from_job = _wait_for_run(home, "benchsmith/launched", job="score_ib")
             browser.close()
+        assert from_job.tags["benchsmith/family"] == "ib" and from_job.tags["benchsmith/config"] == cfg.source
         assert launched.tags["benchsmith/family"] == "ib" and launched.tags["benchsmith/job"] == "score_ib"
         assert launched.tags["benchsmith/config"] == cfg.source and launched.tags["benchsmith/models"] == "stub"
         assert launched.tags["benchsmith/launched"] == "ui" and launched.job_name == "__ASSET_JOB"
@@ -230,13 +235,13 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
         reports.wait(20)
 
 
-def _wait_for_run(home: Path, tag: str):
+def _wait_for_run(home: Path, tag: str, job: str | None = None):
     import dagster as dg
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with dg.DagsterInstance.from_config(str(home)) as instance:
-            runs = [r for r in instance.get_runs() if tag in r.tags]
+            runs = [r for r in instance.get_runs() if tag in r.tags and (job is None or r.job_name == job)]
         if runs:
             return runs[0]
         time.sleep(0.5)
