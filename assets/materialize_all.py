@@ -323,6 +323,10 @@ def summary(done: list[Done], wh: Warehouse, config, warehouse_path: str) -> str
         warned = sorted({c for d in ds for c in d.warned_checks})
         status = "ok" if not bad else "FAILED: " + ", ".join(
             d.step.label + (f" (checks: {', '.join(d.failed_checks)})" if d.failed_checks else "") for d in bad)[:200]
+        # a failed check that does not stop its step (coverage: a partial selection fails it too) still shows
+        unmet = sorted({c for d in ds if d.ok for c in d.failed_checks})
+        if unmet:
+            status += f" (failed checks: {', '.join(unmet)})"
         if warned:
             status += f" (warnings: {', '.join(warned)})"
         out.append(f"{NAMES[family]:<22}{items!s:>7}{cached:>8}{answered + failed:>7}{failed:>8}  "
@@ -358,10 +362,13 @@ def summary(done: list[Done], wh: Warehouse, config, warehouse_path: str) -> str
                 f"({r['item_changed']} on changed items, {r['item_gone']} on items no longer stored)" for r in stale]
     missed = wh.rows("SELECT * FROM report.mechanisms WHERE family IN (SELECT unnest(?::VARCHAR[])) AND NOT reached",
                      [families]) if families else []
+    measured = {r["family"] for r in wh.rows("SELECT DISTINCT family FROM report.mechanisms")} if families else set()
+    nothing = [f for f in families if f not in measured]
     if families:
-        out += ["", "mechanisms not exercised (report.mechanisms):" if missed else
+        out += ["", "mechanisms not exercised (report.mechanisms):" if missed or nothing else
                 "every family's main mechanism was exercised (report.mechanisms)"]
         out += [f"  {NAMES[r['family']]} [{r['model']}] {r['scope']}: {r['mechanism']}: {r['detail']}" for r in missed]
+        out += [f"  {NAMES[f]}: nothing measured (no current replies or items)" for f in nothing]
     left_out = config.left_out_at_demo()
     if left_out:
         out += ["", "left out at demo scale (configured, not built):"] + [f"  {line}" for line in left_out]

@@ -218,3 +218,35 @@ def test_metrics_over_an_empty_warehouse_fail_their_coverage_check(tmp_path):
     check = evaluations(result)["every_model_setting_form"]
     assert not check.passed
     assert sorted(check.metadata["missing"].value) == ["stub/vanilla/judging", "stub/vanilla/single"]
+
+
+def test_a_warehouse_deleted_mid_run_is_not_reported_as_a_healthy_run(tmp_path):
+    """The file is deleted while the first slice is being answered: the later steps meet a fresh
+    empty file. The summary says the metrics' coverage check failed and that the replies written
+    after the deletion rest on items no longer stored; no metric counts them."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    deleted = []
+
+    def delete_then_answer(body):
+        if not deleted and "options" in body["messages"][-1]["content"].lower():  # the first item, not the probe
+            deleted.append(True)
+            (tmp_path / "wh.duckdb").unlink(missing_ok=True)  # replies are asked concurrently
+        return "Answer: 1"
+
+    with StubServer(responder=delete_then_answer) as stub:
+        cfg = stub_config(stub, tmp_path, ib={**IB, "datasets": {"fld": IB["datasets"]["fld"]}})
+        env = {**os.environ, CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(tmp_path)}
+        out = subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "ib"],
+                             cwd=Path(__file__).resolve().parent.parent, env=env, capture_output=True, text=True,
+                             timeout=300).stdout
+    line = next(x for x in out.splitlines() if x.startswith("Instruction Boundary "))
+    assert "failed checks: every_model_setting_form" in line, out
+    assert "stale replies, left out of every metric" in out and "on items no longer stored" in out
+    assert "Instruction Boundary: nothing measured (no current replies or items)" in out
+    assert "every family's main mechanism was exercised" not in out
+    wh = Warehouse(cfg.warehouse_path())
+    assert wh.scalar("SELECT count(*) FROM ib.metrics WHERE metric = 'Acc' AND denominator > 0") == 0

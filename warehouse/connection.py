@@ -52,7 +52,6 @@ class Warehouse:
         self.path = Path(path).resolve()
         self.lock_timeout_s = lock_timeout_s
         self._local = threading.local()
-        self._schema_ready = False
 
     def __repr__(self) -> str:
         return f"Warehouse({str(self.path)!r})"
@@ -74,9 +73,8 @@ class Warehouse:
             con = self._open(read_only=read_only, deadline=deadline)
             self._local.con = con
             try:
-                if not read_only and not self._schema_ready:
-                    create_schema(con)
-                    self._schema_ready = True
+                if not read_only:
+                    self._ensure_schema(con)
                 yield con
             finally:
                 self._local.con = None
@@ -84,6 +82,12 @@ class Warehouse:
         finally:
             fcntl.flock(lock_fd, fcntl.LOCK_UN)
             os.close(lock_fd)
+
+    def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
+        """The schema, checked on every write unit (one lookup of `llm.schema_version` when the file
+        is current): a file deleted or replaced while the process runs is a new, empty file, and a
+        remembered "done" (even by inode, which the new file may reuse) would be wrong."""
+        create_schema(con)
 
     def _acquire_sidecar(self, shared: bool, deadline: float) -> int:
         fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -370,9 +374,7 @@ class Writer:
             self._lock_fd = self.wh._acquire_sidecar(shared=False, deadline=deadline)
             try:
                 self._con = self.wh._open(read_only=False, deadline=deadline)
-                if not self.wh._schema_ready:
-                    create_schema(self._con)
-                    self.wh._schema_ready = True
+                self.wh._ensure_schema(self._con)
             except BaseException:
                 self._unlock()
                 raise

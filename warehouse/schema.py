@@ -756,7 +756,7 @@ VIEWS["report.stale"] = " UNION ALL ".join(_stale_branch(t) for t in MADE_ON if 
 
 
 # Whether each family's main mechanism was exercised, and why not: the demo's honest summary.
-VIEWS["report.mechanisms"] = """
+VIEWS["report.mechanisms"] = f"""
     SELECT 'waken' AS family, d.model, d.dataset AS scope,
            'stage ' || d.stage || ' stimulation (vague-perception set)' AS mechanism,
            coalesce(d.value, 0) > 0 AS reached,
@@ -789,7 +789,7 @@ VIEWS["report.mechanisms"] = """
     UNION ALL
     SELECT 'ib', model, setting, 'decided replies', count(*) FILTER (output_category <> 'undecided') > 0,
            count(*) FILTER (output_category <> 'undecided') || ' of ' || count(*) || ' replies decided'
-    FROM ib.responses GROUP BY model, setting
+    FROM {current('ib.responses')} GROUP BY model, setting
     ORDER BY family, model, scope, mechanism
 """
 
