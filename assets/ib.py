@@ -16,6 +16,7 @@ from assets.versions import code_version
 from configuration import Config
 from evaluations.ib import Item, Runner, metric_rows
 from generators import ib as gen
+from validators import outcomes
 from warehouse.schema import current
 
 GROUP = "ib"
@@ -113,8 +114,8 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                       "methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in responses)))},
             check_results=reply_check_results(
                 wh, cfg.reply_checks, context.partition_key, total=len(responses),
-                failed=sum(r["method"] in ("call_failed", "judge_failed") for r in responses),
-                undecided=sum(r["output_category"] == "undecided" for r in responses),
+                failed=sum(outcomes.failed(r["method"]) for r in responses),
+                undecided=sum(r["output_category"] == outcomes.UNDECIDED for r in responses),
                 call_keys=[r["call_key"] for r in responses]),
         )
 

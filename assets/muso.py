@@ -22,6 +22,7 @@ from evaluations import scoring
 from generators import muso as gen
 from solvers import subsetsum as ss
 from solvers import timetabling as tt
+from validators import outcomes
 from validators.muso_check import subset_violations, timetable_violations
 from warehouse.schema import current
 
@@ -163,7 +164,7 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
             wh, cfg.reply_checks, context.partition_key, total=len(conversations),
             failed=sum(r["status"] == "call_failed" for r in conversations),
             # a reply without a readable solution is scored (recall 0); undecided is a reply with no answer text at all
-            undecided=sum(r["status"] == "ok" and r["parse_error"] in NO_ANSWER_TEXT for r in conversations),
+            undecided=sum(r["status"] == "ok" and outcomes.no_answer(r["parse_method"]) for r in conversations),
             call_keys=[k for r in conversations for k in json.loads(r["call_keys"])])
         return dg.MaterializeResult(check_results=checks, metadata={
             "dagster/row_count": len(rows),
@@ -219,8 +220,6 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
 
     return [muso_instances, muso_responses, muso_metrics], []
 
-
-NO_ANSWER_TEXT = ("empty reply", "empty answer", "reply ended inside its thinking")
 
 
 def load_items(wh, partition_key: str) -> list[protocol.Item]:

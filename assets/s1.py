@@ -12,6 +12,7 @@ from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from evaluations.s1 import evaluate, metric_rows
 from generators.s1 import load_registry, load_release
 from generators.s1_construction import Budgets, Construction
+from validators import outcomes
 from validators.judge import Judge
 from warehouse.schema import current
 
@@ -115,9 +116,9 @@ def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, ware
 
 
 def _validation_counts(wh) -> dict:
-    [c] = wh.rows("SELECT count(*) AS total, count(*) FILTER (method IN ('call_failed', 'judge_failed')) AS failed, "
-                  "count(*) FILTER (method IN ('judge_unreadable', 'judge_no_answer')) AS undecided, "
-                  "list(call_key) AS keys FROM s1.validations")
+    [c] = wh.rows("SELECT count(*) AS total, count(*) FILTER (method IN (SELECT unnest(?::VARCHAR[]))) AS failed, "
+                  "count(*) FILTER (method IN (SELECT unnest(?::VARCHAR[]))) AS undecided, "
+                  "list(call_key) AS keys FROM s1.validations", [sorted(outcomes.FAILED), sorted(outcomes.NO_ANSWER)])
     return {"total": c["total"], "failed": c["failed"], "undecided": c["undecided"], "call_keys": c["keys"] or []}
 
 
@@ -144,8 +145,8 @@ def s1_responses(context: dg.AssetExecutionContext, settings: SettingsResource, 
                   "methods": dg.MetadataValue.json(dict(Counter(r["method"] for r in rows)))},
         check_results=reply_check_results(
             wh, cfg.reply_checks, model, total=len(rows),
-            failed=sum(r["method"] in ("call_failed", "judge_failed") for r in rows),
-            undecided=sum(r["method"] in ("judge_unreadable", "judge_no_answer", "empty") for r in rows),
+            failed=sum(outcomes.failed(r["method"]) for r in rows),
+            undecided=sum(outcomes.no_answer(r["method"]) for r in rows),
             call_keys=[r["call_key"] for r in rows]),
     )
 

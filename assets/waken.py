@@ -17,6 +17,7 @@ from configuration import Config
 from evaluations.waken import Item, Pipeline
 from evaluations.waken_metrics import identity_violations, metric_rows
 from generators.waken import ITEMS_VERSION, ItemsError, build_items, fol_checks, fol_summary, load_records
+from validators import outcomes
 from validators.judge import Judge, unknown_verifier
 from warehouse.schema import current
 
@@ -145,8 +146,8 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
             check_results=[dg.AssetCheckResult(check_name="converting_identities", passed=not problems,
                                                metadata={"violations": dg.MetadataValue.json(problems)}),
                            *reply_check_results(wh, cfg.reply_checks, context.partition_key, total=len(rows),
-                                                failed=sum(r["outcome"] in ("call_failed", "judge_failed") for r in rows),
-                                                undecided=sum(r["outcome"] == "undecided" for r in rows),
+                                                failed=sum(outcomes.failed(r["outcome"]) for r in rows),
+                                                undecided=sum(r["outcome"] == outcomes.UNDECIDED for r in rows),
                                                 call_keys=[r["call_key"] for r in rows])],
         )
 

@@ -48,6 +48,7 @@ from typing import Any
 
 from llm_calls import CallRequest, Ledger
 from generators.ib import ALL_FALSE
+from validators import outcomes
 from validators.judge import Judge, OptionsCase
 from validators.read import NONE, UNKNOWN, Reading, answer_part, is_correct, read_label, read_options
 
@@ -91,7 +92,7 @@ def few_shot_prefix(form: str, label_types: Sequence[str]) -> str:
 FOLLOW_UP = "Also show your reasoning process, then give your final answer again."
 POLISH = ("Rewrite the following prompt so that a language model understands it better. Keep every piece of "
           "information and every numbered option. Output only the rewritten prompt.\n\n{prompt}")
-FAILED = ("call_failed", "judge_failed")  # outcomes that are not the model's answer
+FAILED = outcomes.FAILED  # outcomes that are not the model's answer
 
 
 @dataclass(frozen=True)

@@ -260,8 +260,8 @@ def _row(model: str, paradigm: str, variant: str, c: _Conversation, a1: ParsedAn
         "level_lo": item.level_lo, "level_hi": item.level_hi,
         "status": "call_failed" if c.failed else "ok", "error": c.failed,
         "answers_first": None, "n_first": None, "n_first_correct": None, "n_first_invalid": None,
-        "parse_error": None, "claimed_total": None, "confidence": None, "confidence_method": None,
-        "recheck": None, "answers_second": None, "n_second": None, "n_second_correct": None,
+        "parse_error": None, "parse_method": None, "claimed_total": None, "confidence": None,
+        "confidence_method": None, "recheck": None, "answers_second": None, "n_second": None, "n_second_correct": None,
         "precision": None, "recall": None, "retention": None, "correction": None, "discovery": None,
         "truncated": c.truncated, "call_keys": json.dumps(c.keys),
     }
@@ -270,7 +270,8 @@ def _row(model: str, paradigm: str, variant: str, c: _Conversation, a1: ParsedAn
     y1 = a1.answer_set
     row.update(
         answers_first=_answers_json(a1.answers), n_first=len(y1), n_first_correct=len(y1 & truth),
-        n_first_invalid=len(a1.invalid_reasons), parse_error=a1.error, claimed_total=a1.claimed_total,
+        n_first_invalid=len(a1.invalid_reasons), parse_error=a1.error, parse_method=a1.method,
+        claimed_total=a1.claimed_total,
         precision=scoring.precision(y1, truth), recall=scoring.recall(y1, truth),
     )
     if conf is not None:
@@ -321,7 +322,7 @@ def _aggregate(model: str, paradigm: str, item: Item, paths: list[dict[str, Any]
             "task": item.task, "level": item.level, "level_lo": item.level_lo, "level_hi": item.level_hi,
             "recheck": None, "answers_second": None, "n_second": None,
             "n_second_correct": None, "retention": None, "correction": None, "discovery": None,
-            "parse_error": None, "claimed_total": None, "n_first_invalid": None,
+            "parse_error": None, "parse_method": None, "claimed_total": None, "n_first_invalid": None,
             "truncated": any(p["truncated"] for p in paths),
             "call_keys": json.dumps([k for p in paths for k in json.loads(p["call_keys"])])}
     if not ok:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llm_calls import CallRequest, Ledger
+from validators import outcomes
 from validators.judge import Judge
 from validators.read import (
     FORMAT_TYPES, HIDDEN_REASONING, STRICT_FORMATS, UNREADABLE_FORMATS, check_answer, format_type,
@@ -90,7 +91,7 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
     return rows
 
 
-FAILED = ("call_failed", "judge_failed")  # outcomes that are not the model's answer
+FAILED = outcomes.FAILED  # outcomes that are not the model's answer
 
 
 def reply_tokens(r: Any) -> int | None:

@@ -42,6 +42,7 @@ from typing import Any
 
 from configuration import derived_seed
 from llm_calls import CallRequest, CallResult, Ledger
+from validators import outcomes
 from validators.judge import Judge, OptionsCase
 from validators.read import LABELS, UNKNOWN, Reading, answer_part, read_label, read_options
 
@@ -207,7 +208,7 @@ class Answer:
 
     @property
     def failed(self) -> bool:
-        return self.extraction.method in ("call_failed", "judge_failed")
+        return outcomes.failed(self.extraction.method)
 
 
 class Pipeline:

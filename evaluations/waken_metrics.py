@@ -49,8 +49,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from validators import outcomes
+
 CLASSES = ("TC", "FC", "UC")
-FAILED = ("call_failed", "judge_failed")  # outcomes that are not the model's answer
+FAILED = outcomes.FAILED  # outcomes that are not the model's answer
 
 
 def _frac(num: float, den: float) -> float | None:

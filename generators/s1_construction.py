@@ -33,6 +33,7 @@ from typing import Any
 from configuration import PerScale, derived_seed
 from generators.s1 import PROGRAMMATIC, Candidate, Registry, generation_prompt, parse_pairs, reduction_prompt
 from llm_calls import CallRequest, Ledger
+from validators import outcomes
 from validators.judge import Judge
 from validators.read import Reading, answer_part, check_answer, read_verdict
 from validators.s1 import near_duplicates
@@ -279,7 +280,7 @@ class Construction:
                 rows.append({"candidate_id": rec.cid, "round": rec.round, "validator": model, "temperature": t,
                              "sample_index": s, "reply": res.reply, "correct": correct, "method": method,
                              "detail": explain, "call_key": res.key})
-                if method in ("call_failed", "judge_failed"):  # no verdict yet: retried next run
+                if outcomes.failed(method):  # no verdict yet: retried next run
                     if status[rec.cid] != "rejected":
                         status[rec.cid] = "incomplete"
                 elif method != "not_judged" and not correct:

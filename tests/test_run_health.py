@@ -250,3 +250,22 @@ def test_a_warehouse_deleted_mid_run_is_not_reported_as_a_healthy_run(tmp_path):
     assert "every family's main mechanism was exercised" not in out
     wh = Warehouse(cfg.warehouse_path())
     assert wh.scalar("SELECT count(*) FROM ib.metrics WHERE metric = 'Acc' AND denominator > 0") == 0
+
+
+def test_muso_counts_replies_that_end_inside_their_thinking_as_undecided_by_method(tmp_path):
+    """MuSoBench's undecided count reads the reading method (validators.outcomes), not the reader's
+    error text: a solve reply cut inside its thinking is undecided; a reply with a wrong solution is not."""
+    muso = {"timetabling": {"bins": [[1, 50]]}, "subsetsum": {"bins": [[1, 50]]}, "quota": {"demo": 2, "paper": 2}}
+
+    def reply(body):
+        last = body["messages"][-1]["content"]
+        return "[[CONFIDENCE: \\boxed{50}]]" if "[[CONFIDENCE:" in last else "<think>\nLet me list them all"
+
+    with StubServer(responder=reply) as stub:
+        cfg = stub_config(stub, tmp_path, muso=muso, reply_checks={"undecided_replies": 0.5})
+        result = materialize(build_definitions(cfg.source), ["muso_instances", "muso_responses"], "subsetsum_1-50")
+    check = evaluations(result)["undecided_replies"]
+    assert not check.passed and check.metadata["share"].value == 1.0
+    wh = Warehouse(cfg.warehouse_path())
+    assert {r["parse_method"] for r in wh.rows("SELECT DISTINCT parse_method FROM muso.responses")} == {
+        "unfinished_thinking"}

@@ -114,6 +114,8 @@ TABLES: dict[str, str] = {
         n_first_correct   INTEGER,
         n_first_invalid   INTEGER,              -- answers that cannot be solutions (kept, scored wrong)
         parse_error       VARCHAR,              -- why no answer could be parsed, if none
+        parse_method      VARCHAR,              -- how the solve reply was read (validators.read); empty or
+                                                -- unfinished_thinking: no answer (validators.outcomes)
         claimed_total     INTEGER,              -- the "Total N feasible solutions" the model wrote
         confidence        DOUBLE,               -- 0-100
         confidence_method VARCHAR,              -- tagged, boxed, keyword, bare, why none, call_failed
@@ -417,15 +419,15 @@ def current(table: str, alias: str = "") -> str:
 
 
 def _stale_branch(table: str) -> str:
-    family = table.split(".")[0]
-    part = ITEM_KEYS[MADE_ON[table]][0] if len(ITEM_KEYS[MADE_ON[table]]) > 1 else "'all'"
-    part = f"r.{part}" if part != "'all'" else part
+    """`report.stale`'s rows for one reply table: its replies whose item is gone or differs."""
+    keys = ITEM_KEYS[MADE_ON[table]]
+    scope = f"r.{keys[0]}" if len(keys) > 1 else "'all'"  # the partition column, if the family has one
+    item = f"i.{keys[-1]}"  # NULL when no stored item matched
     return f"""
-    SELECT '{family}' AS family, r.model, {part} AS scope, '{table}' AS "table", count(*) AS replies,
-           count(*) FILTER (i.{ITEM_KEYS[MADE_ON[table]][-1]} IS NULL) AS item_gone,
-           count(*) FILTER (i.{ITEM_KEYS[MADE_ON[table]][-1]} IS NOT NULL) AS item_changed
+    SELECT '{table.split(".")[0]}' AS family, r.model, {scope} AS scope, '{table}' AS "table", count(*) AS replies,
+           count(*) FILTER ({item} IS NULL) AS item_gone, count(*) FILTER ({item} IS NOT NULL) AS item_changed
     FROM {table} r LEFT JOIN {_made_on_join(table)}
-    WHERE i.item_digest IS DISTINCT FROM r.item_digest OR i.{ITEM_KEYS[MADE_ON[table]][-1]} IS NULL
+    WHERE {item} IS NULL OR i.item_digest IS DISTINCT FROM r.item_digest
     GROUP BY ALL"""
 
 
