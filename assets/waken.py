@@ -163,12 +163,12 @@ def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         `table12`); a converting-rate chart in the metadata."""
         cfg = settings.load()
         wh = warehouse.get()
-        outcomes = wh.rows(f"SELECT * FROM {current('waken.outcomes')} ORDER BY dataset, model, step, setting, item_id")
+        stored = wh.rows(f"SELECT * FROM {current('waken.outcomes')} ORDER BY dataset, model, step, setting, item_id")
         sizes = {(r["dataset"], r["t"]): r["n"] for r in wh.rows(
             "SELECT dataset, CASE WHEN sample_type = 'solvable' THEN 's' ELSE 'u' END AS t, count(*) AS n "
             "FROM waken.items GROUP BY ALL")}
         groups: dict[tuple[str, str], list[dict]] = {}
-        for r in outcomes:
+        for r in stored:
             groups.setdefault((r["model"], r["dataset"]), []).append(r)
         rows = []
         for (model, dataset), rs in sorted(groups.items()):

@@ -48,8 +48,8 @@ from typing import Any
 
 from llm_calls import CallRequest, Ledger
 from generators.ib import ALL_FALSE
-from validators import outcomes
 from validators.judge import Judge, OptionsCase
+from validators.outcomes import FAILED  # outcomes that are not the model's answer
 from validators.read import NONE, UNKNOWN, Reading, answer_part, is_correct, read_label, read_options
 
 SETTINGS = ("vanilla", "multi_turn", "conformity", "conformity_tense", "disturbing_miscellany", "few_shot",
@@ -92,7 +92,6 @@ def few_shot_prefix(form: str, label_types: Sequence[str]) -> str:
 FOLLOW_UP = "Also show your reasoning process, then give your final answer again."
 POLISH = ("Rewrite the following prompt so that a language model understands it better. Keep every piece of "
           "information and every numbered option. Output only the rewritten prompt.\n\n{prompt}")
-FAILED = outcomes.FAILED  # outcomes that are not the model's answer
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from llm_calls import CallRequest, Ledger
-from validators import outcomes
 from validators.judge import Judge
+from validators.outcomes import FAILED  # outcomes that are not the model's answer
 from validators.read import (
     FORMAT_TYPES, HIDDEN_REASONING, STRICT_FORMATS, UNREADABLE_FORMATS, check_answer, format_type,
 )
@@ -91,7 +91,6 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
     return rows
 
 
-FAILED = outcomes.FAILED  # outcomes that are not the model's answer
 
 
 def reply_tokens(r: Any) -> int | None:

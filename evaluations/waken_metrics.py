@@ -49,10 +49,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from validators import outcomes
+from validators.outcomes import FAILED  # outcomes that are not the model's answer
 
 CLASSES = ("TC", "FC", "UC")
-FAILED = outcomes.FAILED  # outcomes that are not the model's answer
 
 
 def _frac(num: float, den: float) -> float | None:
