@@ -278,11 +278,17 @@ def test_the_mechanisms_view_says_what_was_not_exercised_and_why(tmp_path):
     wh.upsert("s1.items", [{"item_id": f"en{k}", "root_candidate": f"en{k}", "rounds_taken": 0, "subcategory": "counting",
                             "category": "reasoning", "language": "en", "question": "q", "answer": "1",
                             "check_spec": None, "origin": "programmatic:x"} for k in range(2)])
-    wh.upsert("ib.responses", [
+    wh.replace_partition("ib.items", [
+        {"dataset": "fld", "item_id": f"i{k}", "base_id": f"b{k}", "form": "judging", "label_type": "tense",
+         "variant": "complete", "options": "[]", "gold": "[1]", "n_options": 3, "number_scheme": "arabic",
+         "context": None, "question": "q", "removed_option": None, "origin": "x", "extra": "{}", "dataset_seed": 1,
+         "items_version": "v"} for k in range(2)], {"dataset": "fld"})
+    wh.replace_partition("ib.responses", [  # replies to the stored items (a stale reply counts in no view)
         {"dataset": "fld", "model": "m", "setting": setting, "item_id": f"i{k}", "form": "judging",
          "label_type": "tense", "variant": "complete", "n_options": 3, "selected": None, "correct": None,
          "method": "judge", "output_category": category, "reply": "?", "call_key": None, "error": None}
-        for setting, category in (("vanilla", "True"), ("vagueness", "undecided")) for k in range(2)])
+        for setting, category in (("vanilla", "True"), ("vagueness", "undecided")) for k in range(2)],
+        {"dataset": "fld", "model": "m"})
     got = {(r["family"], r["scope"], r["mechanism"]): (r["reached"], r["detail"])
            for r in wh.rows("SELECT * FROM report.mechanisms")}
     assert got[("waken", "fld", "stage 1 stimulation (vague-perception set)")] == (
