@@ -270,7 +270,7 @@ def _plan(args: argparse.Namespace, steps: int) -> int:
             runs = plan.selected_runs(instance, args.partition, args.model)
     rows = plan.with_cache(lines, plan.stored_calls(cfg, wh, runs))
     latency: dict[str, tuple[float, str]] = {}
-    stored = plan.stored_latency(cfg, wh)
+    stored, per_step = plan.stored_latency(cfg, wh)
     for model in sorted({r.line.model for r in rows}):
         if args.latency is not None:
             latency[model] = (args.latency, "given")
@@ -280,9 +280,9 @@ def _plan(args: argparse.Namespace, steps: int) -> int:
             measured = plan.probe_latency(cfg, wh, model, args.probe_calls)
             if measured is not None:
                 latency[model] = (measured, f"median of {args.probe_calls} probe calls")
-    by_step = {} if args.latency is not None else plan.step_latency(cfg, wh)
+    by_step = {} if args.latency is not None else per_step
     print(plan.render(cfg, rows, latency, by_step, _overhead(steps)))
-    for line in cfg.left_out_at_demo():
+    for line in left_out_at_demo(cfg):
         print(f"Left out at demo scale: {line}")
     return 0
 
@@ -308,6 +308,28 @@ def _overhead(steps: int) -> str:
     each = statistics.median(seconds)
     return (f"Besides the calls: {steps} steps, each a Dagster run; a step that calls no model took {each:.1f} s "
             f"(median of {len(seconds)} earlier runs): about {_clock(steps * each)} more.")
+
+
+def left_out_at_demo(config) -> list[str]:
+    """What the demo scale leaves out of the configuration, one line each (the summary and the plan
+    print them): MuSoBench levels beyond `muso.demo_levels`, S1-Bench subcategories other than
+    `demo_subcategories`."""
+    from assets.muso import partitions, task_bins
+
+    if config.scale != "demo":
+        return []
+    built = {(task, b) for task, _, b in partitions(config).values()}
+    out = []
+    for task in ("timetabling", "subsetsum"):
+        left = [b.label for b in task_bins(config, task) if (task, b) not in built]
+        if left:
+            out.append(f"MuSoBench {task}: levels {', '.join(left)} not built (muso.demo_levels: "
+                       f"{config.muso.demo_levels}; scale: paper builds every level)")
+    others = [x for x in (config.s1.subcategories or []) if x not in config.s1.demo_subcategories]
+    if others:
+        out.append(f"S1-Bench: subcategories {', '.join(others)} not built (demo scale builds "
+                   f"s1.demo_subcategories: {', '.join(config.s1.demo_subcategories)})")
+    return out
 
 
 def summary(done: list[Done], wh: Warehouse, config, warehouse_path: str) -> str:
@@ -369,7 +391,7 @@ def summary(done: list[Done], wh: Warehouse, config, warehouse_path: str) -> str
                 "every family's main mechanism was exercised (report.mechanisms)"]
         out += [f"  {NAMES[r['family']]} [{r['model']}] {r['scope']}: {r['mechanism']}: {r['detail']}" for r in missed]
         out += [f"  {NAMES[f]}: nothing measured (no current replies or items)" for f in nothing]
-    left_out = config.left_out_at_demo()
+    left_out = left_out_at_demo(config)
     if left_out:
         out += ["", "left out at demo scale (configured, not built):"] + [f"  {line}" for line in left_out]
     reports = wh.path.parent / "reports"

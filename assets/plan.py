@@ -380,15 +380,14 @@ def selected_runs(instance, partitions: Sequence[str] | None, models: Sequence[s
     return out
 
 
-def stored_latency(cfg: Config, wh: Warehouse | None) -> dict[str, tuple[float, int]]:
-    """Median latency of each configured model's answered calls, and how many calls it is over."""
-    return {m: v for (m, purpose), v in _latencies(cfg, wh).items() if purpose is None}
-
-
-def step_latency(cfg: Config, wh: Warehouse | None) -> dict[tuple[str, str], tuple[float, int]]:
-    """Median latency per (model, purpose) of the answered calls: a step's own replies (their
-    length, their budget) say more about its time than the model's other calls."""
-    return {k: v for k, v in _latencies(cfg, wh).items() if k[1] is not None}  # type: ignore[misc]
+def stored_latency(cfg: Config, wh: Warehouse | None
+                   ) -> tuple[dict[str, tuple[float, int]], dict[tuple[str, str], tuple[float, int]]]:
+    """Median latency of each configured model's answered calls and how many it is over, per model
+    and per (model, purpose): a step's own replies (their length, their budget) say more about
+    its time than the model's other calls."""
+    both = _latencies(cfg, wh)
+    return ({m: v for (m, purpose), v in both.items() if purpose is None},
+            {(m, purpose): v for (m, purpose), v in both.items() if purpose is not None})
 
 
 def _latencies(cfg: Config, wh: Warehouse | None) -> dict[tuple[str, str | None], tuple[float, int]]:

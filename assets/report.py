@@ -23,9 +23,11 @@ from typing import Any
 
 import dagster as dg
 
+from assets.materialize_all import NAMES
 from assets.metadata import draw_reliability, legend
 from assets.resources import SettingsResource, WarehouseResource
 from evaluations import scoring
+from evaluations.muso import level_label
 from warehouse import Warehouse
 from warehouse.schema import current
 
@@ -85,11 +87,6 @@ class _Writer:
         return Plot(title, f"{self.folder.name}/{path.name}", note=note)
 
 
-def level_label(lo: int, hi: int | None) -> str:
-    """A MuSoBench bin as the paper names it: `51-100`, or `501+` for the open one."""
-    return f"{lo}+" if hi is None else f"{lo}-{hi}"
-
-
 def _model_rows(wh: Warehouse, view: str, model: str) -> list[dict]:
     return wh.rows(f'SELECT * FROM {view} WHERE "Model" = ?', [model])
 
@@ -98,9 +95,9 @@ def _evaluated(wh: Warehouse, table: str, model: str) -> int:
     return wh.scalar(f"SELECT count(*) FROM {table} WHERE model = ?", [model])
 
 
-def _not_run(family: str, table: str, select: str, wh: Warehouse | None = None, model: str = "") -> str:
-    stale = wh.scalar("SELECT sum(replies) FROM report.stale WHERE family = ? AND model = ?",
-                      [select, model]) if wh is not None else None
+def _not_run(family: str, table: str, select: str, wh: Warehouse, model: str) -> str:
+    """Why a panel is empty: its replies are all stale, or the family never ran for the model."""
+    stale = wh.scalar("SELECT sum(replies) FROM report.stale WHERE family = ? AND model = ?", [select, model])
     if stale:
         return (f"{family} has no current replies for this model: its {int(stale)} replies were made on items "
                 f"since rebuilt differently or removed (report.stale; run `python -m assets.materialize_all "
@@ -478,9 +475,6 @@ def leaderboard(wh: Warehouse, pages: Mapping[str, Path]) -> str:
             f"replies or items each number rests on. Each number links to its replies and how each was read.</p>"
             f"{note}<div class=\"scroll\"><table id=\"leaderboard\"><thead><tr><th>family</th><th>scope</th>"
             f"<th>metric</th>{head}</tr></thead><tbody>{body}</tbody></table></div></body></html>")
-
-
-NAMES = {"muso": "MuSoBench", "waken": "WakenLLM", "ib": "Instruction Boundary", "s1": "S1-Bench"}
 
 
 def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dict[str, dict[str, Any]]

@@ -493,26 +493,6 @@ class Config(_Strict):
                 raise _RefError(f"muso.model_paradigms.{name}", name, known)
         return self
 
-    def left_out_at_demo(self) -> list[str]:
-        """What the demo scale leaves out of the configuration, one line each (the run's summary and
-        the plan print them): MuSoBench levels beyond `muso.demo_levels`, S1-Bench subcategories
-        other than `demo_subcategories`."""
-        if self.scale != "demo":
-            return []
-        out = []
-        limit = self.muso.demo_levels
-        for task in ("timetabling", "subsetsum"):
-            bins = getattr(self.muso, task).bins
-            if limit is not None and len(bins) > limit:
-                names = ", ".join(f"{lo}+" if hi is None else f"{lo}-{hi}" for lo, hi in bins[limit:])
-                out.append(f"MuSoBench {task}: levels {names} not built (muso.demo_levels: {limit}; "
-                           "scale: paper builds every level)")
-        others = [x for x in (self.s1.subcategories or []) if x not in self.s1.demo_subcategories]
-        if others:
-            out.append(f"S1-Bench: subcategories {', '.join(others)} not built (demo scale builds "
-                       f"s1.demo_subcategories: {', '.join(self.s1.demo_subcategories)})")
-        return out
-
     def warehouse_path(self) -> Path:
         p = Path(self.warehouse.path)
         if not p.is_absolute() and self.source != "<defaults>":

@@ -158,7 +158,7 @@ def test_the_summary_has_a_row_per_family_the_headline_and_where_to_look(tmp_pat
             Done(Step("build_ib", "ib", ("ib_items",), "fld", "fld"), True, 1.0, (0, 0, 0)),
             Done(Step("evaluate_ib", "ib", ("ib_responses",), "fld|m", "fld", "m"), False, 30.0, (4, 10, 2),
                  ["failed_calls"], ["truncated_replies"])]
-    text = summary(done, wh, type("C", (), {"evaluate": ["m"], "left_out_at_demo": lambda self: []})(),
+    text = summary(done, wh, type("C", (), {"evaluate": ["m"], "scale": "paper"})(),
                    str(tmp_path / "wh.duckdb"))
     rows = {line.split("  ")[0].strip(): line for line in text.splitlines() if line.startswith(("Instruction", "total"))}
     ib = rows["Instruction Boundary"].split()

@@ -325,7 +325,7 @@ def test_the_reliability_diagram_marks_confident_replies_at_recall_zero():
 
 
 def test_level_ticks_name_the_bin_as_the_paper_does():
-    from assets.report import level_label
+    from assets.report import level_label  # the one MuSoBench bin name (evaluations.muso)
 
     assert level_label(51, 100) == "51-100" and level_label(1, 1) == "1-1" and level_label(501, None) == "501+"
 

@@ -175,13 +175,14 @@ def test_a_subcategory_that_yields_no_accepted_question_is_named_not_passed_sile
 
 
 def test_the_demo_scale_names_what_it_leaves_out():
+    from assets.materialize_all import left_out_at_demo
     from configuration import parse_config
 
     cfg = parse_config({"muso": {"demo_levels": 1, "timetabling": {"bins": [[1, 50], [51, 100], [101, 200]]},
                                  "subsetsum": {"bins": [[1, 50]]}},
                         "s1": {"subcategories": ["scientific notation", "counting"]}}, "cfg.yaml")
-    assert cfg.left_out_at_demo() == [
+    assert left_out_at_demo(cfg) == [
         "MuSoBench timetabling: levels 51-100, 101-200 not built (muso.demo_levels: 1; scale: paper builds every level)",
         "S1-Bench: subcategories counting not built (demo scale builds s1.demo_subcategories: scientific notation, "
         "creative authorship)"]
-    assert parse_config({"scale": "paper", "muso": {"demo_levels": 1}}, "cfg.yaml").left_out_at_demo() == []
+    assert left_out_at_demo(parse_config({"scale": "paper", "muso": {"demo_levels": 1}}, "cfg.yaml")) == []

@@ -52,6 +52,7 @@ class Warehouse:
         self.path = Path(path).resolve()
         self.lock_timeout_s = lock_timeout_s
         self._local = threading.local()
+        self._schema_ready = False  # brought up to date by this object (again when the file is new)
 
     def __repr__(self) -> str:
         return f"Warehouse({str(self.path)!r})"
@@ -70,11 +71,12 @@ class Warehouse:
         deadline = time.monotonic() + self.lock_timeout_s
         lock_fd = self._acquire_sidecar(shared=read_only, deadline=deadline)
         try:
+            fresh = not self.path.exists()
             con = self._open(read_only=read_only, deadline=deadline)
             self._local.con = con
             try:
                 if not read_only:
-                    self._ensure_schema(con)
+                    self._ensure_schema(con, fresh)
                 yield con
             finally:
                 self._local.con = None
@@ -83,11 +85,12 @@ class Warehouse:
             fcntl.flock(lock_fd, fcntl.LOCK_UN)
             os.close(lock_fd)
 
-    def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
-        """The schema, checked on every write unit (one lookup of `llm.schema_version` when the file
-        is current): a file deleted or replaced while the process runs is a new, empty file, and a
-        remembered "done" (even by inode, which the new file may reuse) would be wrong."""
-        create_schema(con)
+    def _ensure_schema(self, con: duckdb.DuckDBPyConnection, fresh: bool) -> None:
+        """The schema, once per Warehouse, and again whenever the open created the file (`fresh`:
+        it did not exist before): a file deleted while the process runs comes back empty."""
+        if fresh or not self._schema_ready:
+            create_schema(con)
+            self._schema_ready = True
 
     def _acquire_sidecar(self, shared: bool, deadline: float) -> int:
         fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -373,8 +376,9 @@ class Writer:
             deadline = time.monotonic() + self.wh.lock_timeout_s
             self._lock_fd = self.wh._acquire_sidecar(shared=False, deadline=deadline)
             try:
+                fresh = not self.wh.path.exists()
                 self._con = self.wh._open(read_only=False, deadline=deadline)
-                self.wh._ensure_schema(self._con)
+                self.wh._ensure_schema(self._con, fresh)
             except BaseException:
                 self._unlock()
                 raise
