@@ -7,33 +7,31 @@ location from loading with the file, key and expectation in the error.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import dagster as dg
 
 from assets.models import evaluated_models_reachable, llm_call_summary_asset, models
-from assets.muso import build_muso_assets
-from assets.ib import build_ib_assets
 from assets.jobs import define_jobs
 from assets.report import model_report
-from assets.s1 import build_s1_assets
-from assets.waken import build_waken_assets
 from assets.resources import SettingsResource, LLMResource, WarehouseResource
 from configuration import config_path, load_config
+from configuration.families import FAMILIES
 
 
 def build_definitions(path: str | Path | None = None) -> dg.Definitions:
     cfg_path = Path(path) if path is not None else config_path()
     cfg = load_config(cfg_path)
-    muso_assets, muso_checks = build_muso_assets(cfg)
-    family_assets = [*muso_assets, *build_waken_assets(cfg), *build_ib_assets(cfg), *build_s1_assets(cfg)]
+    # each family's assets from its module, assets/<key>.py, in the registry's order
+    family_assets = [a for f in FAMILIES for a in importlib.import_module(f"assets.{f.key}").build_assets(cfg)]
     # The ledger summary comes last: items assets call judges and validators, responses the models.
     calling = [models, *family_assets]
     summary = llm_call_summary_asset([a.key for a in calling])
     all_assets = [models, *family_assets, summary, model_report]
     return dg.Definitions(
         assets=all_assets,
-        asset_checks=[evaluated_models_reachable, *muso_checks],
+        asset_checks=[evaluated_models_reachable],
         jobs=define_jobs(),
         resources={
             "settings": SettingsResource(path=str(cfg_path.resolve())),

@@ -20,13 +20,12 @@ from validators import outcomes
 from warehouse.schema import current
 
 GROUP = "ib"
-MISCELLANY = "miscellany"
 # bumped when the responses or the metrics computed from the same inputs change
 RESPONSES_VERSION, METRICS_VERSION = "ib-responses-1", "ib-metrics-1"
 
 
-def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
-    partitions_def = dg.StaticPartitionsDefinition([*cfg.ib.datasets, MISCELLANY])
+def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
+    partitions_def = dg.StaticPartitionsDefinition([*cfg.ib.datasets, gen.MISCELLANY])
 
     @dg.asset(name="ib_items", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
               code_version=code_version(gen.ITEMS_VERSION, cfg, "ib"),
@@ -44,11 +43,11 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         numbers; into `ib.items` (sources into `sources.records`)."""
         cfg = settings.load()
         name = context.partition_key
-        spec = cfg.ib.miscellany if name == MISCELLANY else cfg.ib.datasets[name]
+        spec = cfg.ib.miscellany if name == gen.MISCELLANY else cfg.ib.datasets[name]
         count = spec.count.at(cfg.scale)
         report: dict = {}
         bases, records = gen.load_bases(name, spec, count, cfg.seed, report)
-        rows = (gen.miscellany_items(name, bases, count, cfg.seed) if name == MISCELLANY
+        rows = (gen.miscellany_items(name, bases, count, cfg.seed) if name == gen.MISCELLANY
                 else gen.build_items(name, bases, count, cfg.seed, spec.options, spec.true_options, report,
                                    spec.combined_option))
         for r in rows:
@@ -75,7 +74,7 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                       "label_types": dg.MetadataValue.json(dict(complete))},
             check_results=[
                 dg.AssetCheckResult(check_name="tense_sparse_balanced",
-                                    passed=name == MISCELLANY or abs(complete["tense"] - complete["sparse"]) <= 1
+                                    passed=name == gen.MISCELLANY or abs(complete["tense"] - complete["sparse"]) <= 1
                                     or (spec.form == "multiple" and not spec.combined_option and not complete["tense"]),
                                     metadata={"complete_items": dg.MetadataValue.json(dict(complete))}),
                 dg.AssetCheckResult(check_name="gold_among_options", passed=not bad_gold,
@@ -99,12 +98,12 @@ def build_ib_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         items = [Item.from_row(r) for r in wh.rows("SELECT * FROM ib.items WHERE dataset = ? ORDER BY item_id", [name])]
         ledger = llm.ledger(context, wh)
         params = {"temperature": cfg.ib.temperature, "max_tokens": cfg.ib.max_tokens.at(cfg.scale)}
-        if name == MISCELLANY:
+        if name == gen.MISCELLANY:
             settings_here = [s for s in cfg.ib.settings if s == "disturbing_miscellany"]
         else:
             settings_here = [s for s in cfg.ib.settings if s != "disturbing_miscellany"]
         runner = Runner(ledger, model, cfg.judge, cfg.ib.polisher or cfg.judge, params)
-        runner.run([] if name == MISCELLANY else items, items if name == MISCELLANY else [], settings_here)
+        runner.run([] if name == gen.MISCELLANY else items, items if name == gen.MISCELLANY else [], settings_here)
         prompts, responses = runner.prompts, runner.responses
         for r in (*prompts, *responses):
             r["dataset"] = name

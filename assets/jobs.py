@@ -19,14 +19,10 @@ from dataclasses import dataclass
 import dagster as dg
 
 from assets.partitions import MODEL
+from configuration.families import BY_KEY
 
 # family -> (items, responses, metrics) asset names, in the order the command runs the families
-FAMILIES: dict[str, tuple[str, str, str]] = {
-    "muso": ("muso_instances", "muso_responses", "muso_metrics"),
-    "waken": ("waken_items", "waken_outcomes", "waken_metrics"),
-    "ib": ("ib_items", "ib_responses", "ib_metrics"),
-    "s1": ("s1_items", "s1_responses", "s1_metrics"),
-}
+FAMILIES: dict[str, tuple[str, str, str]] = {key: family.assets for key, family in BY_KEY.items()}
 FIRST = ("probe_models", ["models"])
 LAST = ("summarise", ["llm_call_summary", "model_report"])
 STAGES = {"items": "build", "responses": "evaluate", "metrics": "score"}  # stage -> job name prefix
@@ -40,9 +36,6 @@ _DESCRIPTIONS = {
     "responses": "{family}: the evaluated models' answers, one run per {unit} x model slice.",
     "metrics": "{family}: metrics and the paper's tables over every stored slice.",
 }
-_NAMES = {"muso": ("MuSoBench", "task level"), "waken": ("WakenLLM", "dataset"),
-          "ib": ("Instruction Boundary", "dataset"), "s1": ("S1-Bench", "run (one item set)")}
-
 
 def job_names() -> list[str]:
     return [FIRST[0], *(job_name(f, stage) for f in FAMILIES for stage in STAGES), LAST[0]]
@@ -52,7 +45,7 @@ def define_jobs() -> list[dg.UnresolvedAssetJobDefinition]:
     jobs = [dg.define_asset_job(FIRST[0], selection=dg.AssetSelection.assets(*FIRST[1]),
                                 description="Probe every configured model's endpoint (run first by the command).")]
     for family, assets in FAMILIES.items():
-        name, unit = _NAMES[family]
+        name, unit = BY_KEY[family].title, BY_KEY[family].unit
         for stage, asset in zip(("items", "responses", "metrics"), assets):
             jobs.append(dg.define_asset_job(job_name(family, stage), selection=dg.AssetSelection.assets(asset),
                                             description=_DESCRIPTIONS[stage].format(family=name, unit=unit)))
@@ -64,7 +57,7 @@ def define_jobs() -> list[dg.UnresolvedAssetJobDefinition]:
 @dataclass(frozen=True)
 class Step:
     job: str
-    family: str  # muso, waken, ib, s1; or '' for the models probe and the summary
+    family: str  # a key of configuration/families.py; or '' for the models probe and the summary
     assets: tuple[str, ...]
     partition: str | None  # the Dagster partition key ('fld|smollm2' for a slice)
     base: str | None = None  # dataset or level of a partition

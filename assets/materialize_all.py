@@ -3,10 +3,10 @@
     python -m assets.materialize_all [--select FAMILY ...] [--partition KEY ...] [--model NAME ...]
     python -m assets.materialize_all --plan [--latency SECONDS] [--select FAMILY ...]
 
-FAMILY is muso, waken, ib or s1; KEY a dataset or level (`fld`, `timetabling_1-50`) or one
+FAMILY is a key of configuration/families.py (muso, waken, ib, s1); KEY a dataset or level (`fld`, `timetabling_1-50`) or one
 slice (`fld|smollm2`); NAME an evaluated model. The steps (assets/jobs.py): the models probe,
 then per family its items, its (dataset, model) slices and its metrics, then the ledger summary
-and the per-model reports. Each step is a run of a named job (`waken_responses`, ...), tagged with
+and the per-model reports. Each step is a run of a named job (`evaluate_waken`, ...), tagged with
 the family, partition, models and configuration, recorded in the instance named by DAGSTER_HOME,
 so the UI's Runs page and each job's page show it. `--model` evaluates only that model's slices
 (items already built are not rebuilt) and refreshes the metrics and reports.
@@ -33,6 +33,7 @@ from pathlib import Path
 import dagster as dg
 
 from assets.jobs import FAMILIES, SelectionError, Step, plan_steps, run_tags
+from configuration.families import FAMILIES as FAMILY_LIST, title
 from llm_calls.ledger import TOTALS
 from warehouse import Warehouse
 
@@ -40,10 +41,9 @@ from warehouse import Warehouse
 # it): a failed step is reported by this command in one line, with its cause.
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 # Each family's items table and the column naming its partition (None: one unpartitioned table).
-ITEMS = {"muso": ("muso.instances", "partition_key"), "waken": ("waken.items", "dataset"),
-         "ib": ("ib.items", "dataset"), "s1": ("s1.items", None)}
+ITEMS = {f.key: (f.items_table, f.partition_column) for f in FAMILY_LIST}
 ITEMS_SQL = {family: f"SELECT count(*) FROM {table}" for family, (table, _) in ITEMS.items()}
-NAMES = {"muso": "MuSoBench", "waken": "WakenLLM", "ib": "Instruction Boundary", "s1": "S1-Bench", "": "models, summary"}
+NAMES = {**{f.key: f.title for f in FAMILY_LIST}, "": title("")}
 
 
 def raw_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:

@@ -20,6 +20,7 @@ from configuration import Config
 from evaluations import muso as protocol
 from evaluations import scoring
 from generators import muso as gen
+from generators.muso import partitions, task_bins, task_params
 from solvers import subsetsum as ss
 from solvers import timetabling as tt
 from validators import outcomes
@@ -31,33 +32,7 @@ GROUP = "muso"
 RESPONSES_VERSION, METRICS_VERSION = "muso-responses-1", "muso-metrics-1"
 
 
-def task_bins(cfg: Config, task: str) -> list[gen.LevelBin]:
-    section = cfg.muso.timetabling if task == "timetabling" else cfg.muso.subsetsum
-    return [gen.LevelBin(lo, hi) for lo, hi in section.bins]
-
-
-def task_params(cfg: Config, task: str) -> gen.TimetablingParams | gen.SubsetSumParams:
-    if task == "timetabling":
-        c = cfg.muso.timetabling
-        return gen.TimetablingParams(c.courses, c.times, c.rooms, c.teachers, c.times_per_course,
-                                     c.rooms_per_course, c.single_room_prob)
-    c2 = cfg.muso.subsetsum
-    return gen.SubsetSumParams(c2.size, c2.min_value, c2.max_value)
-
-
-def partitions(cfg: Config) -> dict[str, tuple[str, int, gen.LevelBin]]:
-    """Partition key -> (task, level, bin); at demo scale only the first `demo_levels` of each task
-    (a level keeps its number and its instances whichever levels are built)."""
-    limit = cfg.muso.demo_levels if cfg.scale == "demo" else None
-    return {
-        gen.partition_key(task, b): (task, level, b)
-        for task in gen.TASKS
-        for level, b in enumerate(task_bins(cfg, task), start=1)
-        if limit is None or level <= limit
-    }
-
-
-def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
+def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
     parts = partitions(cfg)
     partitions_def = dg.StaticPartitionsDefinition(list(parts))
     check_docs = {
@@ -218,7 +193,7 @@ def build_muso_assets(cfg: Config) -> tuple[list[dg.AssetsDefinition], list[dg.A
             )],
         )
 
-    return [muso_instances, muso_responses, muso_metrics], []
+    return [muso_instances, muso_responses, muso_metrics]
 
 
 

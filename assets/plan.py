@@ -28,6 +28,7 @@ match a request, so it is an upper bound on what the cache will answer.
 
 from __future__ import annotations
 
+import importlib
 import math
 import statistics
 from collections import defaultdict
@@ -35,32 +36,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from configuration import Config
+from configuration.families import FAMILIES as FAMILY_LIST
+from evaluations.calls import AT_LEAST, AT_MOST, EXACT, Line, Query
 from warehouse import Warehouse
 
-EXACT, AT_MOST, AT_LEAST = "exact", "at most", "at least"
+__all__ = ["AT_LEAST", "AT_MOST", "EXACT", "Line", "plan_lines"]
 
-
-@dataclass(frozen=True)
-class Line:
-    family: str
-    model: str
-    step: str  # the ledger purpose of these calls
-    calls: int
-    kind: str = EXACT
-    source: str = "configuration"  # where the item counts came from
-    partition: str | None = None  # the dataset or level (None: the family's one item set, or none)
-    for_model: str | None = None  # the evaluated model whose slice makes these calls (None: items, probe)
-
-
-@dataclass(frozen=True)
-class Counts:
-    """Item counts per partition, and where they came from."""
-
-    by_partition: dict[str, dict[str, int]]
-    source: dict[str, str]
-
-
-# -- item counts -------------------------------------------------------------------------------
 
 def _stored(wh: Warehouse | None, sql: str, params: Sequence[object] = ()) -> list[dict]:
     if wh is None or not wh.path.exists():
@@ -68,222 +49,26 @@ def _stored(wh: Warehouse | None, sql: str, params: Sequence[object] = ()) -> li
     return wh.rows(sql, list(params))
 
 
-def ib_counts(cfg: Config, wh: Warehouse | None) -> Counts:
-    """Per dataset: complete and insufficient items (and the miscellany's items)."""
-    from assets.ib import MISCELLANY
-
-    stored = defaultdict(dict)
-    for r in _stored(wh, "SELECT dataset, CASE WHEN variant LIKE 'miscellany%' THEN 'miscellany' ELSE variant END "
-                         "AS variant, count(*) AS n FROM ib.items GROUP BY ALL"):
-        stored[r["dataset"]][r["variant"]] = r["n"]
-    out, source = {}, {}
-    for name, spec in [*cfg.ib.datasets.items(), (MISCELLANY, cfg.ib.miscellany)]:
-        n = spec.count.at(cfg.scale)  # base questions: a complete and an insufficient item each
-        wanted = {"miscellany": 9 * n} if name == MISCELLANY else {"complete": n, "insufficient": n}
-        out[name], source[name] = _stored_or_configured(stored.get(name), wanted, "complete", "miscellany")
-    return Counts(out, source)
+def query_of(wh: Warehouse | None) -> Query:
+    """The warehouse as the protocols' `planned_calls` read it: SQL -> rows, none without a file."""
+    return lambda sql: _stored(wh, sql)
 
 
-def _stored_or_configured(stored: dict[str, int] | None, wanted: dict[str, int], *compare: str
-                          ) -> tuple[dict[str, int], str]:
-    """The stored counts when they are the configured run's (the same count, in the columns
-    `compare`), else the configured ones: items another scale or configuration built are not the
-    items this run will ask."""
-    if not stored:
-        return dict(wanted), "configuration"
-    if all(stored.get(c) == wanted[c] for c in compare if c in wanted):
-        return dict(stored), "warehouse"
-    held = ", ".join(f"{stored.get(c, 0)} {c}" for c in compare if c in wanted)
-    return dict(wanted), f"configuration (warehouse holds {held}: another scale or configuration)"
-
-
-def waken_counts(cfg: Config, wh: Warehouse | None) -> Counts:
-    stored = {r["dataset"]: r for r in _stored(
-        wh, "SELECT dataset, count(*) AS n, count(*) FILTER (WHERE label = 'Unknown') AS u FROM waken.items GROUP BY ALL")}
-    out, source = {}, {}
-    for name, spec in cfg.waken.datasets.items():
-        n = spec.count.at(cfg.scale)
-        held = {"items": stored[name]["n"], "unknown": stored[name]["u"]} if name in stored else None
-        out[name], source[name] = _stored_or_configured(held, {"items": n, "unknown": n // 2, "drafts": n // 2},
-                                                        "items")
-        out[name]["scienceqa"] = int(spec.kind == "scienceqa")
-    return Counts(out, source)
-
-
-def muso_counts(cfg: Config, wh: Warehouse | None) -> Counts:
-    from assets.muso import partitions
-
-    stored = {r["partition_key"]: r["n"] for r in _stored(
-        wh, "SELECT partition_key, count(*) AS n FROM muso.instances GROUP BY ALL")}
-    quota = cfg.muso.quota.at(cfg.scale)
-    out, source = {}, {}
-    for pk in partitions(cfg):
-        held = {"instances": stored[pk]} if pk in stored else None
-        out[pk], source[pk] = _stored_or_configured(held, {"instances": quota}, "instances")
-    return Counts(out, source)
-
-
-def s1_counts(cfg: Config, wh: Warehouse | None) -> Counts:
-    """Initial candidates (the programmatic ones made here exactly as the construction makes them,
-    the LLM generators' as many as each is asked for) and the accepted items if stored."""
-    from generators.s1 import load_registry
-    from generators.s1_construction import programmatic_candidates
-
-    s = cfg.s1
-    reg = load_registry()
-    subs = s.demo_subcategories if cfg.scale == "demo" else (s.subcategories or list(reg.subcategories))
-    per = s.candidates_per_subcategory.at(cfg.scale)
-    programmatic = sum(len(programmatic_candidates(cfg.seed, sub, s.languages, per)) for sub in subs) \
-        if s.programmatic else 0
-    generated = len(s.generators) * len(subs) * per * len(s.languages)
-    stored = _stored(wh, "SELECT count(*) AS n FROM s1.items")
-    items = stored[0]["n"] if stored and stored[0]["n"] else None
-    return Counts({"construction": {"subcategories": len(subs), "programmatic": programmatic,
-                                    "generated": generated},
-                   "evaluation": {"items": items if items is not None else programmatic + generated}},
-                  {"construction": "configuration",
-                   "evaluation": "warehouse" if items is not None else "configuration (every candidate accepted)"})
-
-
-# -- the families' call structure ----------------------------------------------------------------
+# -- the calls: the models probe here, each family's from its protocol module ---------------------
 
 def models_lines(cfg: Config) -> list[Line]:
     """The models asset: one probe call per configured model."""
     return [Line("llm", name, "models.probe", 1) for name in cfg.models]
 
 
-def ib_lines(cfg: Config, counts: Counts) -> list[Line]:
-    """evaluations/ib.py `Runner.run`: each setting asks every complete item once (multi-turn twice,
-    prompt polishing after a rewrite by the polisher), missing-choices the insufficient items,
-    disturbing-miscellany the miscellany items; the judge reads at most every reply."""
-    from assets.ib import MISCELLANY
-
-    polisher = cfg.ib.polisher or cfg.judge
-    out: list[Line] = []
-    for name, c in counts.by_partition.items():
-        src = counts.source[name]
-        for model in cfg.evaluate:
-            asked = 0
-            # multi-turn's first turn is the vanilla request: whichever setting comes first makes it
-            order = list(cfg.ib.settings)
-            shared: set[str] = set()
-            if {"vanilla", "multi_turn"} <= set(order):
-                shared = {"ib.multi_turn.first" if order.index("vanilla") < order.index("multi_turn") else "ib.vanilla"}
-            for setting in cfg.ib.settings:
-                if (setting == "disturbing_miscellany") != (name == MISCELLANY):
-                    continue
-                n = {"missing_choices": c.get("insufficient", 0),
-                     "disturbing_miscellany": c.get("miscellany", 0)}.get(setting, c.get("complete", 0))
-                at = {"partition": name, "for_model": model}
-                if setting == "multi_turn" and "ib.multi_turn.first" not in shared:
-                    out.append(Line("ib", model, "ib.multi_turn.first", n, EXACT, src, **at))
-                elif setting == "prompt_polishing":
-                    out.append(Line("ib", polisher, "ib.prompt_polishing.rewrite", n, EXACT, src, **at))
-                if f"ib.{setting}" not in shared:  # the second turn and the polished prompt come from replies
-                    kind = AT_MOST if setting in ("multi_turn", "prompt_polishing") else EXACT
-                    out.append(Line("ib", model, f"ib.{setting}", n, kind, src, **at))
-                asked += n * (2 if setting == "multi_turn" else 1)
-            out.append(Line("ib", cfg.judge, "ib.judge", asked, AT_MOST, src, name, model))
-    return out
+def _family_lines(key: str) -> Callable[[Config, Warehouse | None], list[Line]]:
+    protocol = importlib.import_module(f"evaluations.{key}")
+    return lambda cfg, wh: protocol.planned_calls(cfg, query_of(wh))
 
 
-def waken_lines(cfg: Config, counts: Counts) -> list[Line]:
-    """evaluations/waken.py `Pipeline.run`: the direct answers and every baseline over all items
-    (self-reflection a second turn each) are fixed; the diagnosis (Unknown items answered
-    Unknown), the stages, Remind-then-Guide, the ablation and the cause classification run on the
-    items the replies select, at most all of them; the judge reads at most every reply. ScienceQA
-    items need one judge verification per Unknown draft (more when drafts are rejected)."""
-    w = cfg.waken
-    out: list[Line] = []
-    for name, c in counts.by_partition.items():
-        src, n, u = counts.source[name], c["items"], c["unknown"]
-        if c["scienceqa"] and counts.source[name].startswith("configuration"):
-            out.append(Line("waken", cfg.judge, "waken.unknown_verification", c["drafts"], AT_LEAST, src, name))
-        for model in cfg.evaluate:
-            # self-reflection's first turn is the direct request itself: the ledger answers it from there
-            fixed = [("waken.direct", n)] + [(f"waken.baseline.{b}", n) for b in w.baselines if b != "self_reflection"]
-            bounded = [("waken.baseline.self_reflection.reflect", n)] if "self_reflection" in w.baselines else []
-            bounded += [("waken.diagnosis", u), ("waken.stage1.vanilla", n), ("waken.stage2.vanilla", n)]
-            for rate in w.misguiding_rates:
-                bounded += [(f"waken.rtg_label_stage1.M={rate:.3f}", n), (f"waken.rtg_label_stage2.M={rate:.3f}", n)]
-            bounded += [("waken.rtg_rp_stage1.reasoning", n), ("waken.rtg_rp_stage2.reasoning", n),
-                        (f"waken.ablation.T={w.ablation_temperature}", n)]
-            out += [Line("waken", model, step, k, EXACT, src, name, model) for step, k in fixed]
-            out += [Line("waken", model, step, k, AT_MOST, src, name, model) for step, k in bounded]
-            out.append(Line("waken", cfg.judge, "waken.cause", n, AT_MOST, src, name, model))
-            out.append(Line("waken", cfg.judge, "waken.judge", sum(k for _, k in fixed + bounded), AT_MOST, src,
-                            name, model))
-    return out
-
-
-def muso_lines(cfg: Config, counts: Counts) -> list[Line]:
-    """evaluations/muso.py `run`: per paradigm, variant and temperature, every instance (times the
-    self-consistency paths) is solved, asked its confidence and, except self-consistency paths,
-    asked to recheck; the exploration variant adds its cue turn. The solve turns are exact."""
-    m = cfg.muso
-    paths = max(1, m.self_consistency.at(cfg.scale))
-    variants = ["standard"] + (["exploration"] if m.exploration else []) + (
-        ["self_consistency"] if m.self_consistency.at(cfg.scale) > 0 else [])
-    turns = {"standard": ["solve", "confidence", "recheck"], "exploration": ["solve", "cue", "confidence", "recheck"],
-             "self_consistency": ["solve", "confidence"]}
-    per_step: dict[tuple[str, str, str, str], int] = defaultdict(int)
-    for pk, c in counts.by_partition.items():
-        for model in cfg.evaluate:
-            for variant in variants:
-                conversations = c["instances"] * (paths if variant == "self_consistency" else 1)
-                for turn in turns[variant]:
-                    per_step[(model, f"muso.{variant}.{turn}", counts.source[pk], pk)] += (
-                        conversations * len(m.paradigms_for(model)) * len(m.temperatures))
-            if m.reflection_checkpoints and "long_cot" in m.paradigms_for(model):
-                # the standard Long-CoT solve again (answered by the ledger), then per checkpoint reached
-                for step in ("muso.checkpoint.answer", "muso.checkpoint.confidence"):
-                    per_step[(model, step, counts.source[pk], pk)] += (
-                        c["instances"] * len(m.reflection_checkpoints) * len(m.temperatures))
-    # the later turns carry the solve reply: conversations with equal replies are one request
-    return [Line("muso", model, step, n, EXACT if step.endswith(".solve") else AT_MOST, src, pk, model)
-            for (model, step, src, pk), n in per_step.items()]
-
-
-def s1_lines(cfg: Config, counts: Counts) -> list[Line]:
-    """generators/s1_construction.py and evaluations/s1.py: one generation call per generator and
-    subcategory; each candidate discriminated by every discriminator and validated by every
-    validator (temperatures x samples), the judge grading answers without an exact check, the
-    failures reduced and sent round again, for at most `max_rounds` reductions; then every
-    accepted item answered k times plus once greedily by each evaluated model, the judge grading
-    (with up to two rewrites) the answers that have no exact check."""
-    s = cfg.s1
-    c = counts.by_partition["construction"]
-    candidates = c["programmatic"] + c["generated"]
-    rounds = 1 + s.max_rounds.at(cfg.scale)
-    validators = s.validators or [cfg.judge]
-    per_validator = len(s.temperatures) * s.samples_per_temperature
-    out = [Line("s1", g, "s1.generate", c["subcategories"]) for g in s.generators]
-    for d in s.discriminators:
-        out.append(Line("s1", d, "s1.discriminate", candidates * rounds, AT_MOST))
-    for v in validators:
-        # round 0: the candidates that discrimination and near-duplicate removal leave
-        out.append(Line("s1", v, "s1.validate", candidates * per_validator, AT_MOST))
-        if rounds > 1:
-            out.append(Line("s1", v, "s1.validate (reduced)", candidates * per_validator * (rounds - 1), AT_MOST))
-    out.append(Line("s1", s.reducer or cfg.judge, "s1.reduce", candidates * (rounds - 1), AT_MOST))
-    out.append(Line("s1", cfg.judge, "s1.validate.judge", candidates * rounds * per_validator * len(validators), AT_MOST))
-    items, src = counts.by_partition["evaluation"]["items"], counts.source["evaluation"]
-    per_model = items * (s.k + 1)
-    kind = EXACT if src == "warehouse" else AT_MOST
-    for model in cfg.evaluate:
-        calls = per_model + (items * per_validator if model in s.table2_models else 0)  # table 2's sweep
-        out.append(Line("s1", model, "s1.evaluate", calls, kind, src, for_model=model))
-        out.append(Line("s1", cfg.judge, "s1.evaluate.judge", 3 * calls, AT_MOST, src, for_model=model))
-    return out
-
-
+# "llm" (the probe) first, then the families in the registry's order
 FAMILIES: dict[str, Callable[[Config, Warehouse | None], list[Line]]] = {
-    "llm": lambda cfg, wh: models_lines(cfg),
-    "muso": lambda cfg, wh: muso_lines(cfg, muso_counts(cfg, wh)),
-    "waken": lambda cfg, wh: waken_lines(cfg, waken_counts(cfg, wh)),
-    "ib": lambda cfg, wh: ib_lines(cfg, ib_counts(cfg, wh)),
-    "s1": lambda cfg, wh: s1_lines(cfg, s1_counts(cfg, wh)),
-}
+    "llm": lambda cfg, wh: models_lines(cfg), **{f.key: _family_lines(f.key) for f in FAMILY_LIST}}
 
 
 def plan_lines(cfg: Config, wh: Warehouse | None, families: Sequence[str] | None = None,
@@ -326,10 +111,8 @@ def _selected(ln: Line, partitions: Sequence[str] | None, models: Sequence[str] 
 
 def _built(wh: Warehouse | None) -> set[tuple[str, str | None]]:
     """(family, partition) whose items the warehouse holds."""
-    from assets.materialize_all import ITEMS
-
     out: set[tuple[str, str | None]] = set()
-    for family, (table, column) in ITEMS.items():
+    for family, table, column in ((f.key, f.items_table, f.partition_column) for f in FAMILY_LIST):
         if column is None:
             if _stored(wh, f"SELECT 1 FROM {table} LIMIT 1"):
                 out.add((family, None))

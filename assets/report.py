@@ -12,289 +12,30 @@ stored rows left it empty (no Unknown answers to stimulate, no confidence stated
 from __future__ import annotations
 
 import html
+import importlib
 import os
 import re
 import sys
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
-from assets.materialize_all import NAMES
-from assets.metadata import draw_reliability, legend
+from assets.panels import Panel, Plot, Writer
 from assets.resources import SettingsResource, WarehouseResource
-from evaluations import scoring
-from evaluations.muso import level_label
+from configuration.families import FAMILIES, title
 from warehouse import Warehouse
-from warehouse.schema import current
+from warehouse.schema import FAMILY_MODULES
 
 GROUP = "report"
-
-
-@dataclass
-class Plot:
-    title: str
-    file: str | None  # PNG file name beside the page; None when there was nothing to draw
-    reason: str = ""  # why there is no plot
-    note: str = ""  # what the plot shows, in words (read by people who cannot see it, and by tests)
-
-
-@dataclass
-class Panel:
-    key: str
-    title: str
-    family: str
-    plots: list[Plot]
-    tables: list[tuple[str, list[dict]]]  # (view name, rows for this model)
 
 
 def safe_name(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", model)
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-class _Writer:
-    """Draws the plots of one model's page into its folder."""
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-        folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob("*.png"):
-            old.unlink()
-
-    def plot(self, name: str, title: str, reason: str, draw: Callable[[Any], None], note: str = "") -> Plot:
-        """`draw(ax)` when `reason` is empty; otherwise a "no data" plot saying why."""
-        if reason:
-            return Plot(title, None, reason)
-        plt = _plt()
-        fig, ax = plt.subplots(figsize=(5.2, 3.4))
-        draw(ax)
-        ax.set_title(title, fontsize=10)
-        path = self.folder / f"{name}.png"
-        fig.savefig(path, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
-        plt.close(fig)
-        return Plot(title, f"{self.folder.name}/{path.name}", note=note)
-
-
-def _model_rows(wh: Warehouse, view: str, model: str) -> list[dict]:
-    return wh.rows(f'SELECT * FROM {view} WHERE "Model" = ?', [model])
-
-
-def _evaluated(wh: Warehouse, table: str, model: str) -> int:
-    return wh.scalar(f"SELECT count(*) FROM {table} WHERE model = ?", [model])
-
-
-def _not_run(family: str, table: str, select: str, wh: Warehouse, model: str) -> str:
-    """Why a panel is empty: its replies are all stale, or the family never ran for the model."""
-    stale = wh.scalar("SELECT sum(replies) FROM report.stale WHERE family = ? AND model = ?", [select, model])
-    if stale:
-        return (f"{family} has no current replies for this model: its {int(stale)} replies were made on items "
-                f"since rebuilt differently or removed (report.stale; run `python -m assets.materialize_all "
-                f"--select {select} --model {model}`)")
-    return (f"{family} has not been evaluated for this model: no rows in {table} "
-            f"(run `python -m assets.materialize_all --select {select}`)")
-
-
-# -- the four panels ------------------------------------------------------------------------------
-
-def waken_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
-    metrics = wh.rows("SELECT * FROM waken.metrics WHERE model = ?", [model])
-    none = _not_run("WakenLLM", "waken.metrics", "waken", wh, model) if not metrics else ""
-    d_vp = {(r["dataset"], r["stage"]): r["value"] for r in metrics
-            if r["metric"] == "d_vp" and r["setting"] == "vanilla"}
-    rates = {(r["dataset"], r["stage"], r["metric"]): r["value"] for r in metrics
-             if r["metric"] in ("TCR", "FCR", "UCR") and r["sample_type"] == "all" and r["setting"] == "vanilla"
-             and r["stage"] in ("1", "2") and r["value"] is not None}
-    conv_reason = none or ("" if rates else
-                           "stage 1 never ran: on every dataset the vague-perception set is empty (the model "
-                           "answered no solvable item Unknown, and no Unknown item's explanation failed); "
-                           f"d_vp per dataset and stage: {dict(sorted((f'{d} s{s}', int(v or 0)) for (d, s), v in d_vp.items()))}")
-
-    def conv(ax: Any) -> None:
-        bars = sorted({(d, s) for d, s, _ in rates})
-        labels = [f"{d}\nstage {s}" for d, s in bars]
-        bottom = [0.0] * len(bars)
-        for metric, colour in (("TCR", "tab:green"), ("FCR", "tab:red"), ("UCR", "tab:gray")):
-            vals = [rates.get((d, s, metric), 0.0) for d, s in bars]
-            ax.bar(labels, vals, bottom=bottom, label=metric, color=colour)
-            bottom = [b + v for b, v in zip(bottom, vals)]
-        ax.set_ylim(0, 1)
-        ax.set_ylabel("share of the stage's input")
-        legend(ax, fontsize=7)
-
-    vp = {(r["dataset"], r["sample_type"]): r["value"] for r in metrics
-          if r["metric"] == "vague_perception_share" and r["value"] is not None}
-
-    def vague(ax: Any) -> None:
-        datasets = sorted({d for d, _ in vp})
-        xs = range(len(datasets))
-        ax.bar([x - 0.2 for x in xs], [vp.get((d, "s"), 0.0) for d in datasets], width=0.4,
-               label="V: solvable answered Unknown")
-        ax.bar([x + 0.2 for x in xs], [vp.get((d, "u"), 0.0) for d in datasets], width=0.4,
-               label="U: Unknown, explanation failed")
-        ax.set_xticks(list(xs), datasets)
-        ax.set_ylim(0, 1)
-        legend(ax, fontsize=7)
-
-    plots = [w.plot("waken_converting", "WakenLLM converting rates (vanilla)", conv_reason, conv),
-             w.plot("waken_vague", "Vague perception", none or ("" if vp else "no vague-perception share: no "
-                                                                "items of either type were answered"), vague)]
-    tables = [(v, _model_rows(wh, v, model)) for v in ("waken.table3", "waken.table6", "waken.table8")]
-    return Panel("waken", "Abstention and vague perception", "WakenLLM", plots, tables)
-
-
-def muso_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
-    responses = wh.rows("SELECT paradigm, status, confidence, recall, precision, level_lo, level_hi, task, "
-                        f"truncated FROM {current('muso.responses')} WHERE model = ? AND variant = 'standard'", [model])
-    none = _not_run("MuSoBench", "muso.responses", "muso", wh, model) if not responses else ""
-    ok = [r for r in responses if r["status"] == "ok"]
-    stated = [r for r in ok if r["confidence"] is not None and r["recall"] is not None]
-    reason = none or ("" if stated else
-                      f"no reply stated a confidence: {len(ok)} of {len(responses)} conversations answered, "
-                      f"{sum(bool(r['truncated']) for r in responses)} cut at the token budget")
-
-    def reliability(ax: Any) -> None:
-        by: dict[str, tuple[list[float], list[float]]] = {}
-        for r in stated:
-            c, s = by.setdefault(r["paradigm"], ([], []))
-            c.append(r["confidence"] / 100)
-            s.append(r["recall"])
-        draw_reliability(ax, by)
-
-    scored = [r for r in ok if r["recall"] is not None]
-
-    def by_level(ax: Any) -> None:
-        levels = sorted({(r["task"], r["level_lo"], r["level_hi"]) for r in scored})
-        labels = [f"{t[:5]}\n{level_label(lo, hi)}" for t, lo, hi in levels]
-        for k, (metric, colour) in enumerate((("recall", "tab:blue"), ("precision", "tab:orange"))):
-            for x, lv in enumerate(levels):
-                values = [r[metric] for r in scored if (r["task"], r["level_lo"], r["level_hi"]) == lv
-                          and r[metric] is not None]
-                at = x + 0.4 * k - 0.2
-                if values:
-                    ax.bar(at, scoring.mean(values), width=0.4, color=colour, label=metric if x == 0 else None)
-                    ax.annotate(f"n={len(values)}", (at, scoring.mean(values)), textcoords="offset points",
-                                xytext=(0, 2), ha="center", fontsize=6)
-                else:  # no mean to draw: say so instead of a bar at 0
-                    ax.annotate(f"no {metric}", (at, 0.02), ha="center", fontsize=6, rotation=90, color=colour)
-        ax.set_xticks(range(len(levels)), labels, fontsize=7)
-        ax.set_ylim(0, 1)
-        legend(ax, fontsize=7)
-
-    bins = []
-    for paradigm in sorted({r["paradigm"] for r in stated}):
-        rs = [r for r in stated if r["paradigm"] == paradigm]
-        bins += [f"{paradigm} confidence {b.lo:.1f}-{b.hi:.1f}: n={b.count}, mean recall {b.mean_score:.2f}"
-                 for b in scoring.reliability_bins([r["confidence"] / 100 for r in rs], [r["recall"] for r in rs])
-                 if b.count]
-    plots = [w.plot("muso_reliability", "MuSoBench recall vs stated confidence", reason, reliability,
-                    note="; ".join(bins)),
-             w.plot("muso_levels", "Recall and precision by solution-count level",
-                    none or ("" if scored else f"no reply was scored ({len(responses)} conversations, "
-                                               f"{len(responses) - len(ok)} failed)"), by_level)]
-    tables = [(v, _model_rows(wh, v, model)) for v in ("muso.table2", "muso.table1")]
-    return Panel("muso", "Overconfidence and calibration", "MuSoBench", plots, tables)
-
-
-def s1_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
-    responses = wh.rows(f"SELECT format_type, completion_tokens, subcategory, mode FROM {current('s1.responses')} WHERE model = ?",
-                        [model])
-    accepted = wh.scalar("SELECT count(*) FROM s1.items")
-    candidates = wh.scalar("SELECT count(*) FROM s1.candidates")
-    if responses:
-        none = ""
-    elif candidates and not accepted:
-        none = (f"no S1-Bench question was accepted: of {candidates} candidate versions, the validator models "
-                "answered none correctly every time (see s1.rounds)")
-    else:
-        none = _not_run("S1-Bench", "s1.responses", "s1", wh, model)
-    formats = Counter(str(r["format_type"]) for r in responses if r["format_type"] is not None)
-
-    def fmt(ax: Any) -> None:
-        names = sorted(formats)
-        total = sum(formats.values())
-        ax.bar(names, [formats[n] / total for n in names], color="tab:purple")
-        ax.set_xlabel("response format type (paper table 9)")
-        ax.set_ylabel("share of replies")
-        ax.set_ylim(0, 1)
-
-    tokens: dict[str, list[int]] = {}
-    for r in responses:
-        if r["completion_tokens"] is not None:
-            tokens.setdefault(r["subcategory"], []).append(r["completion_tokens"])
-
-    def tok(ax: Any) -> None:
-        subs = sorted(tokens)
-        ax.barh(subs, [sum(tokens[s]) / len(tokens[s]) for s in subs], color="tab:cyan")
-        ax.set_xlabel("mean completion tokens")
-        ax.tick_params(axis="y", labelsize=7)
-
-    plots = [w.plot("s1_formats", "S1-Bench response formats",
-                    none or ("" if formats else "no reply was answered (every call failed)"), fmt),
-             w.plot("s1_tokens", "S1-Bench tokens by subcategory",
-                    none or ("" if tokens else "no token counts were reported by the endpoint"), tok)]
-    tables = [(v, _model_rows(wh, v, model)) for v in ("s1.table3", "s1.table8", "s1.table5")]
-    return Panel("s1", "Overthinking and format", "S1-Bench", plots, tables)
-
-
-def ib_panel(wh: Warehouse, model: str, w: _Writer) -> Panel:
-    metrics = wh.rows("SELECT * FROM ib.metrics WHERE model = ? AND category = '-'", [model])
-    none = _not_run("Instruction Boundary", "ib.metrics", "ib", wh, model) if not metrics else ""
-    acc = {(r["setting"], r["form"]): r["value"] for r in metrics if r["metric"] == "Acc" and r["value"] is not None}
-    undecided = wh.scalar(f"SELECT count(*) FROM {current('ib.responses')} WHERE model = ? AND output_category = 'undecided'", [model])
-    total = wh.scalar(f"SELECT count(*) FROM {current('ib.responses')} WHERE model = ?", [model])
-
-    def by_setting(ax: Any) -> None:
-        settings = sorted({s for s, _ in acc})
-        forms = [f for f in ("judging", "single", "multiple") if any(k[1] == f for k in acc)]
-        width = 0.8 / max(1, len(forms))
-        for k, form in enumerate(forms):
-            xs = [x + width * (k - (len(forms) - 1) / 2) for x in range(len(settings))]
-            have = [(x, acc[(s, form)]) for x, s in zip(xs, settings) if (s, form) in acc]
-            ax.bar([x for x, _ in have], [v for _, v in have], width=width, label=form)
-            for x, s in zip(xs, settings):  # no accuracy (no decided reply): marked, not drawn as 0
-                if (s, form) not in acc:
-                    ax.annotate("n/a", (x, 0.02), ha="center", fontsize=6, rotation=90)
-        ax.set_xticks(range(len(settings)), settings, rotation=45, ha="right", fontsize=7)
-        ax.set_ylim(0, 1)
-        ax.set_ylabel("accuracy")
-        legend(ax, fontsize=7)
-
-    outputs = {(r2["form"], r2["category"]): r2["value"] for r2 in wh.rows(
-        "SELECT form, category, value FROM ib.metrics WHERE model = ? AND metric = 'OR' AND setting = 'vanilla' "
-        "AND value IS NOT NULL", [model])}
-
-    def out(ax: Any) -> None:  # one stacked bar per form: the share of each output label (figure 6)
-        forms = [f for f in ("judging", "single", "multiple") if any(k[0] == f for k in outputs)]
-        bottom = [0.0] * len(forms)
-        for cat in sorted({c for _, c in outputs}):
-            vals = [outputs.get((f, cat), 0.0) for f in forms]
-            ax.bar(forms, vals, bottom=bottom, label=cat)
-            bottom = [b + v for b, v in zip(bottom, vals)]
-        ax.set_ylabel("share of vanilla replies")
-        ax.set_ylim(0, 1)
-        legend(ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-
-    acc_reason = none or ("" if acc else f"no reply was decided: {undecided} of {total} replies could not be read")
-    plots = [w.plot("ib_accuracy", "Instruction Boundary accuracy per setting", acc_reason, by_setting),
-             w.plot("ib_outputs", "Output labels (vanilla)",
-                    none or ("" if outputs else "no vanilla replies for this model"), out)]
-    tables = [(v, _model_rows(wh, v, model)) for v in ("ib.table3", "ib.table7", "ib.miscellany")]
-    return Panel("ib", "Instruction bias", "Instruction Boundary", plots, tables)
-
-
-PANELS = (waken_panel, muso_panel, s1_panel, ib_panel)
+PANELS = tuple(importlib.import_module(f"assets.panels.{f.key}").panel for f in FAMILIES)
 
 
 # -- HTML -----------------------------------------------------------------------------------------
@@ -355,41 +96,9 @@ def render(model: str, about: dict[str, Any], panels: Sequence[Panel]) -> str:
 
 # -- the replies behind each headline number (the per-sample view) -------------------------------
 
-# Per family: the replies a headline scope rests on (scopes named as `report.headline` names them),
-# each with its item, the reply, how it was read and the verdict. Current replies only (see
-# `warehouse.schema.current`): a stale reply is in no number, so it is on no page either.
-SAMPLES = {
-    "muso": f"""
-        SELECT r.task || ' ' || r.paradigm || ' T=' || r.temperature AS scope, r.instance_id AS item, i.question,
-               c.response_text AS reply,
-               coalesce(r.parse_error, 'read ' || r.n_first || ' solutions (' || r.n_first_correct || ' right)')
-                   || '; confidence: ' || coalesce(r.confidence_method, '-') AS how_read,
-               CAST(r.answers_first AS VARCHAR) AS answer, i.reference_answer AS gold,
-               'recall ' || coalesce(CAST(round(r.recall, 3) AS VARCHAR), '-') || ', confidence '
-                   || coalesce(CAST(r.confidence AS VARCHAR), '-') AS verdict
-        FROM {current('muso.responses', 'r')}
-        JOIN muso.instances i ON i.partition_key = r.partition_key AND i.instance_id = r.instance_id
-        LEFT JOIN llm.calls c ON c.key = json_extract_string(r.call_keys, '$[0]')
-        WHERE r.model = ? AND r.variant = 'standard' ORDER BY scope, item""",
-    "waken": f"""
-        SELECT r.dataset AS scope, r.item_id AS item, i.question, r.reply, r.method AS how_read,
-               r.prediction AS answer, r.gold, r.outcome AS verdict
-        FROM {current('waken.outcomes', 'r')} JOIN waken.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
-        WHERE r.model = ? AND r.step = 'direct' AND r.setting = 'vanilla' ORDER BY scope, item""",
-    "ib": f"""
-        SELECT r.setting AS scope, r.item_id AS item, i.question, r.reply, r.method AS how_read,
-               CAST(r.selected AS VARCHAR) AS answer, CAST(i.gold AS VARCHAR) AS gold,
-               CASE WHEN r.correct THEN 'correct' WHEN NOT r.correct THEN 'wrong' ELSE r.output_category END AS verdict
-        FROM {current('ib.responses', 'r')} JOIN ib.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
-        WHERE r.model = ? ORDER BY scope, item""",
-    "s1": f"""
-        SELECT 'all' AS scope, r.item_id || ' ' || r.mode || '#' || r.sample_index AS item, i.question, r.reply,
-               r.method || ' (format ' || coalesce(CAST(r.format_type AS VARCHAR), '-') || ')' AS how_read,
-               r.judged_part AS answer, i.answer AS gold,
-               CASE WHEN r.correct THEN 'correct' WHEN NOT r.correct THEN 'wrong' ELSE r.method END AS verdict
-        FROM {current('s1.responses', 'r')} JOIN s1.items i ON i.item_id = r.item_id
-        WHERE r.model = ? ORDER BY scope, item""",
-}
+# Per family: the replies a headline scope rests on (`SAMPLES` in warehouse/<key>.py). Current replies
+# only (see `warehouse.schema.current`): a stale reply is in no number, so it is on no page either.
+SAMPLES = {key: module.SAMPLES for key, module in FAMILY_MODULES.items()}
 SAMPLES_SHOWN = 100  # replies per scope on a page; the page says how many it leaves out
 
 
@@ -455,7 +164,7 @@ def leaderboard(wh: Warehouse, pages: Mapping[str, Path]) -> str:
     head = "".join(f"<th>{html.escape(m)}" + ("" if configured[m] else "<br><small>(no longer configured)</small>")
                    + "</th>" for m in models)
     body = "".join(
-        f"<tr><th>{html.escape(NAMES.get(f, f))}</th><th>{html.escape(sc)}</th><th>{html.escape(me)}</th>"
+        f"<tr><th>{html.escape(title(f))}</th><th>{html.escape(sc)}</th><th>{html.escape(me)}</th>"
         + ("".join(cell(f, sc, by.get(m)) for m in models) if "-" not in by else
            f'<td colspan="{max(1, len(models))}">{by["-"]["value"]:.4g}</td>')
         + "</tr>" for (f, sc, me), by in cells.items())
@@ -484,7 +193,7 @@ def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dic
     folder.mkdir(parents=True, exist_ok=True)
     out = {}
     for model in models:
-        w = _Writer(folder / safe_name(model))
+        w = Writer(folder / safe_name(model))
         panels = [panel(wh, model, w) for panel in PANELS]
         for p in panels:  # first, the panel's headline numbers with the count each rests on
             p.tables.insert(0, ("report.headline", wh.rows(
@@ -499,7 +208,7 @@ def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dic
 
 
 @dg.asset(group_name=GROUP, kinds={"html"}, code_version="1",
-          deps=["models", "muso_metrics", "waken_metrics", "ib_metrics", "s1_metrics"])
+          deps=["models", *(f.metrics for f in FAMILIES)])
 def model_report(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
     """One static HTML page per evaluated model (`reports/<model>.html` beside the warehouse, plots
     as PNG files): WakenLLM, MuSoBench, S1-Bench and Instruction Boundary side by side, with the

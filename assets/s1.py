@@ -9,6 +9,7 @@ from assets.partitions import models_partitions
 from assets.versions import code_version
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
+from configuration import Config
 from evaluations.s1 import evaluate, metric_rows
 from generators.s1 import load_registry, load_release
 from generators.s1_construction import Budgets, Construction
@@ -22,7 +23,7 @@ GROUP = "s1"
 ITEMS_VERSION, RESPONSES_VERSION, METRICS_VERSION = "s1-items-1", "s1-responses-1", "s1-metrics-1"
 
 
-def build_s1_assets(cfg) -> list[dg.AssetsDefinition]:
+def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
     """The three S1-Bench assets; `s1_responses` is partitioned by the evaluated models (S1-Bench
     has one item set, no datasets)."""
     items = dg.asset(

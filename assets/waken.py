@@ -40,7 +40,7 @@ def _fol_check(checks: list[dict], kind: str) -> dg.AssetCheckResult:
                   "not_read": dg.MetadataValue.json(unread[:50])})
 
 
-def build_waken_assets(cfg: Config) -> list[dg.AssetsDefinition]:
+def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
     partitions_def = dg.StaticPartitionsDefinition(list(cfg.waken.datasets))
 
     @dg.asset(name="waken_items", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},

@@ -42,11 +42,15 @@ prompts are ours.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from llm_calls import CallRequest, Ledger
+from configuration import Config
+from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query, stored_or_configured
+from generators import ib as ib_gen
 from generators.ib import ALL_FALSE
 from validators.judge import Judge, OptionsCase
 from validators.outcomes import FAILED  # outcomes that are not the model's answer
@@ -384,4 +388,57 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]]) -> list[dict[st
                     sub = [r for r in rows if r["n_options"] == k]
                     put(setting, form, "Acc_by_options", _acc(sub), n_correct(sub), n_answered(sub), category=str(k))
         put(setting, "all", "RS", sum(rs_values) / len(rs_values) if rs_values else None, None, len(rs_values))
+    return out
+
+# -- the calls this protocol makes, declared for `--plan` (evaluations/calls.py) -------------------
+
+def planned_calls(cfg: Config, query: Query) -> list[Line]:
+    """Every call a run of this family makes, per step, model and partition (see `_planned_lines`)."""
+    return _planned_lines(cfg, item_counts(cfg, query))
+
+
+def item_counts(cfg: Config, query: Query) -> Counts:
+    """Per dataset: complete and insufficient items (and the miscellany's items)."""
+    stored = defaultdict(dict)
+    for r in query("SELECT dataset, CASE WHEN variant LIKE 'miscellany%' THEN 'miscellany' ELSE variant END "
+                         "AS variant, count(*) AS n FROM ib.items GROUP BY ALL"):
+        stored[r["dataset"]][r["variant"]] = r["n"]
+    out, source = {}, {}
+    for name, spec in [*cfg.ib.datasets.items(), (ib_gen.MISCELLANY, cfg.ib.miscellany)]:
+        n = spec.count.at(cfg.scale)  # base questions: a complete and an insufficient item each
+        wanted = {"miscellany": 9 * n} if name == ib_gen.MISCELLANY else {"complete": n, "insufficient": n}
+        out[name], source[name] = stored_or_configured(stored.get(name), wanted, "complete", "miscellany")
+    return Counts(out, source)
+
+
+def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
+    """evaluations/ib.py `Runner.run`: each setting asks every complete item once (multi-turn twice,
+    prompt polishing after a rewrite by the polisher), missing-choices the insufficient items,
+    disturbing-miscellany the miscellany items; the judge reads at most every reply."""
+    polisher = cfg.ib.polisher or cfg.judge
+    out: list[Line] = []
+    for name, c in counts.by_partition.items():
+        src = counts.source[name]
+        for model in cfg.evaluate:
+            asked = 0
+            # multi-turn's first turn is the vanilla request: whichever setting comes first makes it
+            order = list(cfg.ib.settings)
+            shared: set[str] = set()
+            if {"vanilla", "multi_turn"} <= set(order):
+                shared = {"ib.multi_turn.first" if order.index("vanilla") < order.index("multi_turn") else "ib.vanilla"}
+            for setting in cfg.ib.settings:
+                if (setting == "disturbing_miscellany") != (name == ib_gen.MISCELLANY):
+                    continue
+                n = {"missing_choices": c.get("insufficient", 0),
+                     "disturbing_miscellany": c.get("miscellany", 0)}.get(setting, c.get("complete", 0))
+                at = {"partition": name, "for_model": model}
+                if setting == "multi_turn" and "ib.multi_turn.first" not in shared:
+                    out.append(Line("ib", model, "ib.multi_turn.first", n, EXACT, src, **at))
+                elif setting == "prompt_polishing":
+                    out.append(Line("ib", polisher, "ib.prompt_polishing.rewrite", n, EXACT, src, **at))
+                if f"ib.{setting}" not in shared:  # the second turn and the polished prompt come from replies
+                    kind = AT_MOST if setting in ("multi_turn", "prompt_polishing") else EXACT
+                    out.append(Line("ib", model, f"ib.{setting}", n, kind, src, **at))
+                asked += n * (2 if setting == "multi_turn" else 1)
+            out.append(Line("ib", cfg.judge, "ib.judge", asked, AT_MOST, src, name, model))
     return out

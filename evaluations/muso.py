@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluations import scoring
+from configuration import Config
+from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query, stored_or_configured
+from generators import muso as muso_gen
 from llm_calls import CallRequest, CallResult, Ledger
 from validators.read import ParsedAnswer, answer_part, read_confidence, read_recheck, read_subsets, read_timetables
 
@@ -407,3 +410,47 @@ def metric_rows(responses: Sequence[dict[str, Any]], bins: Mapping[str, Sequence
             "discovery": scoring.mean([r["discovery"] for r in stable]),
         })
     return out
+
+# -- the calls this protocol makes, declared for `--plan` (evaluations/calls.py) -------------------
+
+def planned_calls(cfg: Config, query: Query) -> list[Line]:
+    """Every call a run of this family makes, per step, model and partition (see `_planned_lines`)."""
+    return _planned_lines(cfg, item_counts(cfg, query))
+
+
+def item_counts(cfg: Config, query: Query) -> Counts:
+    stored = {r["partition_key"]: r["n"] for r in query("SELECT partition_key, count(*) AS n FROM muso.instances GROUP BY ALL")}
+    quota = cfg.muso.quota.at(cfg.scale)
+    out, source = {}, {}
+    for pk in muso_gen.partitions(cfg):
+        held = {"instances": stored[pk]} if pk in stored else None
+        out[pk], source[pk] = stored_or_configured(held, {"instances": quota}, "instances")
+    return Counts(out, source)
+
+
+def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
+    """evaluations/muso.py `run`: per paradigm, variant and temperature, every instance (times the
+    self-consistency paths) is solved, asked its confidence and, except self-consistency paths,
+    asked to recheck; the exploration variant adds its cue turn. The solve turns are exact."""
+    m = cfg.muso
+    paths = max(1, m.self_consistency.at(cfg.scale))
+    variants = ["standard"] + (["exploration"] if m.exploration else []) + (
+        ["self_consistency"] if m.self_consistency.at(cfg.scale) > 0 else [])
+    turns = {"standard": ["solve", "confidence", "recheck"], "exploration": ["solve", "cue", "confidence", "recheck"],
+             "self_consistency": ["solve", "confidence"]}
+    per_step: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    for pk, c in counts.by_partition.items():
+        for model in cfg.evaluate:
+            for variant in variants:
+                conversations = c["instances"] * (paths if variant == "self_consistency" else 1)
+                for turn in turns[variant]:
+                    per_step[(model, f"muso.{variant}.{turn}", counts.source[pk], pk)] += (
+                        conversations * len(m.paradigms_for(model)) * len(m.temperatures))
+            if m.reflection_checkpoints and "long_cot" in m.paradigms_for(model):
+                # the standard Long-CoT solve again (answered by the ledger), then per checkpoint reached
+                for step in ("muso.checkpoint.answer", "muso.checkpoint.confidence"):
+                    per_step[(model, step, counts.source[pk], pk)] += (
+                        c["instances"] * len(m.reflection_checkpoints) * len(m.temperatures))
+    # the later turns carry the solve reply: conversations with equal replies are one request
+    return [Line("muso", model, step, n, EXACT if step.endswith(".solve") else AT_MOST, src, pk, model)
+            for (model, step, src, pk), n in per_step.items()]

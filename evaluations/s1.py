@@ -14,6 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from llm_calls import CallRequest, Ledger
+from configuration import Config
+from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query
+from generators.s1 import load_registry
+from generators.s1_construction import programmatic_candidates
 from validators.judge import Judge
 from validators.outcomes import FAILED  # outcomes that are not the model's answer
 from validators.read import (
@@ -180,4 +184,62 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list
         for pos in range(max((len(x) for x in reds), default=0)):
             vals = [x[pos] for x in reds if len(x) > pos]
             put("redundancy", sum(vals) / len(vals), len(vals), str(pos + 2))
+    return out
+
+# -- the calls this protocol makes, declared for `--plan` (evaluations/calls.py) -------------------
+
+def planned_calls(cfg: Config, query: Query) -> list[Line]:
+    """Every call a run of this family makes, per step, model and partition (see `_planned_lines`)."""
+    return _planned_lines(cfg, item_counts(cfg, query))
+
+
+def item_counts(cfg: Config, query: Query) -> Counts:
+    """Initial candidates (the programmatic ones made here exactly as the construction makes them,
+    the LLM generators' as many as each is asked for) and the accepted items if stored."""
+    s = cfg.s1
+    reg = load_registry()
+    subs = s.demo_subcategories if cfg.scale == "demo" else (s.subcategories or list(reg.subcategories))
+    per = s.candidates_per_subcategory.at(cfg.scale)
+    programmatic = sum(len(programmatic_candidates(cfg.seed, sub, s.languages, per)) for sub in subs) \
+        if s.programmatic else 0
+    generated = len(s.generators) * len(subs) * per * len(s.languages)
+    stored = query("SELECT count(*) AS n FROM s1.items")
+    items = stored[0]["n"] if stored and stored[0]["n"] else None
+    return Counts({"construction": {"subcategories": len(subs), "programmatic": programmatic,
+                                    "generated": generated},
+                   "evaluation": {"items": items if items is not None else programmatic + generated}},
+                  {"construction": "configuration",
+                   "evaluation": "warehouse" if items is not None else "configuration (every candidate accepted)"})
+
+
+def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
+    """generators/s1_construction.py and evaluations/s1.py: one generation call per generator and
+    subcategory; each candidate discriminated by every discriminator and validated by every
+    validator (temperatures x samples), the judge grading answers without an exact check, the
+    failures reduced and sent round again, for at most `max_rounds` reductions; then every
+    accepted item answered k times plus once greedily by each evaluated model, the judge grading
+    (with up to two rewrites) the answers that have no exact check."""
+    s = cfg.s1
+    c = counts.by_partition["construction"]
+    candidates = c["programmatic"] + c["generated"]
+    rounds = 1 + s.max_rounds.at(cfg.scale)
+    validators = s.validators or [cfg.judge]
+    per_validator = len(s.temperatures) * s.samples_per_temperature
+    out = [Line("s1", g, "s1.generate", c["subcategories"]) for g in s.generators]
+    for d in s.discriminators:
+        out.append(Line("s1", d, "s1.discriminate", candidates * rounds, AT_MOST))
+    for v in validators:
+        # round 0: the candidates that discrimination and near-duplicate removal leave
+        out.append(Line("s1", v, "s1.validate", candidates * per_validator, AT_MOST))
+        if rounds > 1:
+            out.append(Line("s1", v, "s1.validate (reduced)", candidates * per_validator * (rounds - 1), AT_MOST))
+    out.append(Line("s1", s.reducer or cfg.judge, "s1.reduce", candidates * (rounds - 1), AT_MOST))
+    out.append(Line("s1", cfg.judge, "s1.validate.judge", candidates * rounds * per_validator * len(validators), AT_MOST))
+    items, src = counts.by_partition["evaluation"]["items"], counts.source["evaluation"]
+    per_model = items * (s.k + 1)
+    kind = EXACT if src == "warehouse" else AT_MOST
+    for model in cfg.evaluate:
+        calls = per_model + (items * per_validator if model in s.table2_models else 0)  # table 2's sweep
+        out.append(Line("s1", model, "s1.evaluate", calls, kind, src, for_model=model))
+        out.append(Line("s1", cfg.judge, "s1.evaluate.judge", 3 * calls, AT_MOST, src, for_model=model))
     return out

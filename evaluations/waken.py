@@ -40,7 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from configuration import derived_seed
+from configuration import Config, derived_seed
+from evaluations.calls import AT_LEAST, AT_MOST, EXACT, Counts, Line, Query, stored_or_configured
 from llm_calls import CallRequest, CallResult, Ledger
 from validators import outcomes
 from validators.judge import Judge, OptionsCase
@@ -360,3 +361,50 @@ class Pipeline:
                 "outcome": cause, "reply": r.evidence if r.method != "judge_failed" else None,
                 "call_key": r.call_key, "error": r.evidence if r.method == "judge_failed" else None,
             })
+
+# -- the calls this protocol makes, declared for `--plan` (evaluations/calls.py) -------------------
+
+def planned_calls(cfg: Config, query: Query) -> list[Line]:
+    """Every call a run of this family makes, per step, model and partition (see `_planned_lines`)."""
+    return _planned_lines(cfg, item_counts(cfg, query))
+
+
+def item_counts(cfg: Config, query: Query) -> Counts:
+    stored = {r["dataset"]: r for r in query("SELECT dataset, count(*) AS n, count(*) FILTER (WHERE label = 'Unknown') AS u FROM waken.items GROUP BY ALL")}
+    out, source = {}, {}
+    for name, spec in cfg.waken.datasets.items():
+        n = spec.count.at(cfg.scale)
+        held = {"items": stored[name]["n"], "unknown": stored[name]["u"]} if name in stored else None
+        out[name], source[name] = stored_or_configured(held, {"items": n, "unknown": n // 2, "drafts": n // 2},
+                                                        "items")
+        out[name]["scienceqa"] = int(spec.kind == "scienceqa")
+    return Counts(out, source)
+
+
+def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
+    """evaluations/waken.py `Pipeline.run`: the direct answers and every baseline over all items
+    (self-reflection a second turn each) are fixed; the diagnosis (Unknown items answered
+    Unknown), the stages, Remind-then-Guide, the ablation and the cause classification run on the
+    items the replies select, at most all of them; the judge reads at most every reply. ScienceQA
+    items need one judge verification per Unknown draft (more when drafts are rejected)."""
+    w = cfg.waken
+    out: list[Line] = []
+    for name, c in counts.by_partition.items():
+        src, n, u = counts.source[name], c["items"], c["unknown"]
+        if c["scienceqa"] and counts.source[name].startswith("configuration"):
+            out.append(Line("waken", cfg.judge, "waken.unknown_verification", c["drafts"], AT_LEAST, src, name))
+        for model in cfg.evaluate:
+            # self-reflection's first turn is the direct request itself: the ledger answers it from there
+            fixed = [("waken.direct", n)] + [(f"waken.baseline.{b}", n) for b in w.baselines if b != "self_reflection"]
+            bounded = [("waken.baseline.self_reflection.reflect", n)] if "self_reflection" in w.baselines else []
+            bounded += [("waken.diagnosis", u), ("waken.stage1.vanilla", n), ("waken.stage2.vanilla", n)]
+            for rate in w.misguiding_rates:
+                bounded += [(f"waken.rtg_label_stage1.M={rate:.3f}", n), (f"waken.rtg_label_stage2.M={rate:.3f}", n)]
+            bounded += [("waken.rtg_rp_stage1.reasoning", n), ("waken.rtg_rp_stage2.reasoning", n),
+                        (f"waken.ablation.T={w.ablation_temperature}", n)]
+            out += [Line("waken", model, step, k, EXACT, src, name, model) for step, k in fixed]
+            out += [Line("waken", model, step, k, AT_MOST, src, name, model) for step, k in bounded]
+            out.append(Line("waken", cfg.judge, "waken.cause", n, AT_MOST, src, name, model))
+            out.append(Line("waken", cfg.judge, "waken.judge", sum(k for _, k in fixed + bounded), AT_MOST, src,
+                            name, model))
+    return out

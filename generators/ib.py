@@ -47,6 +47,7 @@ from generators.fld import generate_problem
 from generators.sources import SourceRecord, load_configured
 
 ITEMS_VERSION = "ib-2"
+MISCELLANY = "miscellany"  # the partition of the disturbing-miscellany items (ten-option questions)
 ALL_FALSE = "All other options are false"
 JUDGING_OPTIONS = ("True", "False", "Unknown")
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from configuration import derived_seed
+from configuration import Config, derived_seed
 from solvers import subsetsum as ss
 from solvers import timetabling as tt
 
@@ -288,3 +288,31 @@ def reference_answer(inst: Instance) -> str:
 def solution_json(task: str, solution: Any) -> list[Any]:
     """Canonical JSON of a solution: [[time, room], ...] per course, or the sorted subset."""
     return [list(x) for x in solution] if task == "timetabling" else list(solution)
+
+
+# -- the configuration's levels ------------------------------------------------------------------
+
+def task_bins(cfg: Config, task: str) -> list[LevelBin]:
+    section = cfg.muso.timetabling if task == "timetabling" else cfg.muso.subsetsum
+    return [LevelBin(lo, hi) for lo, hi in section.bins]
+
+
+def task_params(cfg: Config, task: str) -> TimetablingParams | SubsetSumParams:
+    if task == "timetabling":
+        c = cfg.muso.timetabling
+        return TimetablingParams(c.courses, c.times, c.rooms, c.teachers, c.times_per_course,
+                                 c.rooms_per_course, c.single_room_prob)
+    c2 = cfg.muso.subsetsum
+    return SubsetSumParams(c2.size, c2.min_value, c2.max_value)
+
+
+def partitions(cfg: Config) -> dict[str, tuple[str, int, LevelBin]]:
+    """Partition key -> (task, level, bin); at demo scale only the first `demo_levels` of each task
+    (a level keeps its number and its instances whichever levels are built)."""
+    limit = cfg.muso.demo_levels if cfg.scale == "demo" else None
+    return {
+        partition_key(task, b): (task, level, b)
+        for task in TASKS
+        for level, b in enumerate(task_bins(cfg, task), start=1)
+        if limit is None or level <= limit
+    }

@@ -13,6 +13,7 @@ import pytest
 
 from assets import plan
 from assets.materialize_all import main as materialize_all
+from evaluations import ib as ib_protocol
 from tests.conftest import stub_config
 from warehouse import Warehouse
 
@@ -220,7 +221,7 @@ def test_items_another_scale_built_are_not_the_items_the_plan_counts(tmp_path, m
         assert materialize_all(["--select", "ib", "--partition", "fld"]) == 0
         paper = stub_config(stub, tmp_path, scale="paper", **ib)
     wh = Warehouse(paper.warehouse_path())
-    demo_counts, paper_counts = plan.ib_counts(cfg, wh), plan.ib_counts(paper, wh)
+    demo_counts, paper_counts = ib_protocol.item_counts(cfg, plan.query_of(wh)), ib_protocol.item_counts(paper, plan.query_of(wh))
     assert demo_counts.by_partition["fld"]["complete"] == 2 and demo_counts.source["fld"] == "warehouse"
     assert paper_counts.by_partition["fld"]["complete"] == 6
     assert paper_counts.source["fld"] == "configuration (warehouse holds 2 complete: another scale or configuration)"

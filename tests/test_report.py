@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from assets.definitions import build_definitions
-from assets.report import _Writer, muso_panel, s1_panel, waken_panel
+from assets.panels import Writer
+from assets.panels.muso import panel as muso_panel
+from assets.panels.s1 import panel as s1_panel
+from assets.panels.waken import panel as waken_panel
 from configuration import CONFIG_ENV_VAR
 from llm_calls.stub_server import StubServer
 from tests.conftest import materialize, stub_config
@@ -39,6 +42,13 @@ def build_ib_report(tmp_path):
     return cfg, result
 
 
+def panel_of(page: str, family: str) -> str:
+    """The HTML of one family's panel on a model's page (panels follow the registry's order)."""
+    start = page.index(f'id="{family}"')
+    end = page.find("<section", start)
+    return page[start:] if end < 0 else page[start:end]
+
+
 def test_the_report_shows_what_was_evaluated_and_says_why_the_rest_is_empty(tmp_path):
     cfg, result = build_ib_report(tmp_path)
     folder = cfg.warehouse_path().parent / "reports"
@@ -49,16 +59,16 @@ def test_the_report_shows_what_was_evaluated_and_says_why_the_rest_is_empty(tmp_
     images = sorted(p.name for p in (folder / "stub").glob("*.png"))
     assert images == ["ib_accuracy.png", "ib_outputs.png"]
     assert all((folder / "stub" / n).read_bytes().startswith(b"\x89PNG") for n in images)
-    ib = page[page.index('id="ib"'):]
+    ib = panel_of(page, "ib")
     assert '<img src="stub/ib_accuracy.png"' in ib and '<h4>ib.table3</h4><div class="scroll"><table>' in ib
     # each panel first shows its headline numbers with the count each rests on
     assert ib.index("<h4>report.headline</h4>") < ib.index("<h4>ib.table3</h4>") and "<th>n</th>" in ib
     # the other three say "no data" and why, with the command that fills them
-    waken = page[page.index('id="waken"'):page.index('id="muso"')]
+    waken = panel_of(page, "waken")
     assert waken.count("<strong>no data</strong>") == 2
     assert "WakenLLM has not been evaluated for this model: no rows in waken.metrics" in waken
     assert "--select waken" in waken
-    s1 = page[page.index('id="s1"'):page.index('id="ib"')]
+    s1 = panel_of(page, "s1")
     assert "S1-Bench has not been evaluated for this model: no rows in s1.responses" in s1
     # linked from the asset's metadata and from the index
     [mat] = [e for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"]
@@ -103,7 +113,7 @@ def test_empty_plots_name_what_in_the_rows_left_them_empty(tmp_path):
          "instance_id": f"i{k}", "task": "subsetsum", "level": 1, "status": "ok", "confidence": None,
          "recall": 0.0, "precision": 0.0, "truncated": True, "call_keys": "[]", "level_lo": 1, "level_hi": 50,
          "temperature": 0.2} for k in range(3)], {"partition_key": "subsetsum_1-50", "model": "m"})
-    w = _Writer(tmp_path / "out")
+    w = Writer(tmp_path / "out")
     waken = waken_panel(wh, "m", w)
     [conv, vague] = waken.plots
     assert conv.file is None and "stage 1 never ran" in conv.reason and "'fld s1': 0" in conv.reason
@@ -325,7 +335,7 @@ def test_the_reliability_diagram_marks_confident_replies_at_recall_zero():
 
 
 def test_level_ticks_name_the_bin_as_the_paper_does():
-    from assets.report import level_label  # the one MuSoBench bin name (evaluations.muso)
+    from assets.panels.muso import level_label  # the one MuSoBench bin name (evaluations.muso)
 
     assert level_label(51, 100) == "51-100" and level_label(1, 1) == "1-1" and level_label(501, None) == "501+"
 

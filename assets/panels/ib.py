@@ -1,0 +1,56 @@
+"""Instruction Boundary's panel of a model's report: its plots and the paper's tables for that model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assets.metadata import legend
+from assets.panels import Panel, Writer, model_rows, not_run
+from warehouse import Warehouse
+from warehouse.schema import current
+
+
+def panel(wh: Warehouse, model: str, w: Writer) -> Panel:
+    metrics = wh.rows("SELECT * FROM ib.metrics WHERE model = ? AND category = '-'", [model])
+    none = not_run("Instruction Boundary", "ib.metrics", "ib", wh, model) if not metrics else ""
+    acc = {(r["setting"], r["form"]): r["value"] for r in metrics if r["metric"] == "Acc" and r["value"] is not None}
+    undecided = wh.scalar(f"SELECT count(*) FROM {current('ib.responses')} WHERE model = ? AND output_category = 'undecided'", [model])
+    total = wh.scalar(f"SELECT count(*) FROM {current('ib.responses')} WHERE model = ?", [model])
+
+    def by_setting(ax: Any) -> None:
+        settings = sorted({s for s, _ in acc})
+        forms = [f for f in ("judging", "single", "multiple") if any(k[1] == f for k in acc)]
+        width = 0.8 / max(1, len(forms))
+        for k, form in enumerate(forms):
+            xs = [x + width * (k - (len(forms) - 1) / 2) for x in range(len(settings))]
+            have = [(x, acc[(s, form)]) for x, s in zip(xs, settings) if (s, form) in acc]
+            ax.bar([x for x, _ in have], [v for _, v in have], width=width, label=form)
+            for x, s in zip(xs, settings):  # no accuracy (no decided reply): marked, not drawn as 0
+                if (s, form) not in acc:
+                    ax.annotate("n/a", (x, 0.02), ha="center", fontsize=6, rotation=90)
+        ax.set_xticks(range(len(settings)), settings, rotation=45, ha="right", fontsize=7)
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("accuracy")
+        legend(ax, fontsize=7)
+
+    outputs = {(r2["form"], r2["category"]): r2["value"] for r2 in wh.rows(
+        "SELECT form, category, value FROM ib.metrics WHERE model = ? AND metric = 'OR' AND setting = 'vanilla' "
+        "AND value IS NOT NULL", [model])}
+
+    def out(ax: Any) -> None:  # one stacked bar per form: the share of each output label (figure 6)
+        forms = [f for f in ("judging", "single", "multiple") if any(k[0] == f for k in outputs)]
+        bottom = [0.0] * len(forms)
+        for cat in sorted({c for _, c in outputs}):
+            vals = [outputs.get((f, cat), 0.0) for f in forms]
+            ax.bar(forms, vals, bottom=bottom, label=cat)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        ax.set_ylabel("share of vanilla replies")
+        ax.set_ylim(0, 1)
+        legend(ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+    acc_reason = none or ("" if acc else f"no reply was decided: {undecided} of {total} replies could not be read")
+    plots = [w.plot("ib_accuracy", "Instruction Boundary accuracy per setting", acc_reason, by_setting),
+             w.plot("ib_outputs", "Output labels (vanilla)",
+                    none or ("" if outputs else "no vanilla replies for this model"), out)]
+    tables = [(v, model_rows(wh, v, model)) for v in ("ib.table3", "ib.table7", "ib.miscellany")]
+    return Panel("ib", "Instruction bias", "Instruction Boundary", plots, tables)

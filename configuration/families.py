@@ -1,0 +1,57 @@
+"""The benchmark families, each described once: every place that spans families loops over `FAMILIES`.
+
+A family's code lives in modules named after its key, one per layer that has work for it:
+
+| layer | module | what the cross-family code takes from it |
+| --- | --- | --- |
+| `warehouse/` | `warehouse/<key>.py` | `TABLES`, `VIEWS`, their docs, `HEADLINE`, `MECHANISMS` |
+| `evaluations/` | `evaluations/<key>.py` | `planned_calls(cfg, query)`: the calls its protocol makes |
+| `assets/` | `assets/<key>.py` | `build_assets(cfg)`: its assets and checks |
+| `assets/panels/` | `assets/panels/<key>.py` | `panel(wh, model, writer)`: its part of a model's report |
+
+plus whatever its generators, validators and solvers need (imported by its own modules only).
+Adding a fifth family means those modules and one `Family(...)` line below; `tests/test_families.py`
+checks that every entry has them. The order here is the order the command runs the families in,
+the plan and the summary list them, and the report shows their panels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Family:
+    key: str  # the warehouse schema, the configuration section, `--select`'s value, the module names
+    title: str  # as the papers name it
+    unit: str  # what one partition of its items asset is, in words
+    items: str  # asset names of its three stages (Dagster keys; the jobs are build_/evaluate_/score_<key>)
+    responses: str
+    metrics: str
+    items_table: str  # the warehouse table of its items
+    partition_column: str | None  # the items table's column naming the partition (None: one item set)
+
+    @property
+    def assets(self) -> tuple[str, str, str]:
+        """(items, responses, metrics) asset names."""
+        return self.items, self.responses, self.metrics
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("muso", "MuSoBench", "task level", "muso_instances", "muso_responses", "muso_metrics",
+           "muso.instances", "partition_key"),
+    Family("waken", "WakenLLM", "dataset", "waken_items", "waken_outcomes", "waken_metrics",
+           "waken.items", "dataset"),
+    Family("ib", "Instruction Boundary", "dataset", "ib_items", "ib_responses", "ib_metrics",
+           "ib.items", "dataset"),
+    Family("s1", "S1-Bench", "run (one item set)", "s1_items", "s1_responses", "s1_metrics",
+           "s1.items", None),
+)
+KEYS: tuple[str, ...] = tuple(f.key for f in FAMILIES)
+BY_KEY: dict[str, Family] = {f.key: f for f in FAMILIES}
+
+
+def title(key: str) -> str:
+    """A family's title; '' (the models probe and the summary, which belong to no family) reads
+    'models, summary'; any other name is its own title."""
+    return BY_KEY[key].title if key in BY_KEY else key or "models, summary"

@@ -1,0 +1,50 @@
+"""The calls a protocol declares: what `--plan` counts before a run, each family's from its module.
+
+Each family's protocol module (`evaluations/<key>.py`) has `planned_calls(cfg, query) -> list[Line]`:
+per step (the ledger `purpose`), model and partition, how many requests the run makes, and
+whether that count is `exact`, `at most` or `at least` (`assets/plan.py` explains the kinds).
+`query(sql)` reads the warehouse (no rows when there is none): item counts come from it when the
+stored items are this configuration's, else from the configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+EXACT, AT_MOST, AT_LEAST = "exact", "at most", "at least"
+
+Query = Callable[[str], list[dict]]  # SQL -> rows (empty without a warehouse)
+
+
+@dataclass(frozen=True)
+class Line:
+    family: str
+    model: str
+    step: str  # the ledger purpose of these calls
+    calls: int
+    kind: str = EXACT
+    source: str = "configuration"  # where the item counts came from
+    partition: str | None = None  # the dataset or level (None: the family's one item set, or none)
+    for_model: str | None = None  # the evaluated model whose slice makes these calls (None: items, probe)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Item counts per partition, and where they came from."""
+
+    by_partition: dict[str, dict[str, int]]
+    source: dict[str, str]
+
+
+def stored_or_configured(stored: dict[str, int] | None, wanted: dict[str, int], *compare: str
+                          ) -> tuple[dict[str, int], str]:
+    """The stored counts when they are the configured run's (the same count, in the columns
+    `compare`), else the configured ones: items another scale or configuration built are not the
+    items this run will ask."""
+    if not stored:
+        return dict(wanted), "configuration"
+    if all(stored.get(c) == wanted[c] for c in compare if c in wanted):
+        return dict(stored), "warehouse"
+    held = ", ".join(f"{stored.get(c, 0)} {c}" for c in compare if c in wanted)
+    return dict(wanted), f"configuration (warehouse holds {held}: another scale or configuration)"

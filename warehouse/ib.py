@@ -1,0 +1,205 @@
+"""Instruction Boundary (paper 003): its tables, views and their documentation in the warehouse.
+
+`warehouse/schema.py` creates them with every other family's (`configuration/families.py`).
+"""
+
+from __future__ import annotations
+
+from warehouse.sql import current_rows
+
+TABLES: dict[str, str] = {
+    # Instruction Boundary (paper 003). One partition = one dataset (or 'miscellany').
+    "ib.items": """
+        dataset        VARCHAR NOT NULL,
+        item_id        VARCHAR NOT NULL,      -- '<base_id>:complete', ':insufficient', ':miscellany_<n>'
+        base_id        VARCHAR NOT NULL,
+        form           VARCHAR NOT NULL,      -- judging, single, multiple
+        label_type     VARCHAR NOT NULL,      -- tense or sparse (the correct label's kind)
+        variant        VARCHAR NOT NULL,      -- complete, insufficient, miscellany_<n options>
+        options        JSON NOT NULL,         -- option texts, shown numbered 1..n
+        gold           JSON NOT NULL,         -- correct option numbers, or "none"
+        n_options      INTEGER NOT NULL,
+        number_scheme  VARCHAR NOT NULL,
+        context        VARCHAR,
+        question       VARCHAR NOT NULL,
+        removed_option VARCHAR,               -- insufficient items: the option taken out
+        origin         VARCHAR NOT NULL,
+        extra          JSON NOT NULL,
+        dataset_seed   BIGINT NOT NULL,
+        items_version  VARCHAR NOT NULL,
+        item_digest    VARCHAR                -- digest of the item's content (the writer stamps it)
+    """,
+    "ib.prompts": """
+        dataset  VARCHAR NOT NULL,
+        setting  VARCHAR NOT NULL,
+        item_id  VARCHAR NOT NULL,
+        model    VARCHAR NOT NULL,            -- the model asked (polished prompts differ per polisher run)
+        prompt   VARCHAR NOT NULL,            -- the last user message sent
+        details  JSON NOT NULL,               -- suggested label, example label type, polished_by and original, turn
+        item_digest VARCHAR                   -- the digest of the item it was made on
+    """,
+    "ib.responses": """
+        dataset         VARCHAR NOT NULL,
+        model           VARCHAR NOT NULL,
+        setting         VARCHAR NOT NULL,
+        item_id         VARCHAR NOT NULL,
+        form            VARCHAR NOT NULL,
+        label_type      VARCHAR NOT NULL,
+        variant         VARCHAR NOT NULL,
+        n_options       INTEGER NOT NULL,
+        selected        JSON,                 -- option numbers chosen, "none", or NULL if undecided
+        correct         BOOLEAN,              -- exact set match with the gold; NULL when the call or the judge failed
+        method          VARCHAR NOT NULL,     -- how the reply was read (validators.read): final_answer, strict, conclusion,
+                                              -- scan, judge, needs_judge, judge_no_answer, judge_unreadable, empty,
+                                              -- unfinished_thinking; failures: call_failed, judge_failed
+        output_category VARCHAR NOT NULL,     -- True/False/Unknown, single/multiple/all_wrong/combined, none, undecided,
+                                              -- call_failed, judge_failed
+        reply           VARCHAR,
+        call_key        VARCHAR,
+        error           VARCHAR,
+        item_digest     VARCHAR               -- the digest of the item it was made on
+    """,
+    "ib.metrics": """
+        model       VARCHAR NOT NULL,
+        setting     VARCHAR NOT NULL,
+        form        VARCHAR NOT NULL,         -- judging, single, multiple, all
+        metric      VARCHAR NOT NULL,         -- Acc, SR, GR, RR, RS, OR, OR_T, OR_S, FR, judge_share, Acc_by_options
+        category    VARCHAR NOT NULL,         -- OR: output category; Acc_by_options: number of options; else '-'
+        value       DOUBLE,
+        numerator   DOUBLE,
+        denominator DOUBLE,                   -- answered items only: failed calls and judgements are not in it
+        n_failed    INTEGER                   -- replies left out because the call or its judgement failed
+    """,
+}
+
+VIEWS: dict[str, str] = {
+    # Paper table 3 / figure 7 layout: accuracy, stability, generalisation, robustness per setting.
+    "ib.summary": """
+        SELECT model, setting, form,
+               max(value) FILTER (metric = 'Acc') AS acc,
+               max(value) FILTER (metric = 'SR') AS sr,
+               max(value) FILTER (metric = 'GR') AS gr,
+               max(value) FILTER (metric = 'RR') AS rr,
+               max(value) FILTER (metric = 'RS') AS rs,
+               max(value) FILTER (metric = 'FR') AS fr,
+               max(value) FILTER (metric = 'judge_share') AS judge_share
+        FROM ib.metrics WHERE category = '-'
+        GROUP BY model, setting, form ORDER BY model, setting, form
+    """,
+    # Paper table 3 layout (percent): judging Acc_b^1 = (SR1 + GR1) / 2; choices Acc_b^2 = the mean of SR2
+    # (single-choice tense), GR2 (single-choice sparse) and GR3 (multiple-choice sparse).
+    "ib.table3": """
+        WITH m AS (
+            SELECT model, setting,
+                   max(value) FILTER (form = 'judging' AND metric = 'SR') AS sr1,
+                   max(value) FILTER (form = 'judging' AND metric = 'GR') AS gr1,
+                   max(value) FILTER (form = 'single' AND metric = 'SR') AS sr2,
+                   max(value) FILTER (form = 'single' AND metric = 'GR') AS gr2,
+                   max(value) FILTER (form = 'multiple' AND metric = 'GR') AS gr3
+            FROM ib.metrics WHERE category = '-' GROUP BY model, setting)
+        SELECT model AS "Model", setting AS "Setting",
+               round(100 * (sr1 + gr1) / 2, 2) AS "Acc_b^1", round(100 * sr1, 2) AS "SR1", round(100 * gr1, 2) AS "GR1",
+               round(100 * (sr2 + gr2 + gr3) / 3, 2) AS "Acc_b^2", round(100 * sr2, 2) AS "SR2",
+               round(100 * gr2, 2) AS "GR2", round(100 * gr3, 2) AS "GR3"
+        FROM m ORDER BY model, setting
+    """,
+    # Figure 7: the robustness score, the judging harmonic mean of SR and GR (percent).
+    "ib.figure7": """
+        SELECT model AS "Model", setting AS "Setting", round(100 * value, 2) AS "RS"
+        FROM ib.metrics WHERE form = 'judging' AND metric = 'RS' AND category = '-' ORDER BY model, setting
+    """,
+    # Paper table 6 layout: disturbing-miscellany accuracy (percent) by the number of wrong options kept
+    # beside the correct one (its columns 1..9); `ib.miscellany_items` has the counts behind each.
+    "ib.miscellany": "SELECT model AS \"Model\", " + ", ".join(
+        f"round(100 * max(value) FILTER (metric = 'Acc_by_options' AND category = '{k + 1}'), 2) AS \"{k}\""
+        for k in range(1, 10)) + " FROM ib.metrics WHERE metric = 'Acc_by_options' GROUP BY model ORDER BY model",
+    "ib.miscellany_items": """
+        SELECT model, CAST(category AS INTEGER) - 1 AS wrong_options, CAST(category AS INTEGER) AS n_options,
+               value AS accuracy, numerator AS correct, denominator AS items
+        FROM ib.metrics WHERE metric = 'Acc_by_options' ORDER BY model, n_options
+    """,
+    # Paper table 7: how often the judge was needed (percent of answered replies), pooled over the forms.
+    "ib.table7": "SELECT model AS \"Model\", " + ", ".join(
+        f"round(100 * sum(numerator) FILTER (setting = '{s}') / nullif(sum(denominator) FILTER (setting = '{s}'), 0), "
+        f"2) AS \"{label}\"" for s, label in (
+            ("vanilla", "Vanilla Scenario"), ("missing_choices", "Missing-Choices"), ("few_shot", "Few-shot Learning"),
+            ("vagueness", "Vagueness"), ("prompt_polishing", "Prompt-Polishing"),
+            ("multi_turn", "Multi-turn Dialogue"), ("conformity", "Conformity")))
+        + " FROM ib.metrics WHERE metric = 'judge_share' AND form <> 'all' GROUP BY model ORDER BY model",
+    # Paper figure 6: the output distribution (percent), judging outputs over the judging items and choice
+    # outputs over the single- and multiple-choice items, per model and setting (the figure does not say
+    # which settings it pools; filter "Setting").
+    "ib.figure6": """
+        SELECT model AS "Model", setting AS "Setting",
+               round(100 * sum(numerator) FILTER (form = 'judging' AND category = 'Unknown')
+                     / nullif(sum(numerator) FILTER (form = 'judging'), 0), 2) AS "Unknown (%)",
+               round(100 * sum(numerator) FILTER (form = 'judging' AND category = 'True')
+                     / nullif(sum(numerator) FILTER (form = 'judging'), 0), 2) AS "True (%)",
+               round(100 * sum(numerator) FILTER (form = 'judging' AND category = 'False')
+                     / nullif(sum(numerator) FILTER (form = 'judging'), 0), 2) AS "False (%)",
+               round(100 * sum(numerator) FILTER (form IN ('single', 'multiple') AND category = 'single')
+                     / nullif(sum(numerator) FILTER (form IN ('single', 'multiple')), 0), 2) AS "Single Choice (%)",
+               round(100 * sum(numerator) FILTER (form IN ('single', 'multiple') AND category = 'multiple')
+                     / nullif(sum(numerator) FILTER (form IN ('single', 'multiple')), 0), 2) AS "Multiple Choices (%)",
+               round(100 * sum(numerator) FILTER (form IN ('single', 'multiple') AND category = 'all_wrong')
+                     / nullif(sum(numerator) FILTER (form IN ('single', 'multiple')), 0), 2) AS "All Wrong (%)"
+        FROM ib.metrics WHERE metric = 'OR' GROUP BY model, setting ORDER BY model, setting
+    """,
+}
+
+TABLE_DOCS: dict[str, str] = {
+    "ib.items": "Instruction Boundary items: judging and choice questions with tense or sparse correct labels.",
+    "ib.prompts": "The prompt each model was sent per setting and item (suggestions, examples, rewrites in details).",
+    "ib.responses": "One Instruction Boundary answer per model x setting x item, read and scored.",
+    "ib.metrics": "Instruction Boundary metrics (Acc, SR, GR, RR, RS, OR, FR, judge share) per model x setting x form.",
+    "ib.summary": "Instruction Boundary metrics per model x setting x form in one row (fractions).",
+    "ib.table3": "Instruction Boundary paper table 3 (percent): Acc_b^1, SR1, GR1, Acc_b^2, SR2, GR2, GR3.",
+    "ib.figure7": "Instruction Boundary figure 7 (percent): the judging robustness score RS.",
+    "ib.miscellany": ("Instruction Boundary paper table 6 (percent): disturbing-miscellany accuracy by the number of "
+                      "wrong options kept beside the correct one (1..9)."),
+    "ib.miscellany_items": "Instruction Boundary disturbing miscellany per option count, with the items behind it.",
+    "ib.table7": "Instruction Boundary paper table 7 (percent): judge usage per setting, pooled over the forms.",
+    "ib.figure6": "Instruction Boundary paper figure 6 (percent): output distribution per model and setting.",
+}
+
+# The items table, the columns naming one item, and the reply tables made on them (`report.stale`
+# lists stale `ib.responses`; `ib.prompts` are stamped too, and follow their responses).
+ITEM_KEYS: dict[str, tuple[str, ...]] = {"ib.items": ("dataset", "item_id")}
+MADE_ON: dict[str, str] = {"ib.responses": "ib.items", "ib.prompts": "ib.items"}
+STALE_LISTED: tuple[str, ...] = ("ib.responses",)
+
+# `report.headline`'s rows: accuracy per setting, pooled over the forms.
+HEADLINE = """
+    SELECT 'ib' AS family, model, setting AS scope, 'Acc' AS metric,
+           sum(numerator) / nullif(sum(denominator), 0) AS value, CAST(sum(denominator) AS BIGINT) AS n
+    FROM ib.metrics WHERE metric = 'Acc' AND category = '-' GROUP BY model, setting"""
+
+# `report.mechanisms`' rows: replies decided per setting (over the current replies).
+MECHANISMS = f"""
+    SELECT 'ib' AS family, model, setting AS scope, 'decided replies' AS mechanism,
+           count(*) FILTER (output_category <> 'undecided') > 0 AS reached,
+           count(*) FILTER (output_category <> 'undecided') || ' of ' || count(*) || ' replies decided' AS detail
+    FROM {current_rows('ib.responses', 'ib.items', ITEM_KEYS['ib.items'])} GROUP BY model, setting"""
+
+# The view columns this family's views name.
+VIEW_COLUMN_DOCS: dict[str, str] = {
+    'Acc_b^1': 'judging balanced accuracy (SR1 + GR1) / 2, percent',
+    'Acc_b^2': 'choice balanced accuracy (SR2 + GR2 + GR3) / 3, percent',
+    'SR1': 'judging accuracy on tense-label items, percent',
+    'GR1': 'judging accuracy on sparse-label items, percent',
+    'SR2': 'single-choice accuracy on tense-label items, percent',
+    'GR2': 'single-choice accuracy on sparse-label items, percent',
+    'GR3': 'multiple-choice accuracy on sparse-label items, percent',
+    'RS': 'robustness score: harmonic mean of SR and GR, percent',
+    'accuracy': 'accuracy (fraction)',
+    'items': 'items behind the accuracy',
+}
+
+# The replies a headline scope rests on (scopes as `report.headline` names them), each with its item,
+# how it was read and the verdict, for a model's samples page: current replies only.
+SAMPLES = f"""
+        SELECT r.setting AS scope, r.item_id AS item, i.question, r.reply, r.method AS how_read,
+               CAST(r.selected AS VARCHAR) AS answer, CAST(i.gold AS VARCHAR) AS gold,
+               CASE WHEN r.correct THEN 'correct' WHEN NOT r.correct THEN 'wrong' ELSE r.output_category END AS verdict
+        FROM {current_rows('ib.responses', 'ib.items', ITEM_KEYS['ib.items'], 'r')} JOIN ib.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
+        WHERE r.model = ? ORDER BY scope, item"""

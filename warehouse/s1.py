@@ -1,0 +1,269 @@
+"""S1-Bench (paper 002): its tables, views and their documentation in the warehouse.
+
+`warehouse/schema.py` creates them with every other family's (`configuration/families.py`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from warehouse.sql import current_rows, pct as _pct
+
+TABLES: dict[str, str] = {
+    # S1-Bench (paper 002). The construction tables are rebuilt as a whole by `s1_items`.
+    "s1.candidates": """
+        candidate_id VARCHAR NOT NULL,        -- reduced versions append -r<round>, human edits -h
+        parent_id    VARCHAR,                 -- the version it was reduced or edited from
+        round        INTEGER NOT NULL,        -- 0 = generated; n = after n difficulty reductions
+        subcategory  VARCHAR NOT NULL,
+        category     VARCHAR NOT NULL,
+        language     VARCHAR NOT NULL,        -- en or zh
+        question     VARCHAR NOT NULL,
+        answer       VARCHAR NOT NULL,
+        check_spec   JSON,                    -- exact answers or a pattern (programmatic); null = judged
+        origin       VARCHAR NOT NULL         -- programmatic:<generator>, llm:<model>, reduced:<model>, human
+    """,
+    "s1.rounds": """
+        candidate_id VARCHAR NOT NULL,
+        round        INTEGER NOT NULL,
+        stage        VARCHAR NOT NULL,        -- generation, discrimination, annotation, dedup, validation, reduction, decision
+        actor        VARCHAR NOT NULL,        -- model, human annotator, all-MiniLM-L6-v2, rule
+        decision     VARCHAR NOT NULL,
+        detail       VARCHAR                  -- reasons, similarity and match, validation counts, child id
+    """,
+    "s1.validations": """
+        candidate_id VARCHAR NOT NULL,
+        round        INTEGER NOT NULL,
+        validator    VARCHAR NOT NULL,
+        temperature  DOUBLE NOT NULL,
+        sample_index INTEGER NOT NULL,
+        reply        VARCHAR,
+        correct      BOOLEAN,                 -- NULL: failed call or unreadable judge verdict
+        method       VARCHAR NOT NULL,        -- exact, judge, judge_unreadable, judge_no_answer, not_judged (already
+                                              -- failed), call_failed, judge_failed
+        detail       VARCHAR,
+        call_key     VARCHAR NOT NULL
+    """,
+    "s1.items": """
+        item_id        VARCHAR NOT NULL,      -- the accepted candidate version
+        root_candidate VARCHAR NOT NULL,      -- the generated candidate it descends from
+        rounds_taken   INTEGER NOT NULL,
+        subcategory    VARCHAR NOT NULL,
+        category       VARCHAR NOT NULL,
+        language       VARCHAR NOT NULL,
+        question       VARCHAR NOT NULL,
+        answer         VARCHAR NOT NULL,
+        check_spec     JSON,
+        origin         VARCHAR NOT NULL,
+        item_digest    VARCHAR                -- digest of the item's content (the writer stamps it)
+    """,
+    # Human annotator decisions; written by people, read by the loop, never overwritten by it.
+    "s1.annotations": """
+        candidate_id VARCHAR NOT NULL,
+        decision     VARCHAR NOT NULL,        -- retain, modify, discard
+        question     VARCHAR,                 -- for modify: the corrected question and answer
+        answer       VARCHAR,
+        annotator    VARCHAR,
+        note         VARCHAR
+    """,
+    "s1.responses": """
+        model             VARCHAR NOT NULL,
+        item_id           VARCHAR NOT NULL,
+        subcategory       VARCHAR NOT NULL,
+        category          VARCHAR NOT NULL,
+        language          VARCHAR NOT NULL,
+        mode              VARCHAR NOT NULL,   -- sample (top-p), greedy, or t=<temperature> (table 2's sweep)
+        sample_index      INTEGER NOT NULL,
+        format_type       INTEGER,            -- table 9: 100/101, 200-207, 300/301; 102: reasoning hidden by the API
+        has_thinking      BOOLEAN NOT NULL,
+        has_answer        BOOLEAN NOT NULL,
+        judged_part       VARCHAR,            -- answer when the reply was scored, else NULL
+        correct           BOOLEAN,            -- a reasoning model's malformed reply is not correct (not judged)
+        method            VARCHAR NOT NULL,   -- exact, judge, judge_unreadable, malformed (not scored), empty,
+                                              -- call_failed, judge_failed
+        detail            VARCHAR,
+        completion_tokens INTEGER,            -- the server's count (its own tokenizer)
+        finish_reason     VARCHAR,
+        difficulty_class  INTEGER,            -- table 23: 1 easy, 2 difficult, 3 neutral, 4 no comment
+        redundancy        JSON,               -- max similarity of segments 2..k to earlier ones (C.4)
+        reply             VARCHAR,
+        call_key          VARCHAR NOT NULL,
+        well_formatted    BOOLEAN,            -- format 100 / 101; NULL for a model that does not think first
+        tokens            INTEGER,            -- the reply (thinking and answer) by the Qwen2.5 tokenizer (section 3.2)
+        item_digest       VARCHAR             -- the digest of the item it was made on
+    """,
+    "s1.metrics": """
+        model    VARCHAR NOT NULL,
+        level    VARCHAR NOT NULL,            -- all, category, subcategory, language, language_category
+        scope    VARCHAR NOT NULL,            -- the category, subcategory, language, or 'en:reasoning'
+        metric   VARCHAR NOT NULL,            -- pass@1, acc@k, f-acc, greedy_acc, mean_tokens, format_type, ... and
+                                              -- greedy_ variants
+        category VARCHAR NOT NULL,            -- difficulty class, format id or segment position; else '-'
+        value    DOUBLE,
+        n        INTEGER NOT NULL,            -- answered replies (or items) behind the value
+        n_failed INTEGER                      -- replies left out because the call or its judgement failed
+    """,
+}
+
+def _s1(metric: str, category: str = "-", level: str = "all", scope: str = "all") -> str:
+    return _pct(f"max(value) FILTER (metric = '{metric}' AND category = '{category}' AND level = '{level}' "
+                f"AND scope = '{scope}')")
+
+
+def _s1_formats(prefix: str) -> str:
+    return ", ".join(f'{_s1(prefix + "format_type", str(f))} AS "{f}"'
+                     for f in (100, 101, 200, 201, 202, 203, 204, 205, 206, 207, 300, 301))
+
+
+_S1_CELLS = [(f"{lang.upper()} {short}", "language_category", f"{lang}:{cat}")
+             for lang in ("en", "zh")
+             for short, cat in (("Rsn", "reasoning"), ("Kno", "knowledge"), ("If", "instruction following"),
+                                ("Ana", "analysis"), ("Avg", None))]
+_S1_CELLS = [(c, "language", c.split()[0].lower()) if c.endswith("Avg") else (c, lvl, sc) for c, lvl, sc in _S1_CELLS]
+_S1_CELLS.append(("Avg", "all", "all"))
+
+
+def _s1_tokens(prefix: str = "", metric: str = "mean_tokens", scale: str = "1") -> str:
+    """Table 5's (and 4's) cells: `metric` per language x category, per language and overall."""
+    return ",\n               ".join(
+        f"round({scale} * max(value) FILTER (metric = '{prefix}{metric}' AND level = '{lvl}' AND scope = '{sc}'), 1) "
+        f"AS \"{col}\"" for col, lvl, sc in _S1_CELLS)
+
+
+def _s1_table5() -> str:
+    """Table 5: one row per model, then each group's Column Avg (the mean over its models: the small
+    LLMs, which have no f-acc, and the LRMs, which have one or hid their reasoning) and Improvement
+    = LRM Column Avg / LLM Column Avg per column (the paper's first column: 713.8 / 74.6 = x9.6)."""
+    cols = [c for c, _, _ in _S1_CELLS]
+    q = lambda c: f'"{c}"'  # noqa: E731
+    return f"""
+        WITH per_model AS (
+            SELECT model AS "Model", {_s1_tokens()},
+                   bool_or((metric = 'f-acc' AND level = 'all' AND value IS NOT NULL) OR metric = 'reasoning_hidden')
+                       AS lrm
+            FROM s1.metrics GROUP BY model),
+        groups AS (
+            SELECT lrm, {", ".join(f"avg({q(c)}) AS {q(c)}" for c in cols)} FROM per_model GROUP BY lrm)
+        SELECT "Model", {", ".join(q(c) for c in cols)}, 0 AS o FROM per_model
+        UNION ALL
+        SELECT CASE WHEN lrm THEN 'Column Avg (LRMs)' ELSE 'Column Avg (LLMs)' END,
+               {", ".join(f"round({q(c)}, 1)" for c in cols)}, CASE WHEN lrm THEN 2 ELSE 1 END FROM groups
+        UNION ALL
+        SELECT 'Improvement', {", ".join(
+            f"round(max({q(c)}) FILTER (lrm) / nullif(max({q(c)}) FILTER (NOT lrm), 0), 1)" for c in cols)}, 3
+        FROM groups HAVING count(*) FILTER (lrm) > 0 AND count(*) FILTER (NOT lrm) > 0
+        ORDER BY o, "Model"
+    """
+
+
+# S1-Bench (paper 002): its tables, one row per model; rates in percent as printed.
+VIEWS: dict[str, str] = {
+    # Table 3 (top-p sampling): pass@1, acc@k, f-acc (NULL: not a reasoning model), tokens.
+    "s1.table3": f"""
+        SELECT model AS "Model", {_pct("max(value) FILTER (metric = 'pass@1' AND level = 'all')")} AS "pass@1",
+               {_pct("max(value) FILTER (metric LIKE 'acc@%' AND level = 'all')")} AS "acc@k",
+               {_pct("max(value) FILTER (metric = 'f-acc' AND level = 'all')")} AS "f-acc",
+               round(max(value) FILTER (metric = 'mean_tokens' AND level = 'all'), 2) AS "Tokens"
+        FROM s1.metrics GROUP BY model ORDER BY model
+    """,
+    # Table 5: mean response tokens (top-p) per language and category, endless replies left out, with
+    # the Column Avg and Improvement rows.
+    "s1.table5": f"SELECT * EXCLUDE (o) FROM ({_s1_table5()})",
+    # Table 2: acc@n (percent) of the models in s1.table2_models at each swept temperature, and tokens.
+    "s1.table2": f"""
+        SELECT model AS "Model",
+               {_pct("max(value) FILTER (metric = 'table2_acc' AND level = 'all' AND category = '0.0')")} AS "t=0.0",
+               {_pct("max(value) FILTER (metric = 'table2_acc' AND level = 'all' AND category = '0.2')")} AS "t=0.2",
+               {_pct("max(value) FILTER (metric = 'table2_acc' AND level = 'all' AND category = '0.4')")} AS "t=0.4",
+               round(max(value) FILTER (metric = 'table2_tokens' AND level = 'all'), 2) AS "Tokens"
+        FROM s1.metrics WHERE metric LIKE 'table2_%' GROUP BY model ORDER BY model
+    """,
+    # Table 4: pass@1 (percent) per language and category.
+    "s1.table4": f"""
+        SELECT model AS "Model", {_s1_tokens(metric="pass@1", scale="100")}
+        FROM s1.metrics GROUP BY model ORDER BY model
+    """,
+    # Table 8 (greedy decoding): accuracy, f-acc, tokens.
+    "s1.table8": f"""
+        SELECT model AS "Model", {_pct("max(value) FILTER (metric = 'greedy_acc' AND level = 'all')")} AS "acc",
+               {_pct("max(value) FILTER (metric = 'greedy_f-acc' AND level = 'all')")} AS "f-acc",
+               round(max(value) FILTER (metric = 'greedy_mean_tokens' AND level = 'all'), 2) AS "tokens"
+        FROM s1.metrics GROUP BY model ORDER BY model
+    """,
+    # Tables 19 and 20: the rate of each format type (table 9) under top-p sampling and greedy decoding.
+    "s1.table19": f"""
+        SELECT model AS "Model", {_s1_formats("")} FROM s1.metrics GROUP BY model ORDER BY model
+    """,
+    "s1.table20": f"""
+        SELECT model AS "Model", {_s1_formats("greedy_")} FROM s1.metrics GROUP BY model ORDER BY model
+    """,
+}
+
+TABLE_DOCS: dict[str, str] = {
+    "s1.candidates": "Every S1-Bench candidate version: generated, reduced or edited by a person.",
+    "s1.rounds": "Every decision of the S1-Bench construction loop, with its actor and reasons.",
+    "s1.validations": "Every validator answer to an S1-Bench candidate (30 per validator), checked or judged.",
+    "s1.items": "The accepted S1-Bench questions, with the candidate they descend from.",
+    "s1.annotations": "Human decisions on S1-Bench candidates (written by people; they override discriminators).",
+    "s1.responses": "One S1-Bench answer per model x item x mode x sample: format type, correctness, tokens.",
+    "s1.metrics": "S1-Bench metrics (pass@1, acc@k, f-acc, format rates, tokens, awareness) per scope.",
+    "s1.table3": "S1-Bench paper table 3: pass@1, acc@k, f-acc (percent) and mean response tokens.",
+    "s1.table5": ("S1-Bench paper table 5: mean response tokens per language and category, with the Column Avg "
+                  "of the LLMs and of the LRMs and their ratio (Improvement)."),
+    "s1.table4": "S1-Bench paper table 4: pass@1 (percent) per language and category.",
+    "s1.table2": "S1-Bench paper table 2: acc@n (percent) at t = 0, 0.2, 0.4 and tokens of the swept models.",
+    "s1.table8": "S1-Bench paper table 8 (greedy decoding): accuracy, f-acc (percent), tokens.",
+    "s1.table19": "S1-Bench paper table 19: the rate (percent) of each response format type under top-p sampling.",
+    "s1.table20": "S1-Bench paper table 20: the rate (percent) of each response format type under greedy decoding.",
+}
+
+# The items table, the columns naming one item, and the reply tables made on them (`report.stale`).
+ITEM_KEYS: dict[str, tuple[str, ...]] = {"s1.items": ("item_id",)}
+MADE_ON: dict[str, str] = {"s1.responses": "s1.items"}
+
+# `report.headline`'s rows: pass@1, acc@k, greedy accuracy and tokens overall; accepted items.
+HEADLINE = """
+    SELECT 's1' AS family, model, 'all' AS scope, CASE WHEN metric LIKE 'acc@%' THEN 'acc@k' ELSE metric END
+           AS metric, value, n
+    FROM s1.metrics
+    WHERE level = 'all' AND category = '-' AND (metric IN ('pass@1', 'greedy_acc', 'mean_tokens') OR metric LIKE 'acc@%')
+    UNION ALL
+    SELECT 's1', '-', language, 'accepted_items', count(*), count(*) FROM s1.items GROUP BY language"""
+
+# `report.mechanisms`' rows: whether several questions were accepted, per language.
+MECHANISMS = """
+    SELECT 's1' AS family, '-' AS model, c.language AS scope,
+           'several questions accepted by every validator answer' AS mechanism, count(i.item_id) >= 2 AS reached,
+           count(i.item_id) || ' accepted of ' || count(DISTINCT c.candidate_id) || ' candidate versions' AS detail
+    FROM s1.candidates c LEFT JOIN s1.items i ON i.item_id = c.candidate_id GROUP BY c.language"""
+
+# The view columns this family's views name.
+VIEW_COLUMN_DOCS: dict[str, str] = {
+    'pass@1': 'mean correctness over k samples, percent',
+    'acc@k': 'share of items with all k samples correct, percent',
+    'f-acc': 'share of well formatted replies, percent',
+    'Tokens': 'mean response tokens (endless replies left out)',
+    'tokens': 'mean response tokens (endless replies left out)',
+    'acc': 'greedy accuracy, percent',
+    'Avg': 'mean response tokens over all items',
+}
+
+
+def view_column_doc(col: str) -> str | None:
+    """Columns named by pattern: '<EN|ZH> <category>' token means, and the format types (1xx-3xx)."""
+    m = re.fullmatch(r"(EN|ZH) (Rsn|Kno|If|Ana|Avg)", col)
+    if m:
+        return f"mean response tokens, {m.group(1)} questions, {m.group(2)}"
+    if re.fullmatch(r"[123]\d\d", col):
+        return f"share of replies of response format type {col} (paper table 9), percent"
+    return None
+
+# The replies a headline scope rests on (scopes as `report.headline` names them), each with its item,
+# how it was read and the verdict, for a model's samples page: current replies only.
+SAMPLES = f"""
+        SELECT 'all' AS scope, r.item_id || ' ' || r.mode || '#' || r.sample_index AS item, i.question, r.reply,
+               r.method || ' (format ' || coalesce(CAST(r.format_type AS VARCHAR), '-') || ')' AS how_read,
+               r.judged_part AS answer, i.answer AS gold,
+               CASE WHEN r.correct THEN 'correct' WHEN NOT r.correct THEN 'wrong' ELSE r.method END AS verdict
+        FROM {current_rows('s1.responses', 's1.items', ITEM_KEYS['s1.items'], 'r')} JOIN s1.items i ON i.item_id = r.item_id
+        WHERE r.model = ? ORDER BY scope, item"""
