@@ -12,10 +12,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.models import evaluated_models_reachable, llm_call_summary_asset, models
 from assets.jobs import define_jobs
+from assets.models import evaluated_models_reachable, llm_call_summary_asset, models
 from assets.report import model_report
-from assets.resources import SettingsResource, LLMResource, WarehouseResource
+from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import config_path, load_config
 from configuration.families import FAMILIES
 

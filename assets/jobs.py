@@ -7,7 +7,8 @@ A Dagster job holds assets of one partitions definition, so each family has thre
 - `score_<family>`: the metrics and the paper's tables, over every stored slice,
 
 plus `probe_models` (the endpoint probe, run first) and `summarise` (the ledger summary and the
-per-model reports, run last). Job names differ from asset names: Dagster keeps both in one namespace. Every run of the command, the UI or a schedule is a run of one of these, so
+per-model reports, run last). Job names differ from asset names: Dagster keeps both in one namespace.
+Every run of the command, the UI or a schedule is a run of one of these, so
 each job's page in the UI lists its history.
 """
 

@@ -3,7 +3,7 @@
     python -m assets.materialize_all [--select FAMILY ...] [--partition KEY ...] [--model NAME ...]
     python -m assets.materialize_all --plan [--latency SECONDS] [--select FAMILY ...]
 
-FAMILY is a key of configuration/families.py (muso, waken, ib, s1); KEY a dataset or level (`fld`, `timetabling_1-50`) or one
+FAMILY is a key of configuration/families.py; KEY a dataset or level (`fld`, `timetabling_1-50`) or one
 slice (`fld|smollm2`); NAME an evaluated model. The steps (assets/jobs.py): the models probe,
 then per family its items, its (dataset, model) slices and its metrics, then the ledger summary
 and the per-model reports. Each step is a run of a named job (`evaluate_waken`, ...), tagged with
@@ -13,7 +13,8 @@ so the UI's Runs page and each job's page show it. `--model` evaluates only that
 
 While it runs, one progress line: steps done of all, calls done of those the configuration fixes
 (`+<=N`: the most that replies may add, e.g. WakenLLM's stages), elapsed time and an estimate of
-the time left (the fixed calls still to make at the rate so far: a lower bound) (Dagster's own log goes to the instance; `--verbose` prints it).
+the time left (the fixed calls still to make at the rate so far: a lower bound) (Dagster's own log goes to
+the instance; `--verbose` prints it).
 At the end, a summary per family: items, calls (cached, new, failed), failed steps and checks,
 time, the headline numbers per model, and where to look next. Every step runs even when an
 earlier one failed; the command exits 1 if any step failed. `--plan` makes no run: it prints the
@@ -33,7 +34,8 @@ from pathlib import Path
 import dagster as dg
 
 from assets.jobs import FAMILIES, SelectionError, Step, plan_steps, run_tags
-from configuration.families import FAMILIES as FAMILY_LIST, title
+from configuration.families import FAMILIES as FAMILY_LIST
+from configuration.families import title
 from llm_calls.ledger import TOTALS
 from warehouse import Warehouse
 

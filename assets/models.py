@@ -1,16 +1,16 @@
 """Assets of the model layer: the configured models and a summary of the call ledger."""
 
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import dagster as dg
 import openai
 
+from assets.metadata import table
+from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import ConfigError
 from llm_calls import CallRequest, redact
 from llm_calls.embedded import EmbeddedModelError
-from assets.resources import SettingsResource, LLMResource, WarehouseResource
-from assets.metadata import table
 
 GROUP = "llm"
 
@@ -41,7 +41,7 @@ def models(
             "evaluated": name in cfg.evaluate,
             "endpoint_host": None, "reachable": False, "served_ids": None, "error": None,
             "probe_prompt": cfg.probe_prompt, "probe_answer": None, "probe_latency_s": None,
-            "probe_cached": None, "checked_at": datetime.now(timezone.utc).replace(tzinfo=None),
+            "probe_cached": None, "checked_at": datetime.now(UTC).replace(tzinfo=None),
         }
         ep = None
         try:

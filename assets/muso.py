@@ -162,7 +162,8 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         reliability diagram in the metadata; views `muso.table1`, `muso.table2`."""
         cfg = settings.load()
         wh = warehouse.get()
-        responses = wh.rows(f"SELECT * FROM {current('muso.responses')} ORDER BY partition_key, model, paradigm, variant, instance_id, path")
+        responses = wh.rows(f"SELECT * FROM {current('muso.responses')} "
+                            "ORDER BY partition_key, model, paradigm, variant, instance_id, path")
         bins = {task: [(b.lo, b.hi) for b in task_bins(cfg, task)] for task in gen.TASKS}
         rows = protocol.metric_rows(responses, bins)
         wh.replace_partition("muso.metrics", rows)

@@ -6,9 +6,9 @@ import dagster as dg
 
 from assets.metadata import figure_markdown, headline, table
 from assets.partitions import models_partitions
-from assets.versions import code_version
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
+from assets.versions import code_version
 from configuration import Config
 from evaluations.s1 import evaluate, metric_rows
 from generators.s1 import load_registry, load_release

@@ -84,9 +84,9 @@ def llama_server(python: str = sys.executable, startup_s: float = 120) -> Iterat
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
                 break
-            except OSError:
+            except OSError as err:
                 if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit(f"the llama.cpp server of {python} did not start")
+                    raise SystemExit(f"the llama.cpp server of {python} did not start") from err
                 time.sleep(0.25)
         yield port
     finally:

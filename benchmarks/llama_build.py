@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from demo_calls import llama_server  # noqa: E402
+
 from llm_calls import llama_build  # noqa: E402
 from llm_calls.embedded import server_threads  # noqa: E402
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import subprocess
 import sys
-import statistics
 import tempfile
 import time
 from pathlib import Path

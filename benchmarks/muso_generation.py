@@ -65,7 +65,7 @@ def uniform_subsetsum(rng: random.Random) -> ss.SubsetSumProblem:
     return ss.SubsetSumProblem(values, sum(rng.sample(values, rng.randint(1, n))))
 
 
-def baseline_task(task: str, quota: int, seed: int, filled: "mp.Array") -> None:  # type: ignore[type-arg]
+def baseline_task(task: str, quota: int, seed: int, filled: mp.Array) -> None:  # type: ignore[type-arg]
     """Rejection sampling with full enumeration; `filled[level-1]` is updated as levels fill."""
     rng = random.Random(seed)
     bins = BINS[task]

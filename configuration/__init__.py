@@ -133,7 +133,7 @@ class ModelConfig(_Strict):
         return value
 
     @model_validator(mode="after")
-    def _embedded_xor_remote(self) -> "ModelConfig":
+    def _embedded_xor_remote(self) -> ModelConfig:
         if self.embedded is not None:
             if self.base_url or self.api_key_env:
                 raise ValueError("an embedded model takes no base_url or api_key_env")
@@ -180,7 +180,7 @@ class _MusoTask(_Strict):
     bins: list[tuple[int, int | None]]
 
     @model_validator(mode="after")
-    def _bins_ordered(self) -> "_MusoTask":
+    def _bins_ordered(self) -> _MusoTask:
         if not self.bins:
             raise ValueError("expected at least one bin [lo, hi]")
         prev_hi = 0
@@ -259,7 +259,7 @@ class MusoConfig(_Strict):
         return list(self.temperature) if isinstance(self.temperature, list) else [self.temperature]
 
     @model_validator(mode="after")
-    def _temperatures_in_range(self) -> "MusoConfig":
+    def _temperatures_in_range(self) -> MusoConfig:
         bad = [t for t in self.temperatures if not 0 <= t <= 2]
         if bad or not self.temperatures:
             raise ValueError(f"temperature: expected values from 0 to 2, got {self.temperature!r}")
@@ -275,7 +275,7 @@ class WakenSource(_Strict):
     path: str | None = None
 
     @model_validator(mode="after")
-    def _one_location(self) -> "WakenSource":
+    def _one_location(self) -> WakenSource:
         if (self.hub is None) == (self.path is None):
             raise ValueError("expected exactly one of `hub` or `path`")
         return self
@@ -310,7 +310,7 @@ class WakenDataset(_Strict):
         return self.form or ("story" if self.kind == "scienceqa" else "fact")
 
     @model_validator(mode="after")
-    def _generator_or_source(self) -> "WakenDataset":
+    def _generator_or_source(self) -> WakenDataset:
         if (self.generator is None) == (self.source is None):
             raise ValueError("expected exactly one of `generator` (fld only) or `source`")
         if self.generator is not None and self.kind != "fld":
@@ -359,7 +359,7 @@ class IBDataset(_Strict):
         "MultiRC items with no such option (its values are multiples of 1/150), as the authors' items are"))
 
     @model_validator(mode="after")
-    def _generator_or_source(self) -> "IBDataset":
+    def _generator_or_source(self) -> IBDataset:
         if (self.generator is None) == (self.source is None):
             raise ValueError("expected exactly one of `generator` or `source`")
         expected = {"fld": "judging", "arithmetic": "single", "arithmetic10": "single", "even_numbers": "multiple"}
@@ -428,7 +428,7 @@ class S1Config(_Strict):
     eval_max_tokens: PerScale = PerScale(demo=128, paper=10000)
 
     @model_validator(mode="after")
-    def _something_to_evaluate(self) -> "S1Config":
+    def _something_to_evaluate(self) -> S1Config:
         if not self.build and not self.release:
             raise ValueError("build: false needs a `release` file to evaluate")
         return self
@@ -470,7 +470,7 @@ class Config(_Strict):
     source: str = Field("<defaults>", exclude=True)
 
     @model_validator(mode="after")
-    def _referenced_models_exist(self) -> "Config":
+    def _referenced_models_exist(self) -> Config:
         known = set(self.models)
         for i, name in enumerate(self.evaluate):
             if name not in known:

@@ -47,11 +47,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llm_calls import CallRequest, Ledger
 from configuration import Config
 from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query, stored_or_configured
 from generators import ib as ib_gen
 from generators.ib import ALL_FALSE
+from llm_calls import CallRequest, Ledger
 from validators.judge import Judge, OptionsCase
 from validators.outcomes import FAILED  # outcomes that are not the model's answer
 from validators.read import NONE, UNKNOWN, Reading, answer_part, is_correct, read_label, read_options
@@ -110,7 +110,7 @@ class Item:
     question: str
 
     @classmethod
-    def from_row(cls, r: dict[str, Any]) -> "Item":
+    def from_row(cls, r: dict[str, Any]) -> Item:
         gold = json.loads(r["gold"]) if isinstance(r["gold"], str) else r["gold"]
         return cls(r["item_id"], r["form"], r["label_type"], r["variant"], tuple(json.loads(r["options"])
                    if isinstance(r["options"], str) else r["options"]),

@@ -28,12 +28,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evaluations import scoring
 from configuration import Config
+from evaluations import scoring
 from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query, stored_or_configured
 from generators import muso as muso_gen
 from llm_calls import CallRequest, CallResult, Ledger
-from validators.read import ParsedAnswer, answer_part, read_confidence, read_recheck, read_subsets, read_timetables
+from validators.muso_read import ParsedAnswer, read_confidence, read_recheck, read_subsets, read_timetables
+from validators.read import answer_part
 
 TIMETABLING_INSTRUCTION = (
     "You are asked to perform a timetabling task. Please find ALL FEASIBLE SCHEDULES that satisfies all "
@@ -235,7 +236,7 @@ def checkpoints(ledger: Ledger, model: str, items: Sequence[Item], steps: Sequen
     results = ledger.complete(model, [CallRequest(c.messages, {**solve, **continue_params}) for _, c, _ in paused],
                               purpose="muso.checkpoint.answer")
     answers: list[ParsedAnswer | None] = []
-    for (n, c, head), r in zip(paused, results):
+    for (_n, c, head), r in zip(paused, results):
         c.keys.append(r.key)
         c.truncated |= r.truncated
         if r.ok:

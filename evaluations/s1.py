@@ -13,18 +13,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from llm_calls import CallRequest, Ledger
 from configuration import Config
 from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query
 from generators.s1 import load_registry
 from generators.s1_construction import programmatic_candidates
+from llm_calls import CallRequest, Ledger
 from validators.judge import Judge
 from validators.outcomes import FAILED  # outcomes that are not the model's answer
-from validators.read import (
-    FORMAT_TYPES, HIDDEN_REASONING, STRICT_FORMATS, UNREADABLE_FORMATS, check_answer, format_type,
-)
 from validators.s1 import count_tokens, difficulty_awareness, redundancy
-
+from validators.s1_read import FORMAT_TYPES, HIDDEN_REASONING, STRICT_FORMATS, UNREADABLE_FORMATS, check_answer, format_type
 
 # -- evaluation ------------------------------------------------------------------------------------
 
@@ -142,7 +139,8 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list
             by_item.setdefault(r["item_id"], []).append(bool(r["correct"]))
         complete = {i: v for i, v in by_item.items() if len(v) == k}
 
-        def put(metric: str, value: float | None, n: int, category: str = "-") -> None:
+        def put(metric: str, value: float | None, n: int, category: str = "-",
+                level: str = level, scope: str = scope, n_failed: int = n_failed) -> None:
             out.append({"model": model, "level": level, "scope": scope, "metric": metric, "category": category,
                         "value": value, "n": n, "n_failed": n_failed})
 

@@ -158,7 +158,7 @@ def _choice_text(item: Item, answer: object) -> str | None:
     return None  # several options, or none: not an answer to a single-choice question
 
 
-def _outcome(item: Item, a: "Answer") -> str:
+def _outcome(item: Item, a: Answer) -> str:
     """correct / wrong / undecided, or the failure (call_failed, judge_failed)."""
     if a.failed:
         return a.extraction.method
@@ -370,7 +370,8 @@ def planned_calls(cfg: Config, query: Query) -> list[Line]:
 
 
 def item_counts(cfg: Config, query: Query) -> Counts:
-    stored = {r["dataset"]: r for r in query("SELECT dataset, count(*) AS n, count(*) FILTER (WHERE label = 'Unknown') AS u FROM waken.items GROUP BY ALL")}
+    stored = {r["dataset"]: r for r in query(
+        "SELECT dataset, count(*) AS n, count(*) FILTER (WHERE label = 'Unknown') AS u FROM waken.items GROUP BY ALL")}
     out, source = {}, {}
     for name, spec in cfg.waken.datasets.items():
         n = spec.count.at(cfg.scale)

@@ -139,13 +139,13 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
             for t in ("s", "u"):
                 put("TCR", st.rate("TC", t), len(st.ids("TC", t)), len(st.decided), t=t, stage=n, setting=setting)
 
-    def conformity(name: str, lo: tuple["_Stage", "_Stage"], hi: tuple["_Stage", "_Stage"]) -> None:
+    def conformity(name: str, lo: tuple[_Stage, _Stage], hi: tuple[_Stage, _Stage]) -> None:
         for t in ("s", "u"):
             value, stages = conformity_value([st.rate("TC", t) for st in lo], [st.rate("TC", t) for st in hi])
             out.append({"model": model, "dataset": dataset, "metric": name, "sample_type": t, "stage": "all",
                         "setting": "rtg_label", "value": value, "numerator": None, "denominator": stages})
 
-    def rtg(rate: float) -> tuple["_Stage", "_Stage"]:
+    def rtg(rate: float) -> tuple[_Stage, _Stage]:
         setting = f"M={rate:.3f}"
         return _Stage(by[("rtg_label_stage1", setting)]), _Stage(by[("rtg_label_stage2", setting)])
 
@@ -193,7 +193,7 @@ def identity_violations(outcomes: Sequence[dict[str, Any]]) -> list[str]:
     by: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in outcomes:
         by[(r["model"], r["step"], r["setting"])].append(r)
-    for (model, step, setting), rows in by.items():
+    for (model, step, _setting), rows in by.items():
         if step not in ("stage1", "stage2"):
             continue
         st = _Stage(rows)

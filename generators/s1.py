@@ -3,7 +3,7 @@ generators with exactly computed answers, and LLM generation / difficulty reduct
 
 Programmatic candidates (ten reasoning and instruction-following subcategories, and two
 knowledge subcategories drawn from small fact tables) carry a `check` that
-`validators.read.check_answer` applies: `exact` (the reply contains one of the answers as a
+`validators.s1_read.check_answer` applies: `exact` (the reply contains one of the answers as a
 whole token, the judge's criterion in table 18; case-sensitive for capitalisation tasks),
 `yes_no`, `symbol` (a chemical symbol standing alone) or `pattern` (for "output a three-digit
 number"-style questions). Their answers are known by construction; no model output is ever

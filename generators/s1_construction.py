@@ -35,8 +35,9 @@ from generators.s1 import PROGRAMMATIC, Candidate, Registry, generation_prompt, 
 from llm_calls import CallRequest, Ledger
 from validators import outcomes
 from validators.judge import Judge
-from validators.read import Reading, answer_part, check_answer, read_verdict
+from validators.read import Reading, answer_part
 from validators.s1 import near_duplicates
+from validators.s1_read import check_answer, read_verdict
 
 DISCRIMINATION_PROMPT = (
     "Given a question, its answer, and its category, please analyze from the following perspectives as "
@@ -70,7 +71,7 @@ class Budgets:
 
     @classmethod
     def at(cls, scale: str, generation: PerScale, discrimination: PerScale, validation: PerScale,
-           reduction: PerScale) -> "Budgets":
+           reduction: PerScale) -> Budgets:
         return cls(generation.at(scale), discrimination.at(scale), validation.at(scale), reduction.at(scale))
 
 
@@ -190,8 +191,8 @@ class Construction:
                 prompts.append(DISCRIMINATION_PROMPT.format(name=c.subcategory, definition=sub.definition[c.language],
                                                             criteria=self.reg.criteria(c.subcategory, c.language),
                                                             question=c.question, answer=c.answer, others=others or "(none)"))
-            results = self.ledger.complete(model, [CallRequest([{"role": "user", "content": p}],
-                                                               {"temperature": 0.0, "max_tokens": self.budgets.discrimination}) for p in prompts],
+            sampling = {"temperature": 0.0, "max_tokens": self.budgets.discrimination}
+            results = self.ledger.complete(model, [CallRequest([{"role": "user", "content": p}], sampling) for p in prompts],
                                            purpose="s1.discriminate")
             for r, res in zip(records, results):
                 decision, reasons = read_verdict(res.reply) if res.ok else ("call_failed", res.error or "")

@@ -187,7 +187,7 @@ class EmbeddedServer:
             return None
         return data if _pid_alive(int(data.get("pid", -1))) else None
 
-    def start(self) -> "EmbeddedServer":
+    def start(self) -> EmbeddedServer:
         if self.running():
             return self
         broken = broken_reason(self.model_path)
@@ -412,7 +412,7 @@ class EmbeddedServer:
             self._log_path.unlink(missing_ok=True)
         self._log_path = None
 
-    def __enter__(self) -> "EmbeddedServer":
+    def __enter__(self) -> EmbeddedServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -162,7 +162,7 @@ class ModelRegistry:
                 server.stop()
             self._servers.clear()
 
-    def __enter__(self) -> "ModelRegistry":
+    def __enter__(self) -> ModelRegistry:
         return self
 
     def __exit__(self, *exc: object) -> None:

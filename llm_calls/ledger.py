@@ -47,7 +47,7 @@ import ssl
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import httpx2
@@ -209,7 +209,7 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def backoff_delay(attempt: int, base_s: float, max_s: float, retry_after: float | None, rng: random.Random) -> float:
@@ -422,7 +422,7 @@ class Ledger:
         named = {k: v for k, v in sent.items() if k in _CLIENT_PARAMS}
         extra = {k: v for k, v in sent.items() if k not in _CLIENT_PARAMS}
         messages = [{"role": m["role"], "content": m["content"]} for m in req.messages]
-        created = datetime.now(timezone.utc).replace(tzinfo=None)
+        created = datetime.now(UTC).replace(tzinfo=None)
 
         attempts, latency = 0, None
         text = finish = error = reasoning = None
@@ -511,7 +511,7 @@ class Ledger:
                 break
 
         error = ep.redact(error)
-        finished = datetime.now(timezone.utc).replace(tzinfo=None)
+        finished = datetime.now(UTC).replace(tzinfo=None)
         row = {
             "key": key, "model": ep.name, "model_identity": identity, "served_model": ep.served_model,
             "endpoint_host": ep.host, "purpose": purpose,
@@ -558,7 +558,7 @@ class Ledger:
         while not done:
             try:
                 first = await asyncio.wait_for(queue.get(), _IDLE_RELEASE_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 # nothing to write for a while (a slow model): let other processes have the file
                 await asyncio.to_thread(writer.close)
                 first = await queue.get()
@@ -580,7 +580,7 @@ class Ledger:
                 for _ in rows:
                     slots.release()
 
-    async def _report(self, progress: "_Progress") -> None:
+    async def _report(self, progress: _Progress) -> None:
         while True:
             await asyncio.sleep(self.config.progress_interval_s)
             self.log.info(progress.line())

@@ -114,7 +114,7 @@ class StubServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "StubServer":
+    def start(self) -> StubServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
         return self
@@ -123,7 +123,7 @@ class StubServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> "StubServer":
+    def __enter__(self) -> StubServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

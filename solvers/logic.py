@@ -23,7 +23,7 @@ class Lit:
     const: str
     positive: bool = True
 
-    def negated(self) -> "Lit":
+    def negated(self) -> Lit:
         return Lit(self.pred, self.const, not self.positive)
 
 
@@ -65,7 +65,7 @@ class Theory:
             out |= {d.a.const, d.b.const}
         return out
 
-    def copy(self) -> "Theory":
+    def copy(self) -> Theory:
         return Theory(set(self.facts), list(self.rules), list(self.universals), list(self.disjunctions))
 
 

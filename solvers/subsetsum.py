@@ -23,7 +23,7 @@ class SubsetSumProblem:
         return {"values": list(self.values), "target": self.target}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "SubsetSumProblem":
+    def from_json(cls, data: dict[str, Any]) -> SubsetSumProblem:
         return cls(tuple(int(v) for v in data["values"]), int(data["target"]))
 
 

@@ -37,7 +37,7 @@ class TimetablingProblem:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "TimetablingProblem":
+    def from_json(cls, data: dict[str, Any]) -> TimetablingProblem:
         return cls(
             courses=tuple(Course(tuple(c["times"]), tuple(c["rooms"]), int(c["teacher"])) for c in data["courses"]),
             n_times=int(data["n_times"]), n_rooms=int(data["n_rooms"]), n_teachers=int(data["n_teachers"]),

@@ -13,7 +13,9 @@ from typing import Any
 import yaml
 
 from llm_calls import reply_with_reasoning
-from validators.read import check_answer, format_type, read_label, read_options, read_subsets, read_timetables
+from validators.muso_read import read_subsets, read_timetables
+from validators.read import read_label, read_options
+from validators.s1_read import check_answer, format_type
 
 CORPUS = Path(__file__).with_name("replies")
 KINDS = ("label", "choice", "choices", "subsetsum", "timetabling", "s1_format", "s1_exact")

@@ -206,9 +206,8 @@ def test_the_instance_marks_killed_runs_failed(tmp_path, monkeypatch):
 
 
 def test_a_built_wheel_carries_the_s1_registry(tmp_path):
-    import zipfile
-
     import shutil
+    import zipfile
 
     root = Path(__file__).resolve().parent.parent
     src = tmp_path / "src"  # setuptools builds in the source tree: build a copy, leave the checkout clean

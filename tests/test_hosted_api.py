@@ -12,7 +12,7 @@ from llm_calls.endpoints import wire_params
 from llm_calls.stub_server import StubServer
 from tests.conftest import materialize, stub_config, user
 from tests.test_s1_assets import knows_the_answers
-from validators.read import HIDDEN_REASONING, format_type
+from validators.s1_read import HIDDEN_REASONING, format_type
 from warehouse import Warehouse
 
 

@@ -2,7 +2,6 @@
 
 from pathlib import Path
 
-
 from assets.definitions import build_definitions
 from evaluations.ib import SETTINGS
 from llm_calls.stub_server import StubServer

@@ -142,8 +142,9 @@ def test_every_choice_item_has_the_configured_options_and_unfit_questions_are_co
     for it in items:  # never a one-option item: 4 offered, 3 after the insufficient variant removes one
         assert it["n_options"] == (4 if it["variant"] == "complete" else 3)
     usable = sum(len(r.choices) >= 4 for r in release)
+    left = len(release) - usable
     with pytest.raises(ValueError, match=rf"{usable + 1} questions wanted, the source has {usable} usable "
-                                                        rf"\({len(release) - usable} left out: {len(release) - usable} with fewer than 4 options\)"):
+                                         rf"\({left} left out: {left} with fewer than 4 options\)"):
         gen.build_items("sqa", gen.source_bases(release, "single", "sqa"), usable + 1, seed=3)
     multi = gen.build_items("mrc", bases("multirc", "multiple"), 2, seed=3, report=report)
     assert report["unfit"] == {"fewer than 2 true answers": 1}  # "When did the roses bloom?" has one

@@ -3,7 +3,7 @@ the step that decided each reading (`validators.read`)."""
 
 import pytest
 
-from validators.read import UNKNOWN, read_label, read_options, normalise_gold_label
+from validators.read import UNKNOWN, normalise_gold_label, read_label, read_options
 
 CASES = [
     # (reply, label, method)

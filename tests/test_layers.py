@@ -44,3 +44,47 @@ def test_the_rule_catches_an_import_upward(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("def f():\n    from assets.jobs import FAMILIES\n    import dagster\n")
     assert imports_of(bad) == {"assets", "dagster"}
+
+
+def test_ruff_finds_nothing_under_the_configuration_in_pyproject():
+    """The linter the test command runs (pyproject.toml `[tool.ruff]`): unused names, import order,
+    bugbear's traps, outdated idioms. Its findings are the failure message."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-fix", "--output-format", "concise", "."],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _family_of(module: str) -> str | None:
+    """The family a module belongs to by its name (`evaluations.waken_metrics` -> waken), else None."""
+    from configuration.families import KEYS
+
+    last = module.split(".")[-1]
+    return next((k for k in KEYS if last == k or last.startswith(f"{k}_")), None)
+
+
+def test_families_never_import_each_other():
+    wrong = []
+    for path in sorted(ROOT.glob("*/**/*.py")):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] not in OURS:
+            continue
+        own = _family_of(".".join(rel.with_suffix("").parts))
+        if own is None:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [f"{node.module}.{a.name}" for a in node.names] + [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module else [])
+            for name in names:
+                other = _family_of(name)
+                if other and other != own and name.split(".")[0] in OURS:
+                    wrong.append(f"{rel} imports {name}")
+    assert wrong == []
+
+
+def test_a_family_module_is_known_by_its_name():
+    assert _family_of("evaluations.waken_metrics") == "waken" and _family_of("warehouse.ib") == "ib"
+    assert _family_of("generators.fld") is None and _family_of("assets.panels") is None

@@ -4,7 +4,6 @@ import random
 import time
 from pathlib import Path
 
-
 from llm_calls import CallRequest, Ledger, ModelRegistry, call_key
 from llm_calls.ledger import backoff_delay, retry_after_seconds
 from llm_calls.stub_server import StubServer

@@ -3,8 +3,15 @@
 import pytest
 
 from generators.muso import (
-    GenerationError, LevelBin, SubsetSumParams, TimetablingParams, generate_level, level_of, question,
-    reference_answer, solution_json,
+    GenerationError,
+    LevelBin,
+    SubsetSumParams,
+    TimetablingParams,
+    generate_level,
+    level_of,
+    question,
+    reference_answer,
+    solution_json,
 )
 from solvers import subsetsum as ss
 from solvers import timetabling as tt

@@ -2,7 +2,7 @@
 
 import pytest
 
-from validators.read import read_confidence, read_recheck, read_subsets, read_timetables
+from validators.muso_read import read_confidence, read_recheck, read_subsets, read_timetables
 
 TT = {"courses": [{"times": [3, 4], "rooms": [8], "teacher": 2},
                   {"times": [0, 4], "rooms": [3], "teacher": 2},

@@ -2,9 +2,8 @@
 
 import json
 
-
-from evaluations.muso import CONFIDENCE_PROMPT, EXPLORATION_CUE, RECHECK_PROMPT, SHORT_COT_SUFFIX, Item, run
 from configuration import ModelConfig
+from evaluations.muso import CONFIDENCE_PROMPT, EXPLORATION_CUE, RECHECK_PROMPT, SHORT_COT_SUFFIX, Item, run
 from llm_calls import Ledger, ModelRegistry
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config

@@ -5,9 +5,19 @@ import random
 
 import pytest
 
-from solvers.subsetsum import SubsetSumProblem, backtracking_solutions as ss_bt, cpsat_solutions as ss_cp, dp_count
+from solvers.subsetsum import SubsetSumProblem, dp_count
+from solvers.subsetsum import backtracking_solutions as ss_bt
+from solvers.subsetsum import cpsat_solutions as ss_cp
 from solvers.timetabling import (
-    Course, TimetablingProblem, backtracking_count, backtracking_solutions as tt_bt, cpsat_solutions as tt_cp,
+    Course,
+    TimetablingProblem,
+    backtracking_count,
+)
+from solvers.timetabling import (
+    backtracking_solutions as tt_bt,
+)
+from solvers.timetabling import (
+    cpsat_solutions as tt_cp,
 )
 
 

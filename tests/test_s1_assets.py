@@ -90,7 +90,7 @@ def answers_and_grades(body):
     if q.startswith("**Question:**"):
         answer = q.split("**Model Answer:**\n", 1)[1].split("\n\n**Ground Truth:**", 1)[0]
         truth = q.split("**Ground Truth:**\n", 1)[1].split("\n\n", 1)[0]
-        return '{"explain": "compared", "result": %d}' % (truth in answer)
+        return f'{{"explain": "compared", "result": {int(truth in answer)}}}'
     for cue, answer in ANSWERS.items():
         if cue in q:
             return f"<think>\nEasy.\n</think>\n\n{answer}"

@@ -4,13 +4,12 @@ import json
 import re
 from collections import Counter
 
-
-from generators.s1_construction import Budgets, Construction
-from validators.judge import Judge
 from generators.s1 import Candidate, load_registry
+from generators.s1_construction import Budgets, Construction
 from llm_calls import Ledger, ModelRegistry
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config
+from validators.judge import Judge
 from warehouse import Warehouse
 
 REG = load_registry()

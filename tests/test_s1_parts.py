@@ -8,8 +8,8 @@ import pytest
 from evaluations.s1 import metric_rows
 from generators.s1 import PROGRAMMATIC, load_registry, parse_pairs
 from validators.judge import parse_judgement
-from validators.read import check_answer, format_type, read_verdict
 from validators.s1 import difficulty_awareness, near_duplicates
+from validators.s1_read import check_answer, format_type, read_verdict
 
 
 def test_registry_has_28_subcategories_in_4_categories_in_both_languages():

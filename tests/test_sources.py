@@ -71,8 +71,10 @@ def test_parquet_and_json_array_files(tmp_path):
 def test_malformed_rows_are_reported_by_file_row_and_field_and_nothing_is_loaded(tmp_path):
     bad = tmp_path / "fld_bad.jsonl"
     lines = (FIX / "fld_hub" / "default" / "train.jsonl").read_text().splitlines()
-    row1 = json.loads(lines[1]); row1["world_assump_label"] = "MAYBE"
-    row2 = json.loads(lines[2]); del row2["hypothesis"]
+    row1 = json.loads(lines[1])
+    row1["world_assump_label"] = "MAYBE"
+    row2 = json.loads(lines[2])
+    del row2["hypothesis"]
     bad.write_text("\n".join([lines[0], json.dumps(row1), json.dumps(row2)]))
     with pytest.raises(SourceError) as err:
         load_source(SourceSpec("fld", path=str(bad)))
@@ -90,7 +92,8 @@ def test_broken_json_line_names_file_and_line(tmp_path):
 
 
 def test_scienceqa_answer_out_of_range_is_reported(tmp_path):
-    row = json.loads((FIX / "scienceqa.jsonl").read_text().splitlines()[0]); row["answer"] = 5
+    row = json.loads((FIX / "scienceqa.jsonl").read_text().splitlines()[0])
+    row["answer"] = 5
     (tmp_path / "s.jsonl").write_text(json.dumps(row))
     with pytest.raises(SourceError, match=r"row 0: field 'answer': expected an index into the 2 choices, got 5"):
         load_source(SourceSpec("scienceqa", path=str(tmp_path / "s.jsonl")))
@@ -115,7 +118,8 @@ def test_mmlu_and_commonsenseqa_and_truthfulqa_layouts():
 def test_mmlu_pro_gold_comes_from_answer_index_and_must_agree_with_the_letter(tmp_path):
     recs = load_source(SourceSpec("mmlu_pro", path=str(FIX / "mmlu_pro.jsonl")))
     assert [r.choices[r.answer_index] for r in recs] == ["Mercury", "6"] and len(recs[0].choices) == 10
-    row = json.loads((FIX / "mmlu_pro.jsonl").read_text().splitlines()[0]); row["answer"] = "D"
+    row = json.loads((FIX / "mmlu_pro.jsonl").read_text().splitlines()[0])
+    row["answer"] = "D"
     (tmp_path / "bad.jsonl").write_text(json.dumps(row))
     with pytest.raises(SourceError, match=r"row 0: field 'answer': letter 'D' disagrees with answer_index 1"):
         load_source(SourceSpec("mmlu_pro", path=str(tmp_path / "bad.jsonl")))
@@ -237,7 +241,8 @@ def test_mmlu_original_release_headerless_csvs_take_their_subject_from_the_file_
     by_id = {r.source_id: r for r in recs}
     light = by_id["astronomy_test-1"]
     assert light.choices == ["8 seconds", "8 minutes", "8 hours", "8 days"] and light.answer_index == 1
-    assert light.topic == "astronomy" and by_id["high_school_chemistry_test-1"].question.startswith('Which of these is a noble gas: "argon"')
+    assert light.topic == "astronomy"
+    assert by_id["high_school_chemistry_test-1"].question.startswith('Which of these is a noble gas: "argon"')
     assert len(recs) == 5
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from evaluations.waken import assigned_labels, converting_class, Item
+from evaluations.waken import Item, assigned_labels, converting_class
 from evaluations.waken_metrics import conformity_value, identity_violations, metric_rows
 
 GOLD = {"s1": "True", "s2": "True", "s3": "False", "s4": "False", "u1": "Unknown", "u2": "Unknown",

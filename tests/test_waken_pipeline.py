@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from evaluations.waken import Item, Pipeline, STIMULATION
+from evaluations.waken import STIMULATION, Item, Pipeline
 from evaluations.waken_metrics import identity_violations, metric_rows
 from llm_calls import Ledger, ModelRegistry
 from llm_calls.stub_server import StubServer

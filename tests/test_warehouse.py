@@ -139,7 +139,7 @@ def test_staged_rows_are_swapped_in_with_the_rest_or_not_at_all(wh):
     wh.begin_staging("muso.t")
     wh.append_staging("muso.t", [{"part": "new", "i": 2, "v": "a"}])
     wh.append_staging("muso.t", [{"part": "new", "i": 3, "v": "b"}])
-    with pytest.raises(Exception):  # another table in the same swap fails: nothing changes
+    with pytest.raises(duckdb.Error):  # another table in the same swap fails: nothing changes
         wh.replace_partitions({"s1.metrics": [{"model": None}]}, staged=["muso.t"])
     assert wh.rows("SELECT v FROM muso.t") == [{"v": "kept"}]
     counts = wh.replace_partitions({}, staged=["muso.t"])

@@ -25,9 +25,11 @@ wrong.
 
 Kinds read here (each a function; `python -m validators.read KIND` reads stdin):
 `label` (True / False / Unknown, or a numbered label), `choice` / `choices`
-(option numbers, or "none"), `subsetsum` and `timetabling` (solution sets from
-the final answer block), `number`, `confidence`, `recheck`; and S1-Bench's
-exact answer checks and response format types.
+(option numbers, or "none"), `number`. A family's own kinds are beside it and run
+the same ladder: MuSoBench's solution sets (`subsetsum`, `timetabling`),
+`confidence` and `recheck` in `validators/muso_read.py`; S1-Bench's exact answer
+checks and response format types in `validators/s1_read.py`. The command reads
+every kind.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # -- the reading and the reply's parts ---------------------------------------------------------
@@ -65,7 +67,7 @@ class Reading:
 
 END_OF_THINKING = ("</think>", "</thinking>", "<|end_of_thought|>", "</thought>", "◁/think▷", "</reasoning>",
                    "<|/think|>")
-_OPEN_THINKING = re.compile(r"<think>|<thinking>|<\|begin_of_thought\|>|<thought>|◁think▷|<reasoning>", re.I)
+OPEN_THINKING = re.compile(r"<think>|<thinking>|<\|begin_of_thought\|>|<thought>|◁think▷|<reasoning>", re.I)
 
 
 def answer_part(reply: str | None, reasoning: str | None = None) -> tuple[str, str, bool]:
@@ -74,9 +76,9 @@ def answer_part(reply: str | None, reasoning: str | None = None) -> tuple[str, s
     text = reply or ""
     cut = max(((text.rfind(m), m) for m in END_OF_THINKING), key=lambda x: x[0])
     if cut[0] >= 0:
-        thinking = _OPEN_THINKING.sub("", text[:cut[0]]).strip()
+        thinking = OPEN_THINKING.sub("", text[:cut[0]]).strip()
         return ((reasoning or "") + "\n" + thinking).strip(), text[cut[0] + len(cut[1]):].strip(), True
-    opened = _OPEN_THINKING.search(text)
+    opened = OPEN_THINKING.search(text)
     if opened:
         return ((reasoning or "") + "\n" + text[opened.end():]).strip(), text[:opened.start()].strip(), False
     return (reasoning or "").strip(), text.strip(), True
@@ -94,7 +96,7 @@ def plain(text: str) -> str:
     return _MARKDOWN.sub("", text)
 
 
-def _start(reply: str | None, reasoning: str | None = None) -> tuple[str | None, Reading | None]:
+def text_to_read(reply: str | None, reasoning: str | None = None) -> tuple[str | None, Reading | None]:
     """The plain answer text to read, or the reading when there is nothing to read."""
     if (reply is None or not reply.strip()) and not reasoning:
         return None, Reading(None, "empty")
@@ -274,7 +276,7 @@ def _bare_label(text: str, options: Sequence[str] | None) -> str | None:
 def read_label(reply: str | None, *, options: Sequence[str] | None = None, reasoning: str | None = None) -> Reading:
     """True / False / Unknown from a reply. With `options` (labels shown numbered, in order) an
     option number or letter is read as that label."""
-    text, done = _start(reply, reasoning)
+    text, done = text_to_read(reply, reasoning)
     if done:
         return done
     got = _read_steps(text, lambda c: _one_label(c, True, options), lambda c: _bare_label(c, options))
@@ -410,7 +412,7 @@ def read_options(reply: str | None, options: int | Sequence[str], *, unknown: bo
     the number of options, or their texts (then an option's own text is read too)."""
     texts = None if isinstance(options, int) else list(options)
     n = options if isinstance(options, int) else len(options)
-    text, done = _start(reply, reasoning)
+    text, done = text_to_read(reply, reasoning)
     if done:
         return done
     got = _read_steps(text, lambda c: _options_in_sentence(c, n, texts, unknown), lambda c: _options_in(c, n, texts, unknown))
@@ -452,7 +454,7 @@ def _number_in(text: str) -> Any:
 def read_number(reply: str | None, *, reasoning: str | None = None) -> Reading:
     """The number a reply gives as its answer (int, or float with a decimal point). A number beyond
     32-bit integers reads as `out_of_range` (no answer), never as a crash downstream."""
-    text, done = _start(reply, reasoning)
+    text, done = text_to_read(reply, reasoning)
     if done:
         return done
     got = _read_steps(text, _number_in, lambda c: _number_in(c) if _NUMBER.fullmatch(c.strip().rstrip(".。")) else None)
@@ -464,375 +466,14 @@ def read_number(reply: str | None, *, reasoning: str | None = None) -> Reading:
     return got
 
 
-# -- MuSoBench: solution sets from the final answer block ----------------------------------------
-
-Answer = tuple[Any, ...]  # a canonical solution, or ("invalid", description)
-
-
-@dataclass
-class ParsedAnswer:
-    """A MuSoBench reply's solutions: de-duplicated, in order; invalid ones kept as ("invalid", text)
-    so over-generation lowers precision instead of being dropped (a pitfall of the authors' code)."""
-
-    answers: list[Answer] = field(default_factory=list)
-    invalid_reasons: list[str] = field(default_factory=list)
-    claimed_total: int | None = None
-    error: str | None = None  # why nothing could be read
-    method: str = "final_block"
-
-    @property
-    def answer_set(self) -> set[Answer]:
-        return set(self.answers)
-
-    def add(self, answer: Answer, seen: set[Answer], reason: str | None = None) -> None:
-        if answer in seen:
-            return
-        seen.add(answer)
-        self.answers.append(answer)
-        if reason:
-            self.invalid_reasons.append(reason)
-
-
-_TOTAL = re.compile(r"total\W{0,3}(\d+)\W{0,3}(?:feasible\s+)?(?:solutions|schedules|subsets)", re.I)
-_ANSWER_HEADING = re.compile(r"^\W*(?:final\s+answer|answer|final\s+solutions?|all\s+(?:feasible\s+)?(?:solutions|"
-                             r"subsets|schedules))\W*(?:[:：].*)?$", re.I)
-
-
-def _claimed_total(text: str) -> tuple[int | None, str | None]:
-    m = _TOTAL.findall(text)
-    if not m:
-        return None, None
-    value = int(m[-1])
-    return (value, None) if value <= INT_MAX else (None, f"claimed total {m[-1]} is out of range")
-
-
-def _muso_text(reply: str | None) -> tuple[str | None, ParsedAnswer | None]:
-    if reply is None or not reply.strip():
-        return None, ParsedAnswer(error="empty reply", method="empty")
-    _, answer, finished = answer_part(reply)
-    if not answer:
-        return None, ParsedAnswer(error="reply ended inside its thinking" if not finished else "empty answer",
-                                  method="unfinished_thinking" if not finished else "empty")
-    text = plain(answer)
-    lines = text.splitlines()
-    heads = [k for k, line in enumerate(lines) if _ANSWER_HEADING.match(line)]
-    if heads:  # an explicit answer heading: what follows the last one is the answer
-        return "\n".join(lines[heads[-1]:]), None
-    return text, None
-
-
-_SOLUTION_HEADER = re.compile(r"^\W*(?:solution|schedule|subset|option)\s*#?\s*(\d+)\b|^\s*(\d+)[.)]\s*$", re.I)
-_CELL = r"\s*{prefix}\s*(\d+)\s*"
-_ROW = re.compile(
-    r"^\s*\|?" + _CELL.format(prefix=r"course\s*_?") + r"\|"
-    + _CELL.format(prefix=r"(?:t|time)?\s*_?") + r"\|"
-    + _CELL.format(prefix=r"(?:r|room)?\s*_?")
-    + r"(?:\|" + _CELL.format(prefix=r"(?:p|teacher)?\s*_?") + r")?\|?\s*$",
-    re.I,
-)
-_HEADER_ROW = re.compile(r"^\s*\|?\s*course\s*\|\s*time", re.I)
-
-
-def read_timetables(reply: str | None, problem: Mapping[str, Any]) -> ParsedAnswer:
-    """Schedules in the reply's answer (thinking set aside; after the last answer heading when
-    there is one; from the last "Solution 1" on), canonical as ((time, room), ...) in course order.
-    Tables with or without outer pipes, bold or numbered headers, `Course 0` / `T 2`, teacher
-    cells spelled `P2`, `2` or `Teacher 2`, no teacher column."""
-    text, done = _muso_text(reply)
-    if done:
-        return done
-    courses = problem["courses"]
-    total, why = _claimed_total(text)
-    parsed = ParsedAnswer(claimed_total=total)
-    seen: set[Answer] = set()
-    current: dict[int, tuple[int, int, int | None]] = {}
-    blocks: list[dict[int, tuple[int, int, int | None]]] = []
-
-    def flush() -> None:
-        if current:
-            blocks.append(dict(current))
-            current.clear()
-
-    for line in text.splitlines():
-        header = _SOLUTION_HEADER.match(line)
-        if header or _HEADER_ROW.match(line):
-            flush()
-            if header and int(header.group(1) or header.group(2)) == 1:
-                blocks.clear()  # a new "Solution 1": the answer starts again (earlier tables were drafts)
-            continue
-        m = _ROW.match(line)
-        if not m:
-            continue
-        course, time, room = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        teacher = int(m.group(4)) if m.group(4) is not None else None
-        if course in current:  # a course repeats: the next schedule started without a header
-            flush()
-        current[course] = (time, room, teacher)
-    flush()
-    if not blocks:
-        parsed.error = why or "no timetable rows found"
-        return parsed
-    for block in blocks:
-        cells = sorted(block.items())
-        raw = "; ".join(f"Course{c}: T{t} R{r} P{'?' if p is None else p}" for c, (t, r, p) in cells)
-        if set(block) != set(range(len(courses))):
-            parsed.add(("invalid", raw), seen, f"courses {sorted(block)} instead of 0..{len(courses) - 1}")
-            continue
-        wrong_teacher = [c for c, (_, _, p) in cells if p is not None and p != courses[c]["teacher"]]
-        if wrong_teacher:
-            parsed.add(("invalid", raw), seen, f"teacher differs from the instance for courses {wrong_teacher}")
-            continue
-        parsed.add(tuple((t, r) for _, (t, r, _) in cells), seen)
-    return parsed
-
-
-_GROUP = r"(-?\d+(?:\s*[,;]\s*-?\d+)*)"
-_PLUS = r"(-?\d+(?:\s*\+\s*-?\d+)+)"  # "14 + 48"
-_BRACKETED = rf"[\[{{(]\s*{_GROUP}\s*[\]}})]"
-# what may follow a subset on its line: its stated sum ("= 62", "sums to 62"), a note in brackets,
-# a check mark ("✓"); group 1 is the stated sum
-_SUM_TAIL = (r"\s*(?:(?:=|→|->|sums?(?:\s+to)?|totals?)\s*[=:]?\s*(-?\d+))?\s*(?:\(.{0,40}\))?\s*[.,;]?"
-             r"\s*(?:[✓✔✅☑]\ufe0f?\s*)?$")
-# "Solution 2: {1, 3}", "Subset 2: 1, 3", "2. {1, 3}", "Solution 1: 14 + 48 = 62": a numbered
-# solution, anywhere on its line
-_LABELLED = re.compile(
-    rf"(?:(?<![a-z])(?:solution|subset)\s*#?\s*(\d+)\s*[:：.)-]?\s*|^\s*(\d+)[.)]\s+)"
-    rf"(?:{_BRACKETED}|{_PLUS}|{_GROUP}(?=\s*(?:[=(✓✔✅☑]|$))){_SUM_TAIL}", re.I | re.M)
-# an unnumbered subset line: "{1, 3}", "- [1, 3]", "1 + 3 = 4", or several groups "{1, 3}, {2, 2}"
-_BARE = re.compile(rf"^\s*(?:[-•*]\s*)?(?:{_BRACKETED}|{_PLUS}){_SUM_TAIL}", re.I)
-_GROUPS_LINE = re.compile(rf"^\s*(?:{_BRACKETED}\s*(?:[,;]|and)?\s*){{2,}}$", re.I)
-# "The subsets are {1, 3} and {2, 2}.": an answer stated in a sentence
-_STATED = re.compile(r"^\W*(?:so,?\s+|therefore,?\s+|thus,?\s+)?(?:the\s+)?(?:(?:feasible|valid|possible)\s+)?"
-                     r"(?:subsets?|solutions?|answers?)(?:\s+(?:list|set))?\s*(?:are|is|[:：])", re.I)
-_FILLER = re.compile(r"^\s*(?:(?:solution|subset)\s*#?\s*\d+\s*[:：]?|total\b.*|[-=|]*|\.{3}|…)\s*$", re.I)
-
-
-def _subset_block(text: str, target: int | None = None) -> list[str]:
-    """The number groups of the final answer: the last numbered sequence of solutions (a new
-    "Solution 1" starts a new one), else the last run of unnumbered subset lines. An unnumbered
-    line that states a sum other than `target` ("45 + 16 = 61" in a list of checks) is a check the
-    model made, not a solution it claims; a numbered one is claimed, whatever its sum."""
-    numbered: list[str] = []
-    last_run: list[str] = []
-    run: list[str] = []
-    for line in text.splitlines() + ["<end>"]:
-        labelled = list(_LABELLED.finditer(line))
-        if labelled:
-            for m in labelled:
-                if int(m.group(1) or m.group(2)) == 1:
-                    numbered = []
-                numbered.append(m.group(3) or (m.group(4) or "").replace("+", ",") or m.group(5))
-            continue
-        bare = _BARE.match(line)
-        if bare:
-            stated = bare.group(3)
-            if target is None or stated is None or int(stated) == target:
-                run.append(bare.group(1) or bare.group(2).replace("+", ","))
-        elif _GROUPS_LINE.match(line) or (_STATED.match(line) and re.search(_BRACKETED, line)):
-            run += [m.group(1) for m in re.finditer(_BRACKETED, line)]
-        elif not (_FILLER.match(line) and line != "<end>"):
-            if run:
-                last_run = run
-            run = []
-    return numbered or last_run
-
-
-def read_subsets(reply: str | None, problem: Mapping[str, Any]) -> ParsedAnswer:
-    """Subsets from the reply's final answer: thinking set aside; after the last answer heading
-    when there is one; then the last numbered sequence of solutions ("Solution k: {..}"), or if
-    the reply numbers none, the last run of subset lines (blank lines and the "Total" line may sit
-    between them). Scratch arithmetic, drafts and restated inputs are reasoning, not answers.
-    Canonical as sorted tuples."""
-    text, done = _muso_text(reply)
-    if done:
-        return done
-    values = set(problem["values"])
-    total, why = _claimed_total(text)
-    parsed = ParsedAnswer(claimed_total=total)
-    block = _subset_block(text, problem.get("target"))
-    if not block:
-        parsed.error = why or "no subsets found"
-        return parsed
-    seen: set[Answer] = set()
-    for g in block:
-        nums = [int(x) for x in re.split(r"[,;]", g)]
-        if len(set(nums)) != len(nums):
-            parsed.add(("invalid", str(sorted(nums))), seen, f"{sorted(nums)}: repeated element")
-        elif not set(nums) <= values:
-            parsed.add(("invalid", str(sorted(nums))), seen, f"{sorted(nums)}: elements outside the set")
-        else:
-            parsed.add(tuple(sorted(nums)), seen)
-    return parsed
-
-
-_CONF_TAGGED = re.compile(r"\[\[\s*confidence\s*:?\s*\\?boxed\{\s*(\d+(?:\.\d+)?)\s*%?\s*\}\s*\]\]", re.I)
-_CONF_BOXED = re.compile(r"\\boxed\{\s*(\d+(?:\.\d+)?)\s*%?\s*\}")
-# "Confidence: 40/100", "my confidence level is about 90%": the number right after the word and a few
-# linking words only ("Confidence is high since all 3 subsets were checked" states no number)
-_CONF_KEYWORD = re.compile(
-    r"confidence(?:\s+(?:level|score|rating))?\s*(?:is|of|would be|[:=：-])?\s*(?:about|around|approximately|roughly|"
-    r"~|≈)?\s*(?:(?:very\s+|fairly\s+)?(?:high|low|medium|moderate)\s*)?[(\[]?\s*\**\s*(\d+(?:\.\d+)?)\s*"
-    r"(%|/\s*100|out of 100)?", re.I)
-# "I am 95% confident", "95% sure", "with 80% certainty"
-_CONF_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%\s*(?:confident|confidence|sure|certain|certainty)", re.I)
-_CONF_BARE = re.compile(r"^\W*(\d+(?:\.\d+)?)\s*(%|/\s*100)?\W*$")
-
-
-def read_confidence(reply: str | None) -> Reading:
-    """Confidence 0-100 from the answer part: `tagged` ([[CONFIDENCE: \\boxed{..}]]), `boxed`,
-    `keyword` or `bare`; a value outside 0-100 is `out_of_range`."""
-    text, done = _start(reply)
-    if done:
-        return done
-    for method, pattern in (("tagged", _CONF_TAGGED), ("boxed", _CONF_BOXED), ("keyword", _CONF_KEYWORD),
-                            ("keyword", _CONF_PERCENT), ("bare", _CONF_BARE)):
-        m = list(pattern.finditer(text.strip()))
-        if m:
-            value = float(m[-1].group(1))
-            return Reading(value, method) if 0 <= value <= 100 else Reading(None, "out_of_range", m[-1].group(1))
-    return Reading(None, "no_confidence")
-
-
-def read_recheck(reply: str | None) -> str | None:
-    """'unchanged' or 'changed' by the last marker in the answer part; None without a marker."""
-    _, answer, _ = answer_part(reply)
-    marks = [m.group(1).upper() for m in re.finditer(r"\[\[\s*(UNCHANGE|CHANGE)D?\s*\]\]", answer, re.I)]
-    if not marks:
-        return None
-    return "unchanged" if marks[-1] == "UNCHANGE" else "changed"
-
-
-# -- S1-Bench: exact answer checks and response formats (paper 002) ------------------------------
-
-_HAN = re.compile(r"[\u4e00-\u9fff]")
-_NEGATION_ZH = "不没非未否别"
-_YES = {"en": re.compile(r"(?<![a-z])(yes|no|not)(?![a-z])", re.I), "zh": re.compile(r"(不是|不对|不|否|没有|是|对)")}
-
-
-_CLAUSE_END = re.compile(r"[.;:!?。；：！？，,\n]")
-_NEGATED_EN = re.compile(r"(?:\bnot|n't|\bnever|\bno)\W*(?:\w+\W+){0,2}$", re.I)
-_NEGATED_ZH = re.compile(r"(?:不|没|非|未|否|别|并非|不是)[^不没非未否别]{0,2}$")
-
-
-def _affirmed(text: str, start: int) -> bool:
-    """Whether the answer found at `start` is stated, not denied: no negation among the few words
-    before it in its clause ("It is not 120; it is 180." denies 120 and states 180; "它不是动物"
-    denies 动物). Paper 002's exact checks score the answer the model gives, not one it rules out."""
-    clause = _CLAUSE_END.split(text[:start])[-1]
-    return not (_NEGATED_EN.search(clause) or _NEGATED_ZH.search(clause))
-
-
-def check_answer(reply: str | None, check: Mapping[str, Any], question: str = "") -> bool:
-    """Whether a reply's answer part passes a programmatic candidate's exact `check`:
-
-    - `exact`: one of `answers` as a whole token (a number next to Chinese characters counts:
-      "答案是180"; a Chinese answer must not follow a negation: "不是" is not "是"); case
-      matters only when `case_sensitive` (a capitalisation task: "pepper" is not PEPPER);
-    - `yes_no`: the first yes / no word of the answer ("是" / "不是", "Yes" / "No") is `answer`;
-    - `symbol`: a chemical symbol standing alone, not inside a formula ("H2O" is not H);
-    - `pattern`: `regex` matches a number in the reply that is not one of the question's own
-      numbers (echoing "begins with 7" does not answer it).
-    """
-    _, text, _ = answer_part(reply)
-    if not text:
-        return False
-    text = plain(text)
-    kind = check["type"]
-    if kind == "exact":
-        flags = 0 if check.get("case_sensitive") else re.I
-        for ans in check["answers"]:
-            if _HAN.search(ans):
-                pattern, where = rf"(?<![{_NEGATION_ZH}]){re.escape(ans)}", text
-            elif re.fullmatch(r"-?\d+(?:\.\d+)?", ans):
-                pattern, where = rf"(?<![\d.]){re.escape(ans)}(?!\.?\d)", text.replace(",", "")
-            else:
-                pattern, where = rf"(?<![^\W_]){re.escape(ans)}(?![^\W_])", text
-            if any(_affirmed(where, m.start()) for m in re.finditer(pattern, where, flags)):
-                return True
-        return False
-    if kind == "yes_no":
-        lang = "zh" if check["answer"] in ("是", "否") else "en"
-        m = _YES[lang].search(text)
-        if not m:
-            return False
-        said = m.group(1).lower()
-        polarity = "yes" if said in ("yes", "是", "对") else "no"
-        return polarity == ("yes" if check["answer"] in ("yes", "是") else "no")
-    if kind == "symbol":
-        return re.search(rf"(?<![A-Za-z0-9]){re.escape(check['symbol'])}(?![A-Za-z0-9])", text) is not None
-    if kind == "pattern":
-        echoed = set(re.findall(r"\d+", question))
-        return any(m.group(0) not in echoed for m in re.finditer(check["regex"], text))
-    raise ValueError(f"unknown check type {kind!r}; expected exact, yes_no, symbol or pattern")
-
-
-def read_verdict(reply: str | None) -> tuple[str, str]:
-    """An S1-Bench discriminator's decision: 'retain', 'modify' or 'discard' from the last "Verdict:"
-    line of the answer part (the discrimination prompt asks for one), else 'unparsed'; and the
-    reasons (its analysis)."""
-    _, text, _ = answer_part(reply)
-    if not text:
-        return "unparsed", ""
-    found = re.findall(r"verdict\s*[:：]\s*\**\s*(retain|keep|modify|revise|discard|reject)", text, re.I)
-    if not found:
-        return "unparsed", text.strip()[:1000]
-    word = found[-1].lower()
-    decision = {"keep": "retain", "revise": "modify", "reject": "discard"}.get(word, word)
-    return decision, text.strip()[:1000]
-
-
-STANDARD_MARKER = "</think>"
-OTHER_MARKERS = tuple(m for m in END_OF_THINKING if m != STANDARD_MARKER)
-FORMAT_TYPES = (100, 101, 200, 201, 202, 203, 204, 205, 206, 207, 300, 301)
-STRICT_FORMATS = {100, 101}
-UNREADABLE_FORMATS = {300, 301}
-# Not one of table 9's twelve: the provider counted reasoning tokens but returned only the answer
-# (o4-mini, Claude and Gemini through their APIs). The paper scores such models on their answers and
-# prints their f-acc as "–" (table 3); their replies have no visible format to rate.
-HIDDEN_REASONING = 102
-
-
-def format_type(reply: str | None, finish_reason: str | None) -> tuple[int, str, str]:
-    """S1-Bench table 9: (format id, thinking part, final-answer part). 100/101 standard;
-    200-207 readable but malformed; 300 markers with neither part; 301 no closing marker and cut
-    at the token limit (endless)."""
-    text = reply or ""
-    n_std = text.count(STANDARD_MARKER)
-    n_other = sum(text.count(m) for m in OTHER_MARKERS)
-    if n_std == 0 and n_other == 0:
-        if finish_reason == "length":
-            return 301, "", text
-        return 207, "", text.strip()
-    marker = STANDARD_MARKER if n_std else next(m for m in OTHER_MARKERS if m in text)
-    head, _, tail = text.rpartition(marker)
-    thinking = _OPEN_THINKING.sub("", head)
-    for m in END_OF_THINKING:
-        thinking, tail = thinking.replace(m, " "), tail.replace(m, " ")
-    thinking, answer = thinking.strip(), tail.strip()
-    has_t, has_a = bool(thinking), bool(answer)
-    if n_std and n_other:
-        return (300, thinking, answer) if not (has_t or has_a) else (201 if has_a else 202, thinking, answer)
-    if n_std == 1:
-        if has_t and has_a:
-            return 100, thinking, answer
-        if has_a:
-            return 101, thinking, answer
-        return (200 if has_t else 300), thinking, answer
-    if n_std > 1:
-        if has_t:
-            return (201 if has_a else 202), thinking, answer
-        return (203 if has_a else 300), thinking, answer
-    if has_t:
-        return (204 if has_a else 205), thinking, answer
-    return (206 if has_a else 300), thinking, answer
-
-
 # -- the command ------------------------------------------------------------------------------------
 
 KINDS = ("label", "choice", "choices", "subsetsum", "timetabling", "number", "confidence")
 
 
-def _jsonable(reading: Reading | ParsedAnswer) -> dict[str, Any]:
+def _jsonable(reading: Any) -> dict[str, Any]:
+    from validators.muso_read import ParsedAnswer
+
     if isinstance(reading, ParsedAnswer):
         answers = [list(a) if a[0] != "invalid" else {"invalid": a[1]} for a in reading.answers]
         # "final_block" with nothing in it means the reply stated no solution
@@ -846,8 +487,11 @@ def _jsonable(reading: Reading | ParsedAnswer) -> dict[str, Any]:
 
 
 def read(kind: str, reply: str | None, *, options: int | Sequence[str] | None = None,
-         problem: Mapping[str, Any] | None = None) -> Reading | ParsedAnswer:
-    """One reply read as `kind`, exactly as the pipeline reads it (no judge is asked)."""
+         problem: Mapping[str, Any] | None = None) -> Any:
+    """One reply read as `kind`, exactly as the pipeline reads it (no judge is asked): a `Reading`,
+    or for the MuSoBench kinds a `validators.muso_read.ParsedAnswer`."""
+    from validators.muso_read import read_confidence, read_subsets, read_timetables  # MuSoBench's own
+
     if kind == "label":
         return read_label(reply, options=options if not isinstance(options, int) else None)
     if kind in ("choice", "choices"):

@@ -1,6 +1,6 @@
 """S1-Bench analyses of replies (paper 002): difficulty awareness (table 23) and MiniLM similarity
-(near duplicates, thinking redundancy, C.4). Answers, exact checks and formats are read in
-`validators.read`; the table-18 judge is `validators.judge`."""
+(near duplicates, thinking redundancy, C.4). Answers are read by `validators.read`, exact checks
+and formats by `validators.s1_read`; the table-18 judge is `validators.judge`."""
 
 from __future__ import annotations
 

@@ -20,6 +20,8 @@ helper can open a connection while its caller holds one.
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import os
 import random
 import re
@@ -32,8 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import hashlib
-import json
 import pyarrow as pa
 
 from warehouse.schema import ITEM_KEYS, MADE_ON, create_schema
@@ -129,7 +129,7 @@ class Warehouse:
                 time.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, 2.0)
 
-    def writer(self, max_hold_s: float = 1.0) -> "Writer":
+    def writer(self, max_hold_s: float = 1.0) -> Writer:
         """A connection for a stream of small writes (the ledger's results): see `Writer`."""
         return Writer(self, max_hold_s)
 

@@ -201,5 +201,6 @@ SAMPLES = f"""
         SELECT r.setting AS scope, r.item_id AS item, i.question, r.reply, r.method AS how_read,
                CAST(r.selected AS VARCHAR) AS answer, CAST(i.gold AS VARCHAR) AS gold,
                CASE WHEN r.correct THEN 'correct' WHEN NOT r.correct THEN 'wrong' ELSE r.output_category END AS verdict
-        FROM {current_rows('ib.responses', 'ib.items', ITEM_KEYS['ib.items'], 'r')} JOIN ib.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
+        FROM {current_rows('ib.responses', 'ib.items', ITEM_KEYS['ib.items'], 'r')}
+        JOIN ib.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
         WHERE r.model = ? ORDER BY scope, item"""

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from warehouse.sql import current_rows, pct as _pct
+from warehouse.sql import current_rows
+from warehouse.sql import pct as _pct
 
 TABLES: dict[str, str] = {
     # MuSoBench (paper 001). One partition = one task's complexity level, e.g. 'timetabling_51-100'.

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from warehouse.sql import current_rows, pct as _pct
+from warehouse.sql import current_rows
+from warehouse.sql import pct as _pct
 
 TABLES: dict[str, str] = {
     # S1-Bench (paper 002). The construction tables are rebuilt as a whole by `s1_items`.

@@ -44,7 +44,8 @@ TABLES: dict[str, str] = {
         created_at        TIMESTAMP NOT NULL,
         finished_at       TIMESTAMP NOT NULL,
         reasoning_text    VARCHAR,              -- reasoning the server returned in a separate field ('' = empty think block)
-        reasoning_tokens  INTEGER               -- usage.completion_tokens_details.reasoning_tokens; with reasoning_text NULL: reasoning hidden by the API
+        reasoning_tokens  INTEGER               -- usage.completion_tokens_details.reasoning_tokens; with reasoning_text
+                                                -- NULL: reasoning hidden by the API
     """,
     "llm.models": """
         name            VARCHAR PRIMARY KEY,

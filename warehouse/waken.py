@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from warehouse.sql import current_rows, pct as _pct
+from warehouse.sql import current_rows
+from warehouse.sql import pct as _pct
 
 TABLES: dict[str, str] = {
     # WakenLLM (paper 000). One partition = one dataset.
@@ -55,7 +56,8 @@ TABLES: dict[str, str] = {
         item_id      VARCHAR NOT NULL,
         sample_type  VARCHAR NOT NULL,        -- 's' solvable, 'u' unsolvable
         gold         VARCHAR NOT NULL,
-        step         VARCHAR NOT NULL,        -- direct, diagnosis, stage1, stage2, rtg_label_stage1/2, rtg_rp_stage1/2, ablation, baseline, cause
+        step         VARCHAR NOT NULL,        -- direct, diagnosis, stage1, stage2, rtg_label_stage1/2, rtg_rp_stage1/2,
+                                              -- ablation, baseline, cause
         setting      VARCHAR NOT NULL,        -- vanilla, M=<misguiding rate>, reasoning, T=<temperature>, baseline name, judge
         prediction   VARCHAR,                 -- True / False / Unknown; NULL when undecided or failed
         method       VARCHAR NOT NULL,        -- how the reply was read (validators.read): final_answer, strict, conclusion,
@@ -218,5 +220,6 @@ def view_column_doc(col: str) -> str | None:
 SAMPLES = f"""
         SELECT r.dataset AS scope, r.item_id AS item, i.question, r.reply, r.method AS how_read,
                r.prediction AS answer, r.gold, r.outcome AS verdict
-        FROM {current_rows('waken.outcomes', 'waken.items', ITEM_KEYS['waken.items'], 'r')} JOIN waken.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
+        FROM {current_rows('waken.outcomes', 'waken.items', ITEM_KEYS['waken.items'], 'r')}
+        JOIN waken.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
         WHERE r.model = ? AND r.step = 'direct' AND r.setting = 'vanilla' ORDER BY scope, item"""

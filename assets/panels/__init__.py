@@ -13,6 +13,7 @@ from typing import Any
 
 from warehouse import Warehouse
 
+
 @dataclass
 class Plot:
     title: str

@@ -1,0 +1,69 @@
+"""The family registry (configuration/families.py): each family is described once, every layer finds
+its parts by the family's key, and nothing else writes the list of families out."""
+
+import importlib
+import re
+from pathlib import Path
+
+from assets.definitions import build_definitions
+from assets.jobs import job_names
+from configuration.families import FAMILIES, KEYS
+from warehouse import schema
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# what the cross-family code takes from each family's module, per layer
+PARTS = {
+    "warehouse": ("TABLES", "VIEWS", "TABLE_DOCS", "VIEW_COLUMN_DOCS", "ITEM_KEYS", "MADE_ON", "HEADLINE",
+                  "MECHANISMS", "SAMPLES"),
+    "evaluations": ("planned_calls",),
+    "assets": ("build_assets",),
+    "assets.panels": ("panel",),
+}
+
+
+def test_every_family_has_its_module_in_each_layer_with_the_parts_the_layer_reads():
+    missing = [f"{layer}.{f.key}.{part}" for f in FAMILIES for layer, parts in PARTS.items()
+               for part in parts if not hasattr(importlib.import_module(f"{layer}.{f.key}"), part)]
+    assert missing == []
+
+
+def test_a_family_s_tables_and_views_are_in_its_own_schema_and_its_items_table_is_among_them():
+    for f in FAMILIES:
+        module = importlib.import_module(f"warehouse.{f.key}")
+        names = [*module.TABLES, *module.VIEWS, *module.ITEM_KEYS, *module.MADE_ON]
+        assert all(n.startswith(f"{f.key}.") for n in names), names
+        assert f.items_table in module.TABLES and f.items_table in module.ITEM_KEYS
+        assert f.key in schema.SCHEMAS
+        if f.partition_column:  # the partition column names an item together with the item id
+            assert module.ITEM_KEYS[f.items_table][0] == f.partition_column
+
+
+def test_the_definitions_and_jobs_are_the_registry_s(tmp_path):
+    defs = build_definitions()
+    names = {key.path[-1] for a in defs.assets for key in a.keys}
+    for f in FAMILIES:
+        assert set(f.assets) <= names
+        assert {f"build_{f.key}", f"evaluate_{f.key}", f"score_{f.key}"} <= set(job_names())
+    assert [n for n in job_names() if n.startswith("build_")] == [f"build_{k}" for k in KEYS]
+
+
+def _names_three_families(line: str) -> bool:
+    return sum(bool(re.search(rf"(['\"]{k}['\".]|\b{k}_|\b{k}\b)", line)) for k in KEYS) >= 3
+
+
+def test_no_source_file_but_the_registry_writes_out_the_list_of_families():
+    """A line naming three or more family keys is a list of families; only the registry has one."""
+    found = []
+    for path in sorted(ROOT.glob("*/**/*.py")):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] in (".venv", "tests", "benchmarks", "data") or rel == Path("configuration/families.py"):
+            continue
+        found += [f"{rel}:{n}" for n, line in enumerate(path.read_text().splitlines(), 1) if _names_three_families(line)]
+    assert found == []
+
+
+def test_the_list_detector_sees_a_list_of_families():
+    assert _names_three_families('FAMILIES = ("muso", "waken", "ib", "s1")')
+    assert _names_three_families("from assets import muso_metrics, waken_metrics, s1_metrics")
+    assert not _names_three_families('SELECT * FROM muso.metrics JOIN waken.metrics USING (model)')
