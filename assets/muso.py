@@ -25,6 +25,7 @@ from solvers import subsetsum as ss
 from solvers import timetabling as tt
 from validators import outcomes
 from validators.muso_check import subset_violations, timetable_violations
+from validators.outcomes import CALL_FAILED
 from warehouse.schema import current
 
 GROUP = "muso"
@@ -103,7 +104,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         """One evaluated model's answers to this level's instances (partition `level|model`) through
         the three-turn protocol (solve, confidence, recheck; paper section 3, appendix A.3), per
         paradigm and variant (exploration cue, self-consistency when configured), parsed and scored
-        into `muso.responses`. Failed calls are rows with status 'call_failed'."""
+        into `muso.responses`. Failed calls are rows with status CALL_FAILED."""
         cfg = settings.load()
         pk, model = model_slice(context, "level")
         wh = warehouse.get()
@@ -137,13 +138,13 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         conversations = [r for r in rows if r["variant"] not in ("sc_vote", "sc_median")]  # aggregates call nothing
         checks = reply_check_results(
             wh, cfg.reply_checks, context.partition_key, total=len(conversations),
-            failed=sum(r["status"] == "call_failed" for r in conversations),
+            failed=sum(r["status"] == CALL_FAILED for r in conversations),
             # a reply without a readable solution is scored (recall 0); undecided is a reply with no answer text at all
             undecided=sum(r["status"] == "ok" and outcomes.no_answer(r["parse_method"]) for r in conversations),
             call_keys=[k for r in conversations for k in json.loads(r["call_keys"])])
         return dg.MaterializeResult(check_results=checks, metadata={
             "dagster/row_count": len(rows),
-            "failed_calls": sum(r["status"] == "call_failed" for r in rows),
+            "failed_calls": sum(r["status"] == CALL_FAILED for r in rows),
             "parse_failures": sum(r["parse_error"] is not None for r in scored),
             "truncated": sum(r["truncated"] for r in rows),
             "mean_recall": scoring.mean([r["recall"] for r in scored]),

@@ -53,7 +53,7 @@ from generators import ib as ib_gen
 from generators.ib import ALL_FALSE
 from llm_calls import CallRequest, Ledger
 from validators.judge import Judge, OptionsCase
-from validators.outcomes import FAILED  # outcomes that are not the model's answer
+from validators.outcomes import CALL_FAILED, FAILED, NEEDS_JUDGE, UNDECIDED  # outcomes that are not the model's answer
 from validators.read import NONE, UNKNOWN, Reading, answer_part, is_correct, read_label, read_options
 
 SETTINGS = ("vanilla", "multi_turn", "conformity", "conformity_tense", "disturbing_miscellany", "few_shot",
@@ -180,7 +180,7 @@ def output_category(item: Item, selected: frozenset[int] | str | None) -> str:
     if isinstance(selected, str) and selected in FAILED:
         return selected
     if selected is None:
-        return "undecided"
+        return UNDECIDED
     if selected == NONE:
         return "none"
     chosen = [item.options[k - 1] for k in sorted(selected)]
@@ -241,7 +241,7 @@ class Runner:
         convs, keep, metas = [], [], []
         for item, p, r in zip(items, first, replies):
             if not r.ok:
-                self._record("multi_turn", item, p, None, r, Reading(None, "call_failed"), {"turn": 1})
+                self._record("multi_turn", item, p, None, r, Reading(None, CALL_FAILED), {"turn": 1})
                 continue
             # the second turn continues from the answer; a reasoning model's thinking is not fed back
             convs.append([{"role": "user", "content": p}, {"role": "assistant", "content": answer_part(r.text)[1]}])
@@ -258,7 +258,7 @@ class Runner:
         for item, original, r in zip(items, originals, rewrites):
             if not r.ok or not (r.text or "").strip():
                 why = r.error or f"the polisher {self.polisher} answered an empty rewrite"
-                self._record("prompt_polishing", item, original, None, r, Reading(None, "call_failed", why),
+                self._record("prompt_polishing", item, original, None, r, Reading(None, CALL_FAILED, why),
                              {"rewrite_failed": why})
                 continue
             keep.append(item)
@@ -270,9 +270,9 @@ class Runner:
              meta: Sequence[dict[str, Any]] | None = None, history: Sequence[list[dict[str, str]]] | None = None) -> None:
         convs = [(list(history[k]) if history else []) + [{"role": "user", "content": p}] for k, p in enumerate(prompts)]
         results = self.ledger.complete(self.model, [CallRequest(c, self.params) for c in convs], purpose=f"ib.{setting}")
-        answers = [read_answer(i, r.reply) if r.ok else Reading(None, "call_failed", r.error)
+        answers = [read_answer(i, r.reply) if r.ok else Reading(None, CALL_FAILED, r.error)
                    for i, r in zip(items, results)]
-        undecided = [k for k, a in enumerate(answers) if a.method == "needs_judge"]
+        undecided = [k for k, a in enumerate(answers) if a.method == NEEDS_JUDGE]
         # the judge reads only what exact reading could not
         judged = self.judge.read_options([OptionsCase(results[k].text or "", items[k].options,
                                                       multiple=items[k].form == "multiple") for k in undecided], "ib.judge")
@@ -377,7 +377,7 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]]) -> list[dict[st
             for cat, c in sorted(counts.items()):
                 put(setting, form, "OR", c / n, c, n, category=cat)
             n_s = sum(c for cat, c in counts.items() if cat in SPARSE_OUTPUTS)
-            n_t = sum(c for cat, c in counts.items() if cat not in SPARSE_OUTPUTS | {"undecided"})
+            n_t = sum(c for cat, c in counts.items() if cat not in SPARSE_OUTPUTS | {UNDECIDED})
             put(setting, form, "OR_T", n_t / n if n else None, n_t, n)
             put(setting, form, "OR_S", n_s / n if n else None, n_s, n)
             put(setting, form, "FR", abs(n_t - n_s) / n if n else None)

@@ -34,6 +34,7 @@ from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query, stored_or_con
 from generators import muso as muso_gen
 from llm_calls import CallRequest, CallResult, Ledger
 from validators.muso_read import ParsedAnswer, read_confidence, read_recheck, read_subsets, read_timetables
+from validators.outcomes import CALL_FAILED
 from validators.read import answer_part
 
 TIMETABLING_INSTRUCTION = (
@@ -262,7 +263,7 @@ def _row(model: str, paradigm: str, variant: str, c: _Conversation, a1: ParsedAn
         "model": model, "paradigm": paradigm, "variant": variant, "path": c.path,
         "instance_id": item.instance_id, "task": item.task, "level": item.level,
         "level_lo": item.level_lo, "level_hi": item.level_hi,
-        "status": "call_failed" if c.failed else "ok", "error": c.failed,
+        "status": CALL_FAILED if c.failed else "ok", "error": c.failed,
         "answers_first": None, "n_first": None, "n_first_correct": None, "n_first_invalid": None,
         "parse_error": None, "parse_method": None, "claimed_total": None, "confidence": None,
         "confidence_method": None, "recheck": None, "answers_second": None, "n_second": None, "n_second_correct": None,
@@ -284,11 +285,11 @@ def _row(model: str, paradigm: str, variant: str, c: _Conversation, a1: ParsedAn
             row["confidence"], row["confidence_method"] = got.answer, got.method if got.evidence is None else \
                 f"{got.method}: {got.evidence}"
         else:
-            row["confidence_method"] = "call_failed"
+            row["confidence_method"] = CALL_FAILED
     if recheck is not None:
         y2: set[Any] | None = None
         if not recheck.ok:
-            row["recheck"] = "call_failed"
+            row["recheck"] = CALL_FAILED
         else:
             decision = read_recheck(recheck.reply)
             reparsed = parse_answer(item, recheck.reply)
@@ -330,7 +331,7 @@ def _aggregate(model: str, paradigm: str, item: Item, paths: list[dict[str, Any]
             "truncated": any(p["truncated"] for p in paths),
             "call_keys": json.dumps([k for p in paths for k in json.loads(p["call_keys"])])}
     if not ok:
-        failed = {**base, "status": "call_failed", "error": f"all {len(paths)} paths failed",
+        failed = {**base, "status": CALL_FAILED, "error": f"all {len(paths)} paths failed",
                   "answers_first": None, "n_first": None, "n_first_correct": None, "confidence": None,
                   "confidence_method": None, "precision": None, "recall": None}
         return [{**failed, "variant": "sc_vote"}, {**failed, "variant": "sc_median"}]
@@ -396,7 +397,7 @@ def metric_rows(responses: Sequence[dict[str, Any]], bins: Mapping[str, Sequence
             "model": model, "paradigm": paradigm, "temperature": temperature, "variant": variant, "task": task,
             "level": level, "level_label": "all" if overall else level_label(lo, hi), "level_lo": lo, "level_hi": hi,
             "n_instances": len(rows), "n_scored": len(ok),
-            "n_failed_calls": sum(r["status"] == "call_failed" for r in rows),
+            "n_failed_calls": sum(r["status"] == CALL_FAILED for r in rows),
             "n_parse_failures": sum(r["parse_error"] is not None for r in ok),
             "n_truncated": sum(bool(r["truncated"]) for r in rows),
             "precision": scoring.mean([r["precision"] for r in ok]),

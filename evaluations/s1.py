@@ -19,7 +19,7 @@ from generators.s1 import load_registry
 from generators.s1_construction import programmatic_candidates
 from llm_calls import CallRequest, Ledger
 from validators.judge import Judge
-from validators.outcomes import FAILED  # outcomes that are not the model's answer
+from validators.outcomes import CALL_FAILED, FAILED  # outcomes that are not the model's answer
 from validators.s1 import count_tokens, difficulty_awareness, redundancy
 from validators.s1_read import FORMAT_TYPES, HIDDEN_REASONING, STRICT_FORMATS, UNREADABLE_FORMATS, check_answer, format_type
 
@@ -63,7 +63,7 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
         well = (fmt in STRICT_FORMATS) if reasoning and r.ok and not hidden else None
         target = answer if (well or not reasoning or hidden) else ""
         first = (thinking or r.text or "").strip().split("\n\n")[0]
-        method = "call_failed" if not r.ok else ("malformed" if reasoning and not well and not hidden else None)
+        method = CALL_FAILED if not r.ok else ("malformed" if reasoning and not well and not hidden else None)
         rows.append({"model": model, "item_id": it["item_id"], "subcategory": it["subcategory"],
                      "category": it["category"], "language": it["language"], "mode": mode, "sample_index": s,
                      "format_type": fmt, "well_formatted": well, "has_thinking": bool(thinking),

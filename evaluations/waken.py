@@ -45,6 +45,7 @@ from evaluations.calls import AT_LEAST, AT_MOST, EXACT, Counts, Line, Query, sto
 from llm_calls import CallRequest, CallResult, Ledger
 from validators import outcomes
 from validators.judge import Judge, OptionsCase
+from validators.outcomes import CALL_FAILED, JUDGE_FAILED, NEEDS_JUDGE, UNDECIDED
 from validators.read import LABELS, UNKNOWN, Reading, answer_part, read_label, read_options
 
 ANSWER_FORMAT = ('Explain your reasoning briefly, then finish with one line: "Final answer: True", '
@@ -162,13 +163,13 @@ def _outcome(item: Item, a: Answer) -> str:
     """correct / wrong / undecided, or the failure (call_failed, judge_failed)."""
     if a.failed:
         return a.extraction.method
-    return "undecided" if a.label is None else "correct" if a.label == item.label else "wrong"
+    return UNDECIDED if a.label is None else "correct" if a.label == item.label else "wrong"
 
 
 def converting_class(gold: str, prediction: str | None) -> str:
     """TC, FC or UC (section 3.2); `undecided` without a prediction."""
     if prediction is None:
-        return "undecided"
+        return UNDECIDED
     if prediction == gold:
         return "TC"
     if prediction == "Unknown":
@@ -235,8 +236,8 @@ class Pipeline:
                                        purpose=f"waken.{purpose}")
         kinds: list[Item | None] = list(items) if items is not None and not labels_only else [None] * len(convs)
         answers = [Answer(r, (extract(it, r.reply) if it else read_label(r.reply)) if r.ok
-                          else Reading(None, "call_failed", r.error)) for r, it in zip(results, kinds)]
-        undecided = [(a, it) for a, it in zip(answers, kinds) if a.extraction.method == "needs_judge"]
+                          else Reading(None, CALL_FAILED, r.error)) for r, it in zip(results, kinds)]
+        undecided = [(a, it) for a, it in zip(answers, kinds) if a.extraction.method == NEEDS_JUDGE]
         # the judge reads only what exact reading could not
         choice = [(a, it) for a, it in undecided if it is not None and it.choices]
         plain_ = [(a, it) for a, it in undecided if it is None or not it.choices]
@@ -248,7 +249,7 @@ class Pipeline:
         if labels_only:
             for a in answers:
                 if a.label == "Unknown":
-                    a.extraction = Reading(None, "needs_judge", "Unknown where only True/False was asked")
+                    a.extraction = Reading(None, NEEDS_JUDGE, "Unknown where only True/False was asked")
         return answers
 
     def record(self, step: str, setting: str, item: Item, answer: Answer, outcome: str,
@@ -283,7 +284,7 @@ class Pipeline:
         for it, v in zip(unsure, verdicts):
             fails = v.label == "False"
             self.record("diagnosis", "vanilla", it, v, "explanation_fails" if fails else
-                        "explanation_holds" if v.label == "True" else v.extraction.method if v.failed else "undecided")
+                        "explanation_holds" if v.label == "True" else v.extraction.method if v.failed else UNDECIDED)
             if fails:
                 vp.append(it)
         return vp
@@ -354,12 +355,12 @@ class Pipeline:
             label=it.label, task=task_text(it), reasoning=direct[it.item_id].text) for it in vp],
             tuple(CAUSES), "waken.cause")
         for it, r in zip(vp, readings):
-            cause = CAUSES[r.answer] if r.answer else ("undecided" if r.method != "judge_failed" else r.method)
+            cause = CAUSES[r.answer] if r.answer else (UNDECIDED if r.method != JUDGE_FAILED else r.method)
             self.rows.append({
                 "model": self.model, "item_id": it.item_id, "sample_type": it.sample_type, "gold": it.label,
                 "step": "cause", "setting": "judge", "prediction": None, "method": r.method,
-                "outcome": cause, "reply": r.evidence if r.method != "judge_failed" else None,
-                "call_key": r.call_key, "error": r.evidence if r.method == "judge_failed" else None,
+                "outcome": cause, "reply": r.evidence if r.method != JUDGE_FAILED else None,
+                "call_key": r.call_key, "error": r.evidence if r.method == JUDGE_FAILED else None,
             })
 
 # -- the calls this protocol makes, declared for `--plan` (evaluations/calls.py) -------------------

@@ -49,7 +49,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from validators.outcomes import FAILED  # outcomes that are not the model's answer
+from validators.outcomes import FAILED, UNDECIDED  # outcomes that are not the model's answer
 
 CLASSES = ("TC", "FC", "UC")
 
@@ -102,7 +102,7 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
     n_all = n_items.get("s", 0) + n_items.get("u", 0) - direct_failed  # the answered items of D
     correct = sum(r["outcome"] == "correct" for r in direct)
     put("acc_direct", _frac(correct, n_all), correct, n_all)
-    put("n_direct_undecided", sum(r["outcome"] == "undecided" for r in direct))
+    put("n_direct_undecided", sum(r["outcome"] == UNDECIDED for r in direct))
     put("n_direct_call_failed", direct_failed)
     vp_s = {r["item_id"] for r in direct if r["sample_type"] == "s" and r["prediction"] == "Unknown"}
     vp_u = {r["item_id"] for r in by[("diagnosis", "vanilla")] if r["outcome"] == "explanation_fails"}

@@ -35,6 +35,7 @@ from generators.s1 import PROGRAMMATIC, Candidate, Registry, generation_prompt, 
 from llm_calls import CallRequest, Ledger
 from validators import outcomes
 from validators.judge import Judge
+from validators.outcomes import CALL_FAILED
 from validators.read import Reading, answer_part
 from validators.s1 import near_duplicates
 from validators.s1_read import check_answer, read_verdict
@@ -133,7 +134,7 @@ class Construction:
                 slug = sub.replace(" ", "_")
                 pairs = parse_pairs(answer_part(r.text)[1]) if r.ok else []
                 self.rounds.append({"candidate_id": f"{slug}-gen-{model}", "round": 0, "stage": "generation",
-                                    "actor": model, "decision": "call_failed" if not r.ok else f"{len(pairs)} pairs",
+                                    "actor": model, "decision": CALL_FAILED if not r.ok else f"{len(pairs)} pairs",
                                     "detail": r.error if not r.ok else (r.text or "")[:500]})
                 for j, (lang, q, a) in enumerate(p for p in pairs if p[0] in languages):
                     records.append(Record(f"{slug}-{lang}-{model}-{j:03d}", Candidate(sub, lang, q, a, None, f"llm:{model}"),
@@ -195,7 +196,7 @@ class Construction:
             results = self.ledger.complete(model, [CallRequest([{"role": "user", "content": p}], sampling) for p in prompts],
                                            purpose="s1.discriminate")
             for r, res in zip(records, results):
-                decision, reasons = read_verdict(res.reply) if res.ok else ("call_failed", res.error or "")
+                decision, reasons = read_verdict(res.reply) if res.ok else (CALL_FAILED, res.error or "")
                 verdicts[r.cid].append(decision)
                 self._decide(r, "discrimination", model, decision, reasons)
         for r in records:
@@ -267,7 +268,7 @@ class Construction:
             verdicts = self._judge_until_wrong(index, results)
             for k, ((rec, t, s), res) in enumerate(zip(index, results)):
                 if not res.ok:
-                    correct, method, explain = None, "call_failed", res.error
+                    correct, method, explain = None, CALL_FAILED, res.error
                 elif rec.candidate.check is not None:
                     correct = check_answer(res.reply, rec.candidate.check, rec.candidate.question)
                     method, explain = "exact", None

@@ -1,4 +1,5 @@
-"""The README stays true: its SQL runs against the warehouse schema, its commands exist."""
+"""The README and the families' documents stay true: their SQL runs against the warehouse schema,
+their links lead somewhere, the commands exist."""
 
 import re
 from pathlib import Path
@@ -7,12 +8,15 @@ import pytest
 
 from warehouse import Warehouse
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+DOCS = {path: path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]}
 
 
 def readme_queries() -> list[str]:
+    """Every SQL block of the README and of docs/*.md, one query per statement."""
     out = []
-    for block in re.findall(r"```sql\n(.*?)```", README, re.S):
+    for block in re.findall(r"```sql\n(.*?)```", "\n".join(DOCS.values()), re.S):
         for q in block.split(";"):
             q = "\n".join(line for line in q.splitlines() if not line.strip().startswith("--")).strip()
             if q:
@@ -23,6 +27,35 @@ def readme_queries() -> list[str]:
 @pytest.mark.parametrize("query", readme_queries())
 def test_readme_sql_runs_against_the_schema(query, tmp_path):
     Warehouse(tmp_path / "wh.duckdb").rows(query)
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_relative_link_of_the_docs_leads_to_a_file_and_heading_that_exist():
+    broken = []
+    for path, text in DOCS.items():
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+://", target):
+                continue
+            file, _, anchor = target.partition("#")
+            dest = (path.parent / file).resolve() if file else path
+            if not dest.exists():
+                broken.append(f"{path.name}: {target}")
+            elif anchor and dest.suffix == ".md":
+                headings = {_anchor(h) for h in re.findall(r"^#+ (.+)$", dest.read_text(), re.M)}
+                if anchor not in headings:
+                    broken.append(f"{path.name}: {target}")
+    assert broken == []
+
+
+def test_each_family_has_its_document_and_the_readme_links_it():
+    from configuration.families import FAMILIES
+
+    for f in FAMILIES:
+        assert (ROOT / "docs" / f"{f.key}.md").exists() and f"(docs/{f.key}.md)" in README
 
 
 def test_readme_names_the_commands_ci_and_the_makefile_run():

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_calls import CallRequest, Ledger
+from validators.outcomes import JUDGE_FAILED
 from validators.read import NONE, Reading, read_label, read_options
 
 NO_ANSWER = "NO_ANSWER"
@@ -108,7 +109,7 @@ class Judge:
         for r in results:
             said = (r.text or "").strip()[:200]
             if not r.ok:
-                out.append(Reading(None, "judge_failed", f"judge call failed: {r.error}", r.key))
+                out.append(Reading(None, JUDGE_FAILED, f"judge call failed: {r.error}", r.key))
             elif _no_answer(r.text):
                 out.append(Reading(None, "judge_no_answer", said, r.key))
             else:
@@ -204,7 +205,7 @@ class Judge:
             out = []
             for r in results:
                 if not r.ok:
-                    out.append(Reading(None, "judge_failed", f"judge call failed: {r.error}", r.key))
+                    out.append(Reading(None, JUDGE_FAILED, f"judge call failed: {r.error}", r.key))
                     continue
                 result, why = parse_judgement(r.text)
                 out.append(Reading(bool(result), "judge", why or "", r.key) if result is not None
@@ -281,7 +282,7 @@ def unknown_verifier(judge: Judge, retries: int = 1) -> Callable[[list[dict[str,
         for r in judge.decide(prompts, "waken.unknown_verification", max_tokens=24, read=read_sufficiency,
                               retries=retries):
             said = f"judge {(r.call_key or '')[:12]}: {r.evidence!r}"
-            if r.method == "judge_failed":
+            if r.method == JUDGE_FAILED:
                 out.append(("failed", r.evidence or "judge call failed"))
             elif r.answer is None:
                 out.append(("unverified", f"the judge said neither yes nor no: {said}"))

@@ -12,6 +12,7 @@ CALL_FAILED = "call_failed"
 JUDGE_FAILED = "judge_failed"
 FAILED = frozenset({CALL_FAILED, JUDGE_FAILED})
 UNDECIDED = "undecided"  # the outcome or output category of a reply read to no answer
+NEEDS_JUDGE = "needs_judge"  # the reading method when no exact reading exists: the caller may ask a judge
 # reading methods after which no answer exists: nothing in the reply (or only unfinished thinking),
 # or a judge that could not read it or found none
 NO_ANSWER = frozenset({"empty", "unfinished_thinking", "judge_unreadable", "judge_no_answer"})

@@ -42,6 +42,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from validators.outcomes import NEEDS_JUDGE
+
 # -- the reading and the reply's parts ---------------------------------------------------------
 
 NONE = "none"  # the answer "no option is correct"
@@ -285,7 +287,7 @@ def read_label(reply: str | None, *, options: Sequence[str] | None = None, reaso
     label = _one_label(text, False)
     if label:
         return Reading(label, "scan")
-    return Reading(None, "needs_judge")
+    return Reading(None, NEEDS_JUDGE)
 
 
 def normalise_gold_label(raw: str) -> str:
@@ -422,7 +424,7 @@ def read_options(reply: str | None, options: int | Sequence[str], *, unknown: bo
         return got
     if unknown and _LABEL_RE["Unknown"].search(text) and not _names_an_option(text, n, texts):
         return Reading(UNKNOWN, "scan")  # says it cannot be determined, and names no option
-    return Reading(None, "needs_judge")
+    return Reading(None, NEEDS_JUDGE)
 
 
 def _names_an_option(text: str, n: int, texts: Sequence[str] | None) -> bool:
@@ -460,7 +462,7 @@ def read_number(reply: str | None, *, reasoning: str | None = None) -> Reading:
     got = _read_steps(text, _number_in, lambda c: _number_in(c) if _NUMBER.fullmatch(c.strip().rstrip(".。")) else None)
     if got is None:
         value = _number_in(text)
-        got = Reading(value, "scan") if value is not None else Reading(None, "needs_judge")
+        got = Reading(value, "scan") if value is not None else Reading(None, NEEDS_JUDGE)
     if isinstance(got.answer, (int, float)) and abs(got.answer) > INT_MAX:
         return Reading(None, "out_of_range", str(got.answer))
     return got

@@ -6,6 +6,7 @@ from typing import Any
 
 from assets.metadata import legend
 from assets.panels import Panel, Writer, model_rows, not_run
+from validators.outcomes import UNDECIDED
 from warehouse import Warehouse
 from warehouse.schema import current
 
@@ -14,7 +15,8 @@ def panel(wh: Warehouse, model: str, w: Writer) -> Panel:
     metrics = wh.rows("SELECT * FROM ib.metrics WHERE model = ? AND category = '-'", [model])
     none = not_run("Instruction Boundary", "ib.metrics", "ib", wh, model) if not metrics else ""
     acc = {(r["setting"], r["form"]): r["value"] for r in metrics if r["metric"] == "Acc" and r["value"] is not None}
-    undecided = wh.scalar(f"SELECT count(*) FROM {current('ib.responses')} WHERE model = ? AND output_category = 'undecided'", [model])
+    undecided = wh.scalar(f"SELECT count(*) FROM {current('ib.responses')} WHERE model = ? AND output_category = ?",
+                          [model, UNDECIDED])
     total = wh.scalar(f"SELECT count(*) FROM {current('ib.responses')} WHERE model = ?", [model])
 
     def by_setting(ax: Any) -> None:
