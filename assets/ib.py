@@ -8,7 +8,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import figure_markdown, headline, legend, stacked_bar_chart, table
+from assets.metadata import figure_markdown, headline, legend, pyplot, stacked_bar_chart, table
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -149,15 +149,6 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
     return [ib_items, ib_responses, ib_metrics]
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _output_chart(rows: list[dict]) -> dg.MetadataValue:
     """Output-label distribution (OR) under the vanilla setting, per model and form (figure 6)."""
     bars: dict[str, dict[str, float]] = {}
@@ -169,7 +160,7 @@ def _output_chart(rows: list[dict]) -> dg.MetadataValue:
 
 def _options_chart(rows: list[dict]) -> dg.MetadataValue:
     """Disturbing-miscellany accuracy by number of options (figure 3, left)."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for model in sorted({r["model"] for r in rows}):
         pts = sorted((int(r["category"]), r["value"]) for r in rows

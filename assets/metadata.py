@@ -83,18 +83,24 @@ def draw_reliability(ax: Any, series: Mapping[str, tuple[list[float], list[float
     legend(ax, fontsize=7)
 
 
-def stacked_bar_chart(bars: Mapping[str, Mapping[str, float]], title: str, ylabel: str = "share",
-                      colours: Mapping[str, str] | None = None) -> dg.MetadataValue:
-    """One stacked bar per key of `bars` (categories stacked in sorted order, or in the order of
-    `colours`), shares on a 0-1 axis, as a PNG in Markdown."""
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (files, no display): every figure starts here."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def draw_stacked_bars(ax: Any, bars: Mapping[str, Mapping[str, float]], ylabel: str = "share",
+                      colours: Mapping[str, str] | None = None) -> None:
+    """One stacked bar per key of `bars` (in sorted order; categories stacked in sorted order, or
+    in the order of `colours`), shares on a 0-1 axis, the legend beside the bars. The WakenLLM
+    converting rates and the Instruction Boundary output distribution, in the asset's metadata and
+    on the report page alike."""
     names = sorted(bars)
     cats = list(colours) if colours else sorted({c for b in bars.values() for c in b})
-    fig, ax = plt.subplots(figsize=(max(4, 1.3 * len(names)), 3.5))
     bottom = [0.0] * len(names)
     for cat in cats:
         vals = [bars[n].get(cat, 0.0) for n in names]
@@ -102,9 +108,17 @@ def stacked_bar_chart(bars: Mapping[str, Mapping[str, float]], title: str, ylabe
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_ylim(0, 1)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
     legend(ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, not over them
     ax.tick_params(axis="x", labelsize=7)
+
+
+def stacked_bar_chart(bars: Mapping[str, Mapping[str, float]], title: str, ylabel: str = "share",
+                      colours: Mapping[str, str] | None = None) -> dg.MetadataValue:
+    """`draw_stacked_bars` as a PNG in Markdown."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(max(4, 1.3 * len(bars)), 3.5))
+    draw_stacked_bars(ax, bars, ylabel, colours)
+    ax.set_title(title)
     value = figure_markdown(fig)
     plt.close(fig)
     return value

@@ -11,7 +11,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import draw_reliability, figure_markdown, headline, table
+from assets.metadata import draw_reliability, figure_markdown, headline, pyplot, table
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -251,11 +251,7 @@ def _instance_checks(wh, cfg: Config, pk: str, task: str, b: gen.LevelBin, quota
 
 def _reliability_plot(responses: list[dict]) -> dg.MetadataValue:
     """Recall-confidence reliability diagram (paper figure 3a) per model and paradigm."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     series: dict[str, tuple[list[float], list[float]]] = {}
     for r in responses:
         if r["variant"] == "standard" and r["status"] == "ok" and r["confidence"] is not None:

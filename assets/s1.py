@@ -4,7 +4,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import figure_markdown, headline, table
+from assets.metadata import figure_markdown, headline, pyplot, table
 from assets.partitions import models_partitions
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -174,11 +174,7 @@ def s1_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.M
 
 def _heatmap(rows: list[dict]) -> dg.MetadataValue:
     """Mean response tokens per model (rows) and subcategory (columns), paper figure 9."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     cells = {(r["model"], r["scope"]): r["value"] for r in rows
              if r["level"] == "subcategory" and r["metric"] == "mean_tokens" and r["value"] is not None}
     models = sorted({m for m, _ in cells})

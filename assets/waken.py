@@ -9,6 +9,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.metadata import headline, stacked_bar_chart, table
+from assets.panels.waken import RATE_COLOURS
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -194,5 +195,4 @@ def _converting_chart(rows: list[dict]) -> dg.MetadataValue:
     for r in rows:
         if r["metric"] in ("TCR", "FCR", "UCR") and r["sample_type"] == "all" and r["setting"] == "vanilla":
             bars.setdefault(f"{r['model']}\n{r['dataset']} s{r['stage']}", {})[r["metric"]] = r["value"] or 0.0
-    return stacked_bar_chart(bars, "WakenLLM converting rates", "share of stage input",
-                             {"TCR": "tab:green", "FCR": "tab:red", "UCR": "tab:gray"})
+    return stacked_bar_chart(bars, "WakenLLM converting rates", "share of stage input", RATE_COLOURS)

@@ -322,6 +322,10 @@ class WakenDataset(_Strict):
         return self
 
 
+# WakenLLM's prompt baselines (paper 000, table 6), in the table's order; the default runs all
+WAKEN_BASELINES = ("cot", "few_shot", "tree_of_thought", "plan_and_solve", "self_reflection")
+
+
 class WakenConfig(_Strict):
     """WakenLLM (paper 000): datasets, the protocol's settings and budgets."""
 
@@ -331,8 +335,7 @@ class WakenConfig(_Strict):
     temperature: float = Field(0.5, ge=0, le=2)
     ablation_temperature: float = Field(1.0, ge=0, le=2)
     misguiding_rates: list[float] = Field(default_factory=lambda: [1.0, 2 / 3, 0.5, 0.0])
-    baselines: list[Literal["cot", "few_shot", "tree_of_thought", "plan_and_solve", "self_reflection"]] = Field(
-        default_factory=lambda: ["cot", "few_shot", "tree_of_thought", "plan_and_solve", "self_reflection"])
+    baselines: list[Literal[WAKEN_BASELINES]] = Field(default_factory=lambda: list(WAKEN_BASELINES))
     max_tokens: PerScale = PerScale(demo=96, paper=2048)
 
 
@@ -341,11 +344,18 @@ class IBSource(WakenSource):
     topics: list[str] | None = None  # scienceqa topics
 
 
+# Instruction Boundary's offline item generators (generators/ib.py) and the form each makes
+IB_GENERATOR_FORMS = {"fld": "judging", "arithmetic": "single", "arithmetic10": "single", "even_numbers": "multiple"}
+# its prompt settings (paper 003, section 3 and table 3; the default runs all, in this order)
+IB_SETTINGS = ("vanilla", "multi_turn", "conformity", "conformity_tense", "disturbing_miscellany", "few_shot",
+               "few_shot_tense", "few_shot_sparse", "missing_choices", "vagueness", "prompt_polishing")
+
+
 class IBDataset(_Strict):
     """One Instruction Boundary dataset: its form, and a source or an offline generator."""
 
     form: Literal["judging", "single", "multiple"]
-    generator: Literal["fld", "arithmetic", "arithmetic10", "even_numbers"] | None = None
+    generator: Literal[tuple(IB_GENERATOR_FORMS)] | None = None
     source: IBSource | None = None
     count: PerScale  # base questions; each yields a complete and an insufficient item
     options: int = Field(4, ge=3, le=10, description=(
@@ -362,9 +372,9 @@ class IBDataset(_Strict):
     def _generator_or_source(self) -> IBDataset:
         if (self.generator is None) == (self.source is None):
             raise ValueError("expected exactly one of `generator` or `source`")
-        expected = {"fld": "judging", "arithmetic": "single", "arithmetic10": "single", "even_numbers": "multiple"}
-        if self.generator is not None and expected[self.generator] != self.form:
-            raise ValueError(f"generator {self.generator} makes {expected[self.generator]} items, not {self.form}")
+        made = IB_GENERATOR_FORMS.get(self.generator or "")
+        if self.generator is not None and made != self.form:
+            raise ValueError(f"generator {self.generator} makes {made} items, not {self.form}")
         if self.form == "multiple" and self.true_options >= self.options:
             raise ValueError(f"true_options ({self.true_options}) must be fewer than options ({self.options}): "
                              "an item needs a wrong option")
@@ -382,11 +392,7 @@ class IBConfig(_Strict):
     miscellany: IBDataset = Field(
         default_factory=lambda: IBDataset(form="single", generator="arithmetic10", count=PerScale(demo=1, paper=300)),
         description="ten-option questions for disturbing miscellany (MMLU-Pro in the paper)")
-    settings: list[Literal["vanilla", "multi_turn", "conformity", "conformity_tense", "disturbing_miscellany",
-                           "few_shot", "few_shot_tense", "few_shot_sparse", "missing_choices", "vagueness",
-                           "prompt_polishing"]] = Field(default_factory=lambda: [
-        "vanilla", "multi_turn", "conformity", "conformity_tense", "disturbing_miscellany", "few_shot",
-        "few_shot_tense", "few_shot_sparse", "missing_choices", "vagueness", "prompt_polishing"])
+    settings: list[Literal[IB_SETTINGS]] = Field(default_factory=lambda: list(IB_SETTINGS))
     polisher: str | None = Field(None, description="model that rewrites prompts (default: the judge)")
     temperature: float = Field(0.0, ge=0, le=2)
     max_tokens: PerScale = PerScale(demo=48, paper=1024)

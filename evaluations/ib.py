@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from configuration import Config
+from configuration import IB_SETTINGS, Config
 from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query, stored_or_configured
 from generators import ib as ib_gen
 from generators.ib import ALL_FALSE
@@ -56,8 +56,7 @@ from validators.judge import Judge, OptionsCase
 from validators.outcomes import CALL_FAILED, FAILED, NEEDS_JUDGE, UNDECIDED  # outcomes that are not the model's answer
 from validators.read import NONE, UNKNOWN, Reading, answer_part, is_correct, read_label, read_options
 
-SETTINGS = ("vanilla", "multi_turn", "conformity", "conformity_tense", "disturbing_miscellany", "few_shot",
-            "few_shot_tense", "few_shot_sparse", "missing_choices", "vagueness", "prompt_polishing")
+SETTINGS = IB_SETTINGS  # named once, in the configuration
 MEANINGS = {"True": "the conclusion is proved by the facts", "False": "the conclusion is disproved by the facts",
             "Unknown": "the conclusion cannot be determined from the facts"}
 NO_CORRECT = 'If no option is correct, answer "No correct answer".'

@@ -166,3 +166,15 @@ def test_a_yaml_alias_bomb_is_refused_at_once_and_errors_quote_values_briefly(tm
     with pytest.raises(ConfigError) as err:
         load_config(big)
     assert len(str(err.value)) < 400 and "characters)" in str(err.value)
+
+
+def test_each_configuration_list_is_the_one_its_code_implements():
+    """The settings, baselines and generators are named once, in the configuration; the code that
+    implements them has exactly those."""
+    from configuration import IB_GENERATOR_FORMS, IB_SETTINGS, WAKEN_BASELINES
+    from evaluations import ib, waken
+    from generators import ib as ib_gen
+
+    assert set(ib_gen.GENERATORS) == set(IB_GENERATOR_FORMS)
+    assert ib.SETTINGS == IB_SETTINGS
+    assert set(waken.BASELINE_PREFIX) == set(WAKEN_BASELINES)

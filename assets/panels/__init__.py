@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assets.metadata import pyplot
 from warehouse import Warehouse
 
 
@@ -31,15 +32,6 @@ class Panel:
     tables: list[tuple[str, list[dict]]]  # (view name, rows for this model)
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 class Writer:
     """Draws the plots of one model's page into its folder."""
 
@@ -53,7 +45,7 @@ class Writer:
         """`draw(ax)` when `reason` is empty; otherwise a "no data" plot saying why."""
         if reason:
             return Plot(title, None, reason)
-        plt = _plt()
+        plt = pyplot()
         fig, ax = plt.subplots(figsize=(5.2, 3.4))
         draw(ax)
         ax.set_title(title, fontsize=10)

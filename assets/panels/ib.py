@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assets.metadata import legend
+from assets.metadata import draw_stacked_bars, legend
 from assets.panels import Panel, Writer, model_rows, not_run
 from validators.outcomes import UNDECIDED
 from warehouse import Warehouse
@@ -40,15 +40,10 @@ def panel(wh: Warehouse, model: str, w: Writer) -> Panel:
         "AND value IS NOT NULL", [model])}
 
     def out(ax: Any) -> None:  # one stacked bar per form: the share of each output label (figure 6)
-        forms = [f for f in ("judging", "single", "multiple") if any(k[0] == f for k in outputs)]
-        bottom = [0.0] * len(forms)
-        for cat in sorted({c for _, c in outputs}):
-            vals = [outputs.get((f, cat), 0.0) for f in forms]
-            ax.bar(forms, vals, bottom=bottom, label=cat)
-            bottom = [b + v for b, v in zip(bottom, vals)]
-        ax.set_ylabel("share of vanilla replies")
-        ax.set_ylim(0, 1)
-        legend(ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        bars: dict[str, dict[str, float]] = {}
+        for (form, cat), v in outputs.items():
+            bars.setdefault(form, {})[cat] = v
+        draw_stacked_bars(ax, bars, "share of vanilla replies")
 
     acc_reason = none or ("" if acc else f"no reply was decided: {undecided} of {total} replies could not be read")
     plots = [w.plot("ib_accuracy", "Instruction Boundary accuracy per setting", acc_reason, by_setting),

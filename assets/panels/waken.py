@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from assets.metadata import legend
+from assets.metadata import draw_stacked_bars, legend
 from assets.panels import Panel, Writer, model_rows, not_run
 from warehouse import Warehouse
+
+# the converting classes of a stage (section 3.2), stacked in this order
+RATE_COLOURS = {"TCR": "tab:green", "FCR": "tab:red", "UCR": "tab:gray"}
 
 
 def panel(wh: Warehouse, model: str, w: Writer) -> Panel:
@@ -23,16 +26,10 @@ def panel(wh: Warehouse, model: str, w: Writer) -> Panel:
                            f"d_vp per dataset and stage: {dict(sorted((f'{d} s{s}', int(v or 0)) for (d, s), v in d_vp.items()))}")
 
     def conv(ax: Any) -> None:
-        bars = sorted({(d, s) for d, s, _ in rates})
-        labels = [f"{d}\nstage {s}" for d, s in bars]
-        bottom = [0.0] * len(bars)
-        for metric, colour in (("TCR", "tab:green"), ("FCR", "tab:red"), ("UCR", "tab:gray")):
-            vals = [rates.get((d, s, metric), 0.0) for d, s in bars]
-            ax.bar(labels, vals, bottom=bottom, label=metric, color=colour)
-            bottom = [b + v for b, v in zip(bottom, vals)]
-        ax.set_ylim(0, 1)
-        ax.set_ylabel("share of the stage's input")
-        legend(ax, fontsize=7)
+        bars: dict[str, dict[str, float]] = {}
+        for (d, s, metric), v in rates.items():
+            bars.setdefault(f"{d}\nstage {s}", {})[metric] = v
+        draw_stacked_bars(ax, bars, "share of the stage's input", RATE_COLOURS)
 
     vp = {(r["dataset"], r["sample_type"]): r["value"] for r in metrics
           if r["metric"] == "vague_perception_share" and r["value"] is not None}
