@@ -8,7 +8,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import figure_markdown, headline, legend, pyplot, stacked_bar_chart, table
+from assets.metadata import column_schema, figure_markdown, headline, legend, pyplot, stacked_bar_chart, table
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -27,7 +27,7 @@ RESPONSES_VERSION, METRICS_VERSION = "ib-responses-1", "ib-metrics-1"
 def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
     partitions_def = dg.StaticPartitionsDefinition([*cfg.ib.datasets, gen.MISCELLANY])
 
-    @dg.asset(name="ib_items", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
+    @dg.asset(name="ib_items", group_name=GROUP, metadata=column_schema("ib.items"), partitions_def=partitions_def, kinds={"duckdb"},
               code_version=code_version(gen.ITEMS_VERSION, cfg, "ib"),
               check_specs=[dg.AssetCheckSpec("tense_sparse_balanced", asset="ib_items", partitions_def=partitions_def,
                                              description="complete items with tense and sparse labels differ by at "
@@ -84,7 +84,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
 
     slices = by_model("dataset", partitions_def, cfg)
 
-    @dg.asset(name="ib_responses", group_name=GROUP, partitions_def=slices,
+    @dg.asset(name="ib_responses", group_name=GROUP, metadata=column_schema("ib.responses"), partitions_def=slices,
               deps=[ib_items], code_version=code_version(RESPONSES_VERSION, cfg, "ib"),
               kinds={"duckdb"}, check_specs=reply_check_specs("ib_responses", slices))
     def ib_responses(context: dg.AssetExecutionContext, settings: SettingsResource,
@@ -118,7 +118,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                 call_keys=[r["call_key"] for r in responses]),
         )
 
-    @dg.asset(name="ib_metrics", group_name=GROUP, deps=[ib_responses], kinds={"duckdb"},
+    @dg.asset(name="ib_metrics", group_name=GROUP, metadata=column_schema("ib.metrics"), deps=[ib_responses], kinds={"duckdb"},
               code_version=code_version(METRICS_VERSION, cfg, "ib"),
               check_specs=[dg.AssetCheckSpec("every_model_setting_form", asset="ib_metrics",
                                            description="every evaluated model has accuracy for every setting and form")])

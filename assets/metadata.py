@@ -122,3 +122,16 @@ def stacked_bar_chart(bars: Mapping[str, Mapping[str, float]], title: str, ylabe
     value = figure_markdown(fig)
     plt.close(fig)
     return value
+
+
+def column_schema(table: str) -> dict[str, Any]:
+    """`dagster/column_schema` of the asset that writes `table`: its columns as declared by the DDL
+    (`warehouse.rows.columns`), with their types, NOT NULL and documentation, shown in the UI."""
+    from warehouse.rows import columns
+    from warehouse.schema import TABLES, column_docs
+
+    docs = column_docs(TABLES[table])
+    return {"dagster/column_schema": dg.TableSchema(columns=[
+        dg.TableColumn(c.name, c.type, description=docs.get(c.name) or None,
+                       constraints=dg.TableColumnConstraints(nullable=not c.not_null))
+        for c in columns(table)]), "dagster/table_name": table}

@@ -11,7 +11,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import draw_reliability, figure_markdown, headline, pyplot, table
+from assets.metadata import column_schema, draw_reliability, figure_markdown, headline, pyplot, table
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -44,7 +44,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
     }
 
     @dg.asset(
-        name="muso_instances", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
+        name="muso_instances", group_name=GROUP, metadata=column_schema("muso.instances"), partitions_def=partitions_def, kinds={"duckdb"},
         code_version=code_version(gen.GENERATOR_VERSION, cfg, "muso"),
         check_specs=[dg.AssetCheckSpec(n, asset="muso_instances", partitions_def=partitions_def, description=d)
                      for n, d in check_docs.items()],
@@ -96,7 +96,8 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
 
     slices = by_model("level", partitions_def, cfg)
 
-    @dg.asset(name="muso_responses", group_name=GROUP, partitions_def=slices, deps=[muso_instances],
+    @dg.asset(name="muso_responses", group_name=GROUP, metadata=column_schema("muso.responses"), partitions_def=slices,
+              deps=[muso_instances],
               kinds={"duckdb"}, code_version=code_version(RESPONSES_VERSION, cfg, "muso"),
               check_specs=reply_check_specs("muso_responses", slices))
     def muso_responses(context: dg.AssetExecutionContext, settings: SettingsResource,
@@ -104,7 +105,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         """One evaluated model's answers to this level's instances (partition `level|model`) through
         the three-turn protocol (solve, confidence, recheck; paper section 3, appendix A.3), per
         paradigm and variant (exploration cue, self-consistency when configured), parsed and scored
-        into `muso.responses`. Failed calls are rows with status CALL_FAILED."""
+        into `muso.responses`. Failed calls are rows with status `call_failed`."""
         cfg = settings.load()
         pk, model = model_slice(context, "level")
         wh = warehouse.get()
@@ -151,7 +152,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
             "recheck_outcomes": dg.MetadataValue.json(dict(Counter(str(r["recheck"]) for r in scored))),
         })
 
-    @dg.asset(name="muso_metrics", group_name=GROUP, deps=[muso_responses], kinds={"duckdb"},
+    @dg.asset(name="muso_metrics", group_name=GROUP, metadata=column_schema("muso.metrics"), deps=[muso_responses], kinds={"duckdb"},
               code_version=code_version(METRICS_VERSION, cfg, "muso"),
               check_specs=[dg.AssetCheckSpec("every_model_task_level", asset="muso_metrics",
                                            description="every evaluated model has metrics for every configured bin, "

@@ -4,7 +4,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import figure_markdown, headline, pyplot, table
+from assets.metadata import column_schema, figure_markdown, headline, pyplot, table
 from assets.partitions import models_partitions
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -27,7 +27,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
     """The three S1-Bench assets; `s1_responses` is partitioned by the evaluated models (S1-Bench
     has one item set, no datasets)."""
     items = dg.asset(
-        s1_items, name="s1_items", group_name=GROUP, kinds={"duckdb"},
+        s1_items, name="s1_items", group_name=GROUP, metadata=column_schema("s1.items"), kinds={"duckdb"},
         code_version=code_version(ITEMS_VERSION, cfg, "s1"),
         check_specs=[dg.AssetCheckSpec("lineage_complete", asset="s1_items",
                                        description="every accepted item leads back to a generated candidate"),
@@ -38,11 +38,11 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                                                    "at least one accepted question (a warning otherwise)"),
                      *reply_check_specs("s1_items")])
     by_model = models_partitions(cfg)
-    responses = dg.asset(s1_responses, name="s1_responses", group_name=GROUP, deps=[items], kinds={"duckdb"},
-                         partitions_def=by_model, check_specs=reply_check_specs("s1_responses", by_model),
+    responses = dg.asset(s1_responses, name="s1_responses", group_name=GROUP, metadata=column_schema("s1.responses"),
+                         deps=[items], kinds={"duckdb"}, partitions_def=by_model, check_specs=reply_check_specs("s1_responses", by_model),
                          code_version=code_version(RESPONSES_VERSION, cfg, "s1"))
-    metrics = dg.asset(s1_metrics, name="s1_metrics", group_name=GROUP, deps=[responses], kinds={"duckdb"},
-                       code_version=code_version(METRICS_VERSION, cfg, "s1"))
+    metrics = dg.asset(s1_metrics, name="s1_metrics", group_name=GROUP, metadata=column_schema("s1.metrics"),
+                       deps=[responses], kinds={"duckdb"}, code_version=code_version(METRICS_VERSION, cfg, "s1"))
     return [items, responses, metrics]
 
 

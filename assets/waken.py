@@ -8,7 +8,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import headline, stacked_bar_chart, table
+from assets.metadata import column_schema, headline, stacked_bar_chart, table
 from assets.panels.waken import RATE_COLOURS
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
@@ -44,7 +44,7 @@ def _fol_check(checks: list[dict], kind: str) -> dg.AssetCheckResult:
 def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
     partitions_def = dg.StaticPartitionsDefinition(list(cfg.waken.datasets))
 
-    @dg.asset(name="waken_items", group_name=GROUP, partitions_def=partitions_def, kinds={"duckdb"},
+    @dg.asset(name="waken_items", group_name=GROUP, metadata=column_schema("waken.items"), partitions_def=partitions_def, kinds={"duckdb"},
               code_version=code_version(ITEMS_VERSION, cfg, "waken"),
               check_specs=[dg.AssetCheckSpec("solvable_unknown_one_to_one", asset="waken_items", partitions_def=partitions_def,
                                              description="solvable and Unknown items differ in number by at most one"),
@@ -111,7 +111,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
 
     slices = by_model("dataset", partitions_def, cfg)
 
-    @dg.asset(name="waken_outcomes", group_name=GROUP, partitions_def=slices,
+    @dg.asset(name="waken_outcomes", group_name=GROUP, metadata=column_schema("waken.outcomes"), partitions_def=slices,
               deps=[waken_items], code_version=code_version(OUTCOMES_VERSION, cfg, "waken"),
               kinds={"duckdb"}, check_specs=[dg.AssetCheckSpec("converting_identities", asset="waken_outcomes", partitions_def=slices,
                                                                description="TC/FC/UC identities of every stage hold"),
@@ -152,7 +152,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                                                 call_keys=[r["call_key"] for r in rows])],
         )
 
-    @dg.asset(name="waken_metrics", group_name=GROUP, deps=[waken_outcomes], kinds={"duckdb"},
+    @dg.asset(name="waken_metrics", group_name=GROUP, metadata=column_schema("waken.metrics"), deps=[waken_outcomes], kinds={"duckdb"},
               code_version=code_version(METRICS_VERSION, cfg, "waken"),
               check_specs=[dg.AssetCheckSpec("every_model_and_dataset", asset="waken_metrics",
                                            description="every evaluated model has outcomes on every built dataset")])

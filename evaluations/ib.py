@@ -53,7 +53,7 @@ from generators import ib as ib_gen
 from generators.ib import ALL_FALSE
 from llm_calls import CallRequest, Ledger
 from validators.judge import Judge, OptionsCase
-from validators.outcomes import CALL_FAILED, FAILED, NEEDS_JUDGE, UNDECIDED  # outcomes that are not the model's answer
+from validators.outcomes import CALL_FAILED, FAILED, NEEDS_JUDGE, UNDECIDED
 from validators.read import NONE, UNKNOWN, Reading, answer_part, is_correct, read_label, read_options
 
 SETTINGS = IB_SETTINGS  # named once, in the configuration

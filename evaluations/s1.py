@@ -19,7 +19,7 @@ from generators.s1 import load_registry
 from generators.s1_construction import programmatic_candidates
 from llm_calls import CallRequest, Ledger
 from validators.judge import Judge
-from validators.outcomes import CALL_FAILED, FAILED  # outcomes that are not the model's answer
+from validators.outcomes import CALL_FAILED, FAILED
 from validators.s1 import count_tokens, difficulty_awareness, redundancy
 from validators.s1_read import FORMAT_TYPES, HIDDEN_REASONING, STRICT_FORMATS, UNREADABLE_FORMATS, check_answer, format_type
 

@@ -49,7 +49,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from validators.outcomes import FAILED, UNDECIDED  # outcomes that are not the model's answer
+from validators.outcomes import FAILED, UNDECIDED
 
 CLASSES = ("TC", "FC", "UC")
 

@@ -1,6 +1,7 @@
 """Warehouse: partition replacement is atomic, and processes queue for the file instead of failing."""
 
 import multiprocessing as mp
+import re
 import subprocess
 import sys
 import textwrap
@@ -9,6 +10,7 @@ import duckdb
 import pytest
 
 from warehouse import Warehouse, WarehouseLockTimeout
+from warehouse.rows import RowError
 
 
 @pytest.fixture
@@ -139,7 +141,7 @@ def test_staged_rows_are_swapped_in_with_the_rest_or_not_at_all(wh):
     wh.begin_staging("muso.t")
     wh.append_staging("muso.t", [{"part": "new", "i": 2, "v": "a"}])
     wh.append_staging("muso.t", [{"part": "new", "i": 3, "v": "b"}])
-    with pytest.raises(duckdb.Error):  # another table in the same swap fails: nothing changes
+    with pytest.raises(RowError, match="s1.metrics: row 0"):  # another table in the same swap is refused: nothing changes
         wh.replace_partitions({"s1.metrics": [{"model": None}]}, staged=["muso.t"])
     assert wh.rows("SELECT v FROM muso.t") == [{"v": "kept"}]
     counts = wh.replace_partitions({}, staged=["muso.t"])
@@ -188,3 +190,43 @@ def test_threads_reading_one_file_at_once_and_two_files_at_once_each_see_their_o
     assert sorted(name for name, _ in seen) == ["a.duckdb", "a.duckdb", "b.duckdb", "b.duckdb"]
     assert all(("from a" if name == "a.duckdb" else "from b") in versions for name, versions in seen)
     assert all(("from b" if name == "a.duckdb" else "from a") not in versions for name, versions in seen)
+
+
+def test_each_table_s_declared_columns_are_the_columns_duckdb_created(wh):
+    """`warehouse.rows.columns` reads the DDL: names, types and NOT NULL as the file has them."""
+    from warehouse.rows import columns
+    from warehouse.schema import TABLES
+
+    wh.rows("SELECT 1")  # creates the schema
+    for table in TABLES:
+        schema, name = table.split(".")
+        got = wh.rows("SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+                      "WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position", [schema, name])
+        declared = [(c.name, c.type, c.not_null) for c in columns(table)]
+        assert declared == [(r["column_name"], r["data_type"], r["is_nullable"] == "NO") for r in got], table
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"model": "m", "setting": "s", "form": "f", "metric": "Acc", "category": "-", "colour": "red"},
+     "ib.metrics: row 1: field 'colour' is not a column of the table"),
+    ({"model": "m", "setting": "s", "form": "f", "metric": "Acc"},
+     "ib.metrics: row 1: field 'category' is required (NOT NULL) and missing"),
+    ({"model": "m", "setting": "s", "form": "f", "metric": "Acc", "category": "-", "n_failed": "3"},
+     "ib.metrics: row 1: field 'n_failed' expects INTEGER, got str '3'"),
+    ({"model": "m", "setting": "s", "form": "f", "metric": "Acc", "category": "-", "value": True},
+     "ib.metrics: row 1: field 'value' expects DOUBLE, got bool 'True'"),
+])
+def test_a_row_that_does_not_fit_its_table_is_refused_by_name_and_nothing_is_written(wh, row, message):
+    good = {"model": "m", "setting": "vanilla", "form": "judging", "metric": "Acc", "category": "-", "value": 0.5}
+    wh.replace_partition("ib.metrics", [good])
+    with pytest.raises(RowError, match=re.escape(message)):
+        wh.replace_partition("ib.metrics", [good, row])
+    assert wh.rows("SELECT model, setting, value FROM ib.metrics") == [{"model": "m", "setting": "vanilla", "value": 0.5}]
+
+
+def test_rows_are_written_with_the_declared_types_whatever_python_made_them():
+    from warehouse.rows import frame
+
+    f = frame("ib.metrics", [{"model": "m", "setting": "s", "form": "f", "metric": "Acc", "category": "-",
+                              "value": 1, "n_failed": 0}])
+    assert str(f.schema["value"]) == "Float64" and str(f.schema["n_failed"]) == "Int32"

@@ -36,7 +36,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from warehouse.schema import ITEM_KEYS, MADE_ON, create_schema
+from warehouse.rows import frame
+from warehouse.schema import ITEM_KEYS, MADE_ON, TABLES, create_schema
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$")
 
@@ -188,7 +189,7 @@ class Warehouse:
             _check_ident(table)
             if table in ITEM_KEYS:
                 rows = stamp_items(rows.to_pylist() if isinstance(rows, pa.Table) else rows)
-            data = rows if isinstance(rows, pa.Table) else _to_arrow(rows)
+            data = rows if isinstance(rows, pa.Table) else _typed(table, rows)
             for col, value in partition.items():
                 if data.num_rows and col not in data.column_names:
                     raise ValueError(f"{table}: rows lack partition column {col!r}")
@@ -234,7 +235,7 @@ class Warehouse:
     def upsert(self, table: str, rows: Sequence[Mapping[str, Any]] | pa.Table, sql_tail: str = "") -> int:
         """Insert rows; `sql_tail` may add an ON CONFLICT clause. One transaction."""
         _check_ident(table)
-        data = rows if isinstance(rows, pa.Table) else _to_arrow(rows)
+        data = rows if isinstance(rows, pa.Table) else _typed(table, rows)
         if not data.num_rows:
             return 0
         with self.connect() as con:
@@ -446,6 +447,16 @@ def _to_arrow(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     if not rows:
         return pa.table({})
     return pa.Table.from_pylist([dict(r) for r in rows])
+
+
+def _typed(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """`rows` checked against `table`'s declared columns and typed by them (`warehouse.rows`); a
+    table the schema does not declare (a scratch table) is taken as its rows are."""
+    if not rows:
+        return pa.table({})
+    if table.removesuffix("__staging") not in TABLES:
+        return _to_arrow(rows)
+    return frame(table, rows).to_arrow()
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, sql_tail: str = "") -> None:

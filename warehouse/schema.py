@@ -326,7 +326,7 @@ def _view_column_doc(col: str) -> str:
     return COLUMN_DOCS.get(col) or COLUMN_DOCS.get(col.lower(), "") or f"{col} (see the view's comment)"
 
 
-def _column_docs(columns_ddl: str) -> dict[str, str]:
+def column_docs(columns_ddl: str) -> dict[str, str]:
     """Column name -> its documentation: the DDL's own `--` comment (with continuation lines), else
     COLUMN_DOCS."""
     docs: dict[str, str] = {}
@@ -353,7 +353,7 @@ def comment_schema(con: duckdb.DuckDBPyConnection) -> None:
     """COMMENT ON every table, view and column, so DESCRIBE and any SQL client explain the warehouse."""
     for name, columns in TABLES.items():
         con.execute(f"COMMENT ON TABLE {name} IS {_quote(TABLE_DOCS.get(name, ''))}")
-        for col, doc in _column_docs(columns).items():
+        for col, doc in column_docs(columns).items():
             if doc:
                 con.execute(f"COMMENT ON COLUMN {name}.{col} IS {_quote(doc)}")
     for name in VIEWS:
