@@ -135,3 +135,15 @@ def column_schema(table: str) -> dict[str, Any]:
         dg.TableColumn(c.name, c.type, description=docs.get(c.name) or None,
                        constraints=dg.TableColumnConstraints(nullable=not c.not_null))
         for c in columns(table)]), "dagster/table_name": table}
+
+
+def check_results(checks: Sequence[Any]) -> list[dg.AssetCheckResult]:
+    """Dagster's results of the checks a layer computed (`validators.checks.Check`): lists and
+    mappings in the evidence become JSON metadata; a failed `warn` check is a warning."""
+    def value(v: Any) -> Any:
+        return dg.MetadataValue.json(v) if isinstance(v, (list, tuple, dict)) else v
+
+    return [dg.AssetCheckResult(check_name=c.name, passed=c.passed, description=c.description or None,
+                                severity=dg.AssetCheckSeverity.WARN if c.warn else dg.AssetCheckSeverity.ERROR,
+                                metadata={k: value(v) for k, v in c.metadata.items()}) for c in checks]
+

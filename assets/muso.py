@@ -11,7 +11,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import column_schema, draw_reliability, figure_markdown, headline, pyplot, table
+from assets.metadata import check_results, column_schema, draw_reliability, figure_markdown, headline, pyplot, table
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -21,10 +21,7 @@ from evaluations import muso as protocol
 from evaluations import scoring
 from generators import muso as gen
 from generators.muso import partitions, task_bins, task_params
-from solvers import subsetsum as ss
-from solvers import timetabling as tt
 from validators import outcomes
-from validators.muso_check import subset_violations, timetable_violations
 from validators.outcomes import CALL_FAILED
 from warehouse.schema import current
 
@@ -62,24 +59,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         t0 = time.perf_counter()
         instances = gen.generate_level(task, task_bins(cfg, task), level, quota, cfg.seed, task_params(cfg, task))
         elapsed = time.perf_counter() - t0
-        inst_rows, sol_rows = [], []
-        for inst in instances:
-            problem = inst.problem.to_json()
-            for k, sol in enumerate(inst.solutions):
-                sj = gen.solution_json(task, sol)
-                bad = timetable_violations(problem, sj) if task == "timetabling" else subset_violations(problem, sj)
-                if bad:
-                    raise RuntimeError(f"{inst.instance_id} solution {k} breaks the constraints: {bad}")
-                sol_rows.append({"partition_key": pk, "instance_id": inst.instance_id, "solution_index": k,
-                                 "solution": json.dumps(sj)})
-            inst_rows.append({
-                "partition_key": pk, "instance_id": inst.instance_id, "task": task, "level": level,
-                "level_lo": b.lo, "level_hi": b.hi, "solution_count": inst.solution_count,
-                "question": gen.question(inst), "reference_answer": gen.reference_answer(inst),
-                "parameters": json.dumps({"problem": problem, "arm": inst.arm}),
-                "config_seed": cfg.seed, "level_seed": inst.seed, "candidate_index": inst.candidate_index,
-                "generator_version": gen.GENERATOR_VERSION,
-            })
+        inst_rows, sol_rows = gen.level_rows(pk, task, level, b, instances, cfg.seed)
         wh = warehouse.get()
         wh.replace_partitions({"muso.instances": inst_rows, "muso.solutions": sol_rows}, {"partition_key": pk})
         return dg.MaterializeResult(
@@ -91,7 +71,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                 "candidates_drawn": instances[-1].candidate_index + 1 if instances else 0,
                 "generation_seconds": round(elapsed, 3),
             },
-            check_results=_instance_checks(wh, cfg, pk, task, b, quota),
+            check_results=check_results(_level_checks(wh, cfg, pk, task, b, quota)),
         )
 
     slices = by_model("level", partitions_def, cfg)
@@ -201,53 +181,25 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
 
 
 def load_items(wh, partition_key: str) -> list[protocol.Item]:
-    insts = wh.rows("SELECT instance_id, task, level, level_lo, level_hi, question, parameters FROM muso.instances "
-                    "WHERE partition_key = ? ORDER BY instance_id", [partition_key])
-    sols: dict[str, set] = {}
-    for r in wh.rows("SELECT s.instance_id, s.solution, i.task FROM muso.solutions s JOIN muso.instances i "
-                     "USING (instance_id) WHERE s.partition_key = ?", [partition_key]):
-        sols.setdefault(r["instance_id"], set()).add(protocol.canonical(json.loads(r["solution"]), r["task"]))
-    return [protocol.Item(r["instance_id"], r["task"], r["level"], json.loads(r["parameters"])["problem"],
-                          r["question"], frozenset(sols.get(r["instance_id"], ())), r["level_lo"], r["level_hi"])
-            for r in insts]
+    """A level's items as the protocol takes them, from the warehouse."""
+    return protocol.items_from_rows(
+        wh.rows("SELECT instance_id, task, level, level_lo, level_hi, question, parameters FROM muso.instances "
+                "WHERE partition_key = ? ORDER BY instance_id", [partition_key]),
+        wh.rows("SELECT s.instance_id, s.solution, i.task FROM muso.solutions s JOIN muso.instances i "
+                "USING (instance_id) WHERE s.partition_key = ?", [partition_key]))
 
 
-def _instance_checks(wh, cfg: Config, pk: str, task: str, b: gen.LevelBin, quota: int) -> list[dg.AssetCheckResult]:
-    """The quality gates, computed from what the warehouse now holds for this partition."""
-    insts = wh.rows("SELECT instance_id, solution_count, parameters FROM muso.instances WHERE partition_key = ? "
-                    "ORDER BY instance_id", [pk])
-    stored: dict[str, list] = {}
-    for r in wh.rows("SELECT instance_id, solution FROM muso.solutions WHERE partition_key = ?", [pk]):
-        stored.setdefault(r["instance_id"], []).append(json.loads(r["solution"]))
-    outside = [r["instance_id"] for r in insts
-               if not b.contains(r["solution_count"]) or r["solution_count"] != len(stored.get(r["instance_id"], []))]
-    # CP-SAT re-enumerates (a sample of) the instances from their stored parameters
-    sample = insts[: cfg.muso.cpsat_check_per_level.at(cfg.scale)]
-    disagree = []
-    for r in sample:
-        problem = json.loads(r["parameters"])["problem"]
-        if task == "timetabling":
-            cp = {tuple(map(tuple, map(list, s))) for s in tt.cpsat_solutions(tt.TimetablingProblem.from_json(problem))}
-            mine = {tuple(tuple(x) for x in s) for s in stored.get(r["instance_id"], [])}
-        else:
-            cp = set(ss.cpsat_solutions(ss.SubsetSumProblem.from_json(problem)))
-            mine = {tuple(s) for s in stored.get(r["instance_id"], [])}
-        if cp != mine:
-            disagree.append(r["instance_id"])
-    dup = wh.rows(
-        "SELECT parameters->>'$.problem' AS problem, list(instance_id) AS ids FROM muso.instances "
-        "WHERE task = ? GROUP BY 1 HAVING count(*) > 1", [task])
+def _level_checks(wh, cfg: Config, pk: str, task: str, b: gen.LevelBin, quota: int) -> list:
+    """The level's quality gates (generators.muso.level_checks) over what the warehouse now holds."""
+    dup = wh.rows("SELECT parameters->>'$.problem' AS problem, list(instance_id) AS ids FROM muso.instances "
+                  "WHERE task = ? GROUP BY 1 HAVING count(*) > 1", [task])
     dup_ids = wh.rows("SELECT instance_id FROM muso.instances GROUP BY 1 HAVING count(*) > 1")
-    return [
-        dg.AssetCheckResult(check_name="quota_met", passed=len(insts) == quota,
-                            metadata={"instances": len(insts), "quota": quota}),
-        dg.AssetCheckResult(check_name="counts_in_bin", passed=not outside,
-                            metadata={"bin": b.label, "violations": dg.MetadataValue.json(outside)}),
-        dg.AssetCheckResult(check_name="enumerators_agree", passed=not disagree,
-                            metadata={"checked_with_cpsat": len(sample), "disagree": dg.MetadataValue.json(disagree)}),
-        dg.AssetCheckResult(check_name="no_duplicate_instances", passed=not dup and not dup_ids,
-                            metadata={"duplicates": dg.MetadataValue.json([d["ids"] for d in dup] + [d["instance_id"] for d in dup_ids])}),
-    ]
+    return gen.level_checks(
+        task, b, quota, cfg.muso.cpsat_check_per_level.at(cfg.scale),
+        wh.rows("SELECT instance_id, solution_count, parameters FROM muso.instances WHERE partition_key = ? "
+                "ORDER BY instance_id", [pk]),
+        wh.rows("SELECT instance_id, solution FROM muso.solutions WHERE partition_key = ?", [pk]),
+        [d["ids"] for d in dup] + [d["instance_id"] for d in dup_ids])
 
 
 def _reliability_plot(responses: list[dict]) -> dg.MetadataValue:

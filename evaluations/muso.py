@@ -413,6 +413,17 @@ def metric_rows(responses: Sequence[dict[str, Any]], bins: Mapping[str, Sequence
         })
     return out
 
+
+def items_from_rows(instances: Sequence[Mapping[str, Any]], solutions: Sequence[Mapping[str, Any]]) -> list[Item]:
+    """The protocol's items from a level's stored rows: `muso.instances` (instance_id, task, level,
+    level_lo, level_hi, question, parameters) and `muso.solutions` (instance_id, task, solution)."""
+    sols: dict[str, set] = {}
+    for r in solutions:
+        sols.setdefault(r["instance_id"], set()).add(canonical(json.loads(r["solution"]), r["task"]))
+    return [Item(r["instance_id"], r["task"], r["level"], json.loads(r["parameters"])["problem"],
+                 r["question"], frozenset(sols.get(r["instance_id"], ())), r["level_lo"], r["level_hi"])
+            for r in instances]
+
 # -- the calls this protocol makes, declared for `--plan` (evaluations/calls.py) -------------------
 
 def planned_calls(cfg: Config, query: Query) -> list[Line]:

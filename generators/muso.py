@@ -23,14 +23,17 @@ finish in 40 minutes):
 
 from __future__ import annotations
 
+import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from configuration import Config, derived_seed
 from solvers import subsetsum as ss
 from solvers import timetabling as tt
+from validators.checks import Check
+from validators.muso_check import subset_violations, timetable_violations
 
 GENERATOR_VERSION = "muso-1"
 TASKS = ("timetabling", "subsetsum")
@@ -316,3 +319,69 @@ def partitions(cfg: Config) -> dict[str, tuple[str, int, LevelBin]]:
         for level, b in enumerate(task_bins(cfg, task), start=1)
         if limit is None or level <= limit
     }
+
+
+# -- the rows of a level, and its quality checks (the `muso_instances` asset stores and reports them) --
+
+def level_rows(pk: str, task: str, level: int, b: LevelBin, instances: Sequence[Instance], config_seed: int
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(`muso.instances` rows, `muso.solutions` rows) of one level; every solution is re-checked
+    against the constraints by a validator independent of the enumerators, and a violation stops
+    the build (an instance with a wrong solution would be scored against it)."""
+    inst_rows, sol_rows = [], []
+    for inst in instances:
+        problem = inst.problem.to_json()
+        for k, sol in enumerate(inst.solutions):
+            sj = solution_json(task, sol)
+            bad = timetable_violations(problem, sj) if task == "timetabling" else subset_violations(problem, sj)
+            if bad:
+                raise RuntimeError(f"{inst.instance_id} solution {k} breaks the constraints: {bad}")
+            sol_rows.append({"partition_key": pk, "instance_id": inst.instance_id, "solution_index": k,
+                             "solution": json.dumps(sj)})
+        inst_rows.append({
+            "partition_key": pk, "instance_id": inst.instance_id, "task": task, "level": level,
+            "level_lo": b.lo, "level_hi": b.hi, "solution_count": inst.solution_count,
+            "question": question(inst), "reference_answer": reference_answer(inst),
+            "parameters": json.dumps({"problem": problem, "arm": inst.arm}),
+            "config_seed": config_seed, "level_seed": inst.seed, "candidate_index": inst.candidate_index,
+            "generator_version": GENERATOR_VERSION,
+        })
+    return inst_rows, sol_rows
+
+
+def cpsat_disagreements(task: str, instances: Sequence[Mapping[str, Any]],
+                        stored: Mapping[str, Sequence[Any]]) -> list[str]:
+    """Ids of the instances (rows with `instance_id` and `parameters`) whose CP-SAT enumeration,
+    from their stored parameters, differs from their stored solutions."""
+    disagree = []
+    for r in instances:
+        problem = json.loads(r["parameters"])["problem"]
+        if task == "timetabling":
+            cp = {tuple(map(tuple, map(list, s))) for s in tt.cpsat_solutions(tt.TimetablingProblem.from_json(problem))}
+            mine = {tuple(tuple(x) for x in s) for s in stored.get(r["instance_id"], [])}
+        else:
+            cp = set(ss.cpsat_solutions(ss.SubsetSumProblem.from_json(problem)))
+            mine = {tuple(s) for s in stored.get(r["instance_id"], [])}
+        if cp != mine:
+            disagree.append(r["instance_id"])
+    return disagree
+
+
+def level_checks(task: str, b: LevelBin, quota: int, cpsat_sample: int, instances: Sequence[Mapping[str, Any]],
+                 solutions: Sequence[Mapping[str, Any]], duplicates: Sequence[Any]) -> list[Check]:
+    """The quality gates of a stored level: its `instances` rows (id, solution_count, parameters)
+    and `solutions` rows (id, solution JSON) as the warehouse now holds them, and `duplicates` (the
+    id groups of instances of the task sharing a problem or an id, found in the whole table)."""
+    stored: dict[str, list] = {}
+    for r in solutions:
+        stored.setdefault(r["instance_id"], []).append(json.loads(r["solution"]))
+    outside = [r["instance_id"] for r in instances
+               if not b.contains(r["solution_count"]) or r["solution_count"] != len(stored.get(r["instance_id"], []))]
+    sample = list(instances[:cpsat_sample])
+    disagree = cpsat_disagreements(task, sample, stored)
+    return [
+        Check("quota_met", len(instances) == quota, {"instances": len(instances), "quota": quota}),
+        Check("counts_in_bin", not outside, {"bin": b.label, "violations": outside}),
+        Check("enumerators_agree", not disagree, {"checked_with_cpsat": len(sample), "disagree": disagree}),
+        Check("no_duplicate_instances", not duplicates, {"duplicates": list(duplicates)}),
+    ]
