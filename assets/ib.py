@@ -3,12 +3,11 @@
 Partitions: one per configured dataset, plus `miscellany` (the disturbing-miscellany items).
 """
 
-import json
 from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import column_schema, figure_markdown, headline, legend, pyplot, stacked_bar_chart, table
+from assets.metadata import check_results, column_schema, figure_markdown, headline, legend, pyplot, stacked_bar_chart, table
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -50,10 +49,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         rows = (gen.miscellany_items(name, bases, count, cfg.seed) if name == gen.MISCELLANY
                 else gen.build_items(name, bases, count, cfg.seed, spec.options, spec.true_options, report,
                                    spec.combined_option))
-        for r in rows:
-            r["options"] = json.dumps(r["options"])
-            r["gold"] = json.dumps(r["gold"])
-            r["extra"] = json.dumps(r["extra"], default=str)
+        rows = gen.stored_rows(rows)
         source_rows = [{**rec.row(), "dataset": f"ib:{name}", "source": rec.dataset} for rec in records]
         wh = warehouse.get()
         wh.replace_partitions({"ib.items": rows}, {"dataset": name})
@@ -61,8 +57,6 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         stored = wh.rows("SELECT * FROM ib.items WHERE dataset = ?", [name])
         complete = Counter(r["label_type"] for r in stored if r["variant"] == "complete")
         version = dg.DataVersion(wh.item_set_version("ib.items", {"dataset": name}))
-        bad_gold = [r["item_id"] for r in stored if json.loads(r["gold"]) != "none"
-                    and not all(1 <= g <= r["n_options"] for g in json.loads(r["gold"]))]
         return dg.MaterializeResult(
             data_version=version,
             metadata={"dagster/row_count": len(stored),
@@ -72,14 +66,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                       "questions_left_out": dg.MetadataValue.json(report.get("unfit", {})),
                       "variants": dg.MetadataValue.json(dict(Counter(r["variant"] for r in stored))),
                       "label_types": dg.MetadataValue.json(dict(complete))},
-            check_results=[
-                dg.AssetCheckResult(check_name="tense_sparse_balanced",
-                                    passed=name == gen.MISCELLANY or abs(complete["tense"] - complete["sparse"]) <= 1
-                                    or (spec.form == "multiple" and not spec.combined_option and not complete["tense"]),
-                                    metadata={"complete_items": dg.MetadataValue.json(dict(complete))}),
-                dg.AssetCheckResult(check_name="gold_among_options", passed=not bad_gold,
-                                    metadata={"bad": dg.MetadataValue.json(bad_gold)}),
-            ],
+            check_results=check_results(gen.item_checks(name, spec, stored)),
         )
 
     slices = by_model("dataset", partitions_def, cfg)

@@ -8,7 +8,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import column_schema, headline, stacked_bar_chart, table
+from assets.metadata import check_results, column_schema, headline, stacked_bar_chart, table
 from assets.panels.waken import RATE_COLOURS
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
@@ -17,7 +17,7 @@ from assets.versions import code_version
 from configuration import Config
 from evaluations.waken import Item, Pipeline
 from evaluations.waken_metrics import identity_violations, metric_rows
-from generators.waken import ITEMS_VERSION, ItemsError, build_items, fol_checks, fol_summary, load_records
+from generators.waken import ITEMS_VERSION, ItemsError, build_items, fol_checks, item_checks, load_records
 from validators import outcomes
 from validators.judge import Judge, unknown_verifier
 from warehouse.schema import current
@@ -25,20 +25,6 @@ from warehouse.schema import current
 GROUP = "waken"
 # bumped when the outcomes or the metrics computed from the same inputs change
 OUTCOMES_VERSION, METRICS_VERSION = "waken-outcomes-1", "waken-metrics-1"
-
-
-def _fol_check(checks: list[dict], kind: str) -> dg.AssetCheckResult:
-    """FOLIO: a warning when any source row's FOL could not be read; the per-file counts either way."""
-    if kind != "folio":
-        return dg.AssetCheckResult(check_name="folio_fol_read", passed=True,
-                                   metadata={"checked": dg.MetadataValue.text(f"not a FOLIO dataset ({kind})")})
-    unread = [{"source_id": c["source_id"], "reason": c["reason"]} for c in checks if not c["parsed"]]
-    return dg.AssetCheckResult(
-        check_name="folio_fol_read", passed=not unread, severity=dg.AssetCheckSeverity.WARN,
-        description=f"{len(checks) - len(unread)} of {len(checks)} rows read; "
-                    f"{sum(c['agrees'] is True for c in checks)} agree with gold",
-        metadata={"per_file": dg.MetadataValue.json(fol_summary(checks)),
-                  "not_read": dg.MetadataValue.json(unread[:50])})
 
 
 def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
@@ -84,29 +70,12 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                               {"dataset": name})
         wh.replace_partitions({"sources.records": source_rows}, {"dataset": f"waken:{name}"})
         stored = wh.rows("SELECT sample_type, label, item_id, verified_label FROM waken.items WHERE dataset = ?", [name])
-        disagree = [{"item_id": r["item_id"], "gold": r["label"], "proved": r["verified_label"]} for r in stored
-                    if r["verified_label"] in ("True", "False", "Unknown") and r["verified_label"] != r["label"]]
-        unverified = Counter(str(r["verified_label"]).split(":")[0] for r in stored
-                             if r["verified_label"] not in (None, "True", "False", "Unknown"))
-        types = Counter(r["sample_type"] for r in stored)
-        ids = Counter(r["item_id"] for r in stored)
         return dg.MaterializeResult(
             data_version=dg.DataVersion(wh.item_set_version("waken.items", {"dataset": name})),
             metadata={"dagster/row_count": len(stored), "source_records": len(source_rows),
                       "labels": dg.MetadataValue.json(dict(Counter(r["label"] for r in stored))),
                       "unknown_drafts": dg.MetadataValue.json(dict(Counter(d["verdict"] for d in drafts)))},
-            check_results=[
-                dg.AssetCheckResult(check_name="solvable_unknown_one_to_one",
-                                    passed=abs(types["solvable"] - types["unsolvable"]) <= 1,
-                                    metadata={"solvable": types["solvable"], "unsolvable": types["unsolvable"]}),
-                dg.AssetCheckResult(check_name="no_duplicate_items", passed=max(ids.values(), default=1) == 1),
-                dg.AssetCheckResult(check_name="gold_label_matches_proof", passed=not disagree,
-                                    severity=dg.AssetCheckSeverity.WARN,
-                                    metadata={"disagreements": dg.MetadataValue.json(disagree),
-                                              "checked": sum(r["verified_label"] is not None for r in stored),
-                                              "not_decided": dg.MetadataValue.json(dict(unverified))}),
-                _fol_check(checks, spec.kind),
-            ],
+            check_results=check_results(item_checks(stored, checks, spec.kind)),
         )
 
     slices = by_model("dataset", partitions_def, cfg)

@@ -37,7 +37,9 @@ the loader WakenLLM uses too.
 
 from __future__ import annotations
 
+import json
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +47,7 @@ from typing import Any
 from configuration import IBDataset, derived_seed
 from generators.fld import generate_problem
 from generators.sources import SourceRecord, load_configured
+from validators.checks import Check
 
 ITEMS_VERSION = "ib-2"
 MISCELLANY = "miscellany"  # the partition of the disturbing-miscellany items (ten-option questions)
@@ -313,3 +316,25 @@ def miscellany_items(name: str, bases: Sequence[Base], count: int, seed: int) ->
             rows.append(_item(name, base, f"miscellany_{n_wrong + 1}", "tense", options,
                               [options.index(correct) + 1], None, dseed))
     return rows
+
+
+# -- a stored dataset's rows and quality checks (the `ib_items` asset stores and reports them) -------
+
+def stored_rows(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Items as `ib.items` holds them: options, gold and details as JSON text."""
+    return [{**r, "options": json.dumps(r["options"]), "gold": json.dumps(r["gold"]),
+             "extra": json.dumps(r["extra"], default=str)} for r in items]
+
+
+def item_checks(name: str, spec: IBDataset, stored: Sequence[dict[str, Any]]) -> list[Check]:
+    """The checks of one dataset's stored items: tense and sparse labels balanced among the
+    complete items (the miscellany, and multiple choice without the combined option, which has
+    no tense label, are exempt), and every gold option number among the item's options."""
+    complete = Counter(r["label_type"] for r in stored if r["variant"] == "complete")
+    bad_gold = [r["item_id"] for r in stored if json.loads(r["gold"]) != "none"
+                and not all(1 <= g <= r["n_options"] for g in json.loads(r["gold"]))]
+    balanced = (name == MISCELLANY or abs(complete["tense"] - complete["sparse"]) <= 1
+                or (spec.form == "multiple" and not spec.combined_option and not complete["tense"]))
+    return [Check("tense_sparse_balanced", balanced, {"complete_items": dict(complete)}),
+            Check("gold_among_options", not bad_gold, {"bad": bad_gold})]
+

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from configuration import WakenDataset, derived_seed
 from generators.fld import generate_problem
 from generators.sources import SourceRecord, load_configured
 from solvers.fol import Verdict, verify
+from validators.checks import Check
 
 ITEMS_VERSION = "waken-2"
 
@@ -322,3 +324,32 @@ def sample_records(name: str, spec: WakenDataset, records: Sequence[SourceRecord
         row["verified_label"] = verified_label(r.extra) if spec.kind == "folio" else None
         rows.append(row)
     return rows
+
+
+# -- a stored dataset's quality checks (the `waken_items` asset reports them) ------------------------
+
+def item_checks(stored: Sequence[dict[str, Any]], fol: Sequence[dict[str, Any]], kind: str) -> list[Check]:
+    """The checks of one dataset's stored items (rows with sample_type, label, item_id,
+    verified_label) and, for FOLIO, of its source rows' FOL readings (`fol_checks`): half and half,
+    no id twice, gold labels the prover contradicts (a warning), every FOL read (a warning)."""
+    disagree = [{"item_id": r["item_id"], "gold": r["label"], "proved": r["verified_label"]} for r in stored
+                if r["verified_label"] in ("True", "False", "Unknown") and r["verified_label"] != r["label"]]
+    unverified = Counter(str(r["verified_label"]).split(":")[0] for r in stored
+                         if r["verified_label"] not in (None, "True", "False", "Unknown"))
+    types = Counter(r["sample_type"] for r in stored)
+    ids = Counter(r["item_id"] for r in stored)
+    checks = [
+        Check("solvable_unknown_one_to_one", abs(types["solvable"] - types["unsolvable"]) <= 1,
+              {"solvable": types["solvable"], "unsolvable": types["unsolvable"]}),
+        Check("no_duplicate_items", max(ids.values(), default=1) == 1),
+        Check("gold_label_matches_proof", not disagree,
+              {"disagreements": disagree, "checked": sum(r["verified_label"] is not None for r in stored),
+               "not_decided": dict(unverified)}, warn=True),
+    ]
+    if kind != "folio":
+        return [*checks, Check("folio_fol_read", True, {"checked": f"not a FOLIO dataset ({kind})"})]
+    unread = [{"source_id": c["source_id"], "reason": c["reason"]} for c in fol if not c["parsed"]]
+    return [*checks, Check("folio_fol_read", not unread, {"per_file": fol_summary(fol), "not_read": unread[:50]},
+                           f"{len(fol) - len(unread)} of {len(fol)} rows read; "
+                           f"{sum(c['agrees'] is True for c in fol)} agree with gold", warn=True)]
+

@@ -157,3 +157,14 @@ def test_true_options_must_leave_room_for_a_wrong_option():
 
     with pytest.raises(ValueError, match="true_options"):
         IBDataset(form="multiple", generator="even_numbers", count={"demo": 1, "paper": 1}, options=3, true_options=3)
+
+
+def test_the_stored_items_checks_name_a_gold_option_outside_the_options():
+    from configuration import IBDataset, PerScale
+
+    spec = IBDataset(form="single", generator="arithmetic", count=PerScale(demo=1, paper=1))
+    ok = {"item_id": "a:complete", "variant": "complete", "label_type": "tense", "gold": "[2]", "n_options": 4}
+    far = {**ok, "item_id": "b:complete", "label_type": "sparse", "gold": "[5]"}
+    checks = {c.name: c for c in gen.item_checks("x", spec, [ok, far])}
+    assert checks["tense_sparse_balanced"].passed
+    assert not checks["gold_among_options"].passed and checks["gold_among_options"].metadata["bad"] == ["b:complete"]

@@ -119,3 +119,15 @@ def test_every_folio_row_is_read_and_checked_against_gold_with_a_summary_per_fil
         (None, "True", None)]
     assert "dropped a closing bracket" in rows[5]["warnings"]
     assert not rows[7]["parsed"] and "brackets do not balance" in rows[7]["reason"]
+
+
+def test_the_stored_items_checks_warn_on_a_gold_label_the_prover_contradicts():
+    from generators.waken import item_checks
+
+    rows = [{"item_id": "1", "sample_type": "solvable", "label": "True", "verified_label": "False"},
+            {"item_id": "2", "sample_type": "unsolvable", "label": "Unknown", "verified_label": "Unknown"}]
+    checks = {c.name: c for c in item_checks(rows, [], "fld")}
+    assert checks["solvable_unknown_one_to_one"].passed and checks["no_duplicate_items"].passed
+    gold = checks["gold_label_matches_proof"]
+    assert not gold.passed and gold.warn and gold.metadata["disagreements"] == [
+        {"item_id": "1", "gold": "True", "proved": "False"}]
