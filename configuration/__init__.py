@@ -9,18 +9,34 @@ fails with a message naming the file, the key and what was expected, e.g.::
 API keys are never in the file: a model names the *environment variable* that
 holds its key (``api_key_env``), and the variable is read only when that model
 is called.
+
+The spine's keys are defined here; each family's section is its own module
+(`configuration/<key>.py`), and `Config` has one field per family of the
+registry (`configuration/families.py`), under the family's key.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, create_model, field_validator, model_validator
+
+from configuration.base import PerScale, Section, SourceSpec, WakenSource, _Strict, derived_seed
+from configuration.families import FAMILIES
+from configuration.ib import IB_GENERATOR_FORMS, IB_SETTINGS, IBConfig, IBDataset, IBSource
+from configuration.muso import MusoConfig, MusoSubsetSum, MusoTimetabling
+from configuration.s1 import S1Config
+from configuration.waken import WAKEN_BASELINES, FLDGenerator, WakenConfig, WakenDataset
+
+__all__ = ["CONFIG_ENV_VAR", "Config", "ConfigError", "FLDGenerator", "IBConfig", "IBDataset", "IBSource",
+           "IB_GENERATOR_FORMS", "IB_SETTINGS", "LedgerConfig", "ModelConfig", "MusoConfig", "MusoSubsetSum",
+           "MusoTimetabling", "PerScale", "ReplyCheckThresholds", "S1Config", "Section", "SourceSpec",
+           "WAKEN_BASELINES", "WakenConfig", "WakenDataset", "WakenSource", "WarehouseConfig", "config_path",
+           "derived_seed", "load_config", "parse_config"]
 
 CONFIG_ENV_VAR = "BENCHSMITH_CONFIG"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -29,10 +45,6 @@ DEFAULT_CONFIG_PATH = REPO_ROOT / "benchsmith.yaml"
 
 class ConfigError(ValueError):
     """A configuration file is missing, unreadable or invalid; the message names file and key."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class WarehouseConfig(_Strict):
@@ -151,301 +163,6 @@ class ModelConfig(_Strict):
         return self.model or self.embedded or ""
 
 
-class PerScale(_Strict):
-    """A value that differs between the `demo` and `paper` scales."""
-
-    demo: int = Field(ge=0)
-    paper: int = Field(ge=0)
-
-    def at(self, scale: str) -> int:
-        return self.demo if scale == "demo" else self.paper
-
-
-def derived_seed(seed: int, *parts: object) -> int:
-    """The one way a seed for a part of the work (a dataset, a level, a subcategory) is derived
-    from the configured seed: sha256 of "seed:part:part...", its first 60 bits (fits a BIGINT).
-    The same configuration and seed give the same derived seeds on every machine."""
-    text = ":".join(str(x) for x in (seed, *parts))
-    return int(hashlib.sha256(text.encode()).hexdigest()[:15], 16)
-
-
-def _default_bins(n: int, width: int, open_last: bool) -> list[tuple[int, int | None]]:
-    bins: list[tuple[int, int | None]] = [(1 + width * i, width * (i + 1)) for i in range(n)]
-    if open_last:
-        bins[-1] = (bins[-1][0], None)
-    return bins
-
-
-class _MusoTask(_Strict):
-    bins: list[tuple[int, int | None]]
-
-    @model_validator(mode="after")
-    def _bins_ordered(self) -> _MusoTask:
-        if not self.bins:
-            raise ValueError("expected at least one bin [lo, hi]")
-        prev_hi = 0
-        for i, (lo, hi) in enumerate(self.bins):
-            if lo < 1 or (hi is not None and hi < lo):
-                raise ValueError(f"bin {i} [{lo}, {hi}]: expected 1 <= lo <= hi")
-            if lo <= prev_hi:
-                raise ValueError(f"bin {i} [{lo}, {hi}]: overlaps or precedes the bin before it")
-            if hi is None and i != len(self.bins) - 1:
-                raise ValueError(f"bin {i} [{lo}, null]: only the last bin may be open")
-            prev_hi = hi if hi is not None else lo
-        return self
-
-
-class MusoTimetabling(_MusoTask):
-    """TimeTabling generator ranges (paper appendix A.1; REFERENCE-FACTS)."""
-
-    bins: list[tuple[int, int]] = Field(default_factory=lambda: _default_bins(10, 50, False))
-    courses: tuple[int, int] = (3, 7)
-    times: tuple[int, int] = (3, 10)
-    rooms: tuple[int, int] = (2, 10)
-    teachers: tuple[int, int] = (2, 5)
-    times_per_course: tuple[int, int] = (2, 4)
-    rooms_per_course: tuple[int, int] = (1, 3)
-    single_room_prob: float = Field(0.1, ge=0, le=1)
-
-
-class MusoSubsetSum(_MusoTask):
-    """SubsetSum generator ranges (paper appendix A.1; REFERENCE-FACTS)."""
-
-    bins: list[tuple[int, int | None]] = Field(default_factory=lambda: _default_bins(7, 50, True))
-    size: tuple[int, int] = (10, 15)
-    min_value: tuple[int, int] = (1, 25)
-    max_value: tuple[int, int] = (26, 50)
-
-
-class MusoConfig(_Strict):
-    """MuSoBench: generation quotas, the evaluation protocol and its budgets."""
-
-    timetabling: MusoTimetabling = MusoTimetabling()
-    subsetsum: MusoSubsetSum = MusoSubsetSum()
-    quota: PerScale = PerScale(demo=1, paper=100)
-    demo_levels: int | None = Field(
-        None, ge=1, description="demo scale: only the first N levels (bins) of each task; null = all")
-    cpsat_check_per_level: PerScale = Field(
-        PerScale(demo=1000, paper=10), description="instances per level re-enumerated by CP-SAT in the asset check"
-    )
-    paradigms: list[Literal["short_cot", "long_cot"]] = Field(default_factory=lambda: ["short_cot"])
-    model_paradigms: dict[str, list[Literal["short_cot", "long_cot"]]] = Field(default_factory=dict, description=(
-        "per evaluated model, the paradigms it runs instead of `paradigms` (paper 001, section 3: Qwen3-8B "
-        "non-thinking as Short-CoT, thinking as Long-CoT: two configured models, one paradigm each)"))
-
-    def paradigms_for(self, model: str) -> list[str]:
-        """The paradigms `model` is evaluated in."""
-        return list(self.model_paradigms.get(model, self.paradigms))
-    exploration: bool = Field(False, description="also run the exploration-cue variant (paper section 5)")
-    reflection_checkpoints: list[int] = Field(default_factory=list, description=(
-        "Long-CoT paused after these numbers of reflection steps, </think> inserted (paper section 5, figure 6a); "
-        "needs an endpoint that continues an assistant message (vLLM); [] = off"))
-    self_consistency: PerScale = Field(PerScale(demo=0, paper=0), description="parallel paths; 0 = off")
-    temperature: float | list[float] = Field(
-        0.2, description="decoding temperature, or a list for a temperature sweep (paper section 4.3)")
-    solve_max_tokens: PerScale = PerScale(demo=128, paper=20480)
-    # the paper gives every call 20,480 tokens: a reasoning model thinks before it states a number
-    confidence_max_tokens: PerScale = PerScale(demo=16, paper=20480)
-
-    @field_validator("reflection_checkpoints")
-    @classmethod
-    def _steps_counted(cls, value: list[int]) -> list[int]:
-        if any(n < 0 for n in value) or len(set(value)) != len(value):
-            raise ValueError(f"expected distinct numbers of reflection steps >= 0, got {value!r}")
-        return value
-
-    @property
-    def temperatures(self) -> list[float]:
-        return list(self.temperature) if isinstance(self.temperature, list) else [self.temperature]
-
-    @model_validator(mode="after")
-    def _temperatures_in_range(self) -> MusoConfig:
-        bad = [t for t in self.temperatures if not 0 <= t <= 2]
-        if bad or not self.temperatures:
-            raise ValueError(f"temperature: expected values from 0 to 2, got {self.temperature!r}")
-        return self
-
-
-class WakenSource(_Strict):
-    """Where a dataset's rows come from: a hub id or local dataset directory, or local files."""
-
-    hub: str | None = None
-    config: str | None = None
-    split: str = "train"
-    path: str | None = None
-
-    @model_validator(mode="after")
-    def _one_location(self) -> WakenSource:
-        if (self.hub is None) == (self.path is None):
-            raise ValueError("expected exactly one of `hub` or `path`")
-        return self
-
-
-class FLDGenerator(_Strict):
-    depth: tuple[int, int] = (1, 3)
-    max_distractors: int = Field(4, ge=0, le=20)
-
-
-class WakenDataset(_Strict):
-    """One WakenLLM dataset: FLD-style (generated offline or from a source), FOLIO, or ScienceQA topics."""
-
-    kind: Literal["fld", "folio", "scienceqa"]
-    topics: list[str] | None = Field(None, description="scienceqa: e.g. [physics, biology] for Science")
-    # Fact-based datasets get the detailed stimulation, story-based ones the concise one (section 4.1).
-    # null = by kind, as paper 000 sorts them: FLD and FOLIO are fact-based (section 2 lists both under
-    # "Fact-based Datasets"; appendix C's 43.66 % fact-based = FLD 21.13 % + FOLIO 22.53 %, i.e. Figure 2's
-    # (600 + 640) / 2,840), ScienceQA's topics story-based. Section 5's "story-based datasets like FOLIO"
-    # (appendix I) contradicts both and is not followed.
-    form: Literal["fact", "story"] | None = None
-    generator: FLDGenerator | None = None
-    source: WakenSource | None = None
-    count: PerScale  # items in all, half solvable and half Unknown
-    lecture: bool = Field(False, description=(
-        "scienceqa: the row's lecture joins its hint or passage as the supporting text (more rows then allow "
-        "the two-sentence deletion of appendix C); the solution is never shown"))
-
-    @property
-    def context_form(self) -> Literal["fact", "story"]:
-        """The dataset's form: the configured one, else by kind (see `form`)."""
-        return self.form or ("story" if self.kind == "scienceqa" else "fact")
-
-    @model_validator(mode="after")
-    def _generator_or_source(self) -> WakenDataset:
-        if (self.generator is None) == (self.source is None):
-            raise ValueError("expected exactly one of `generator` (fld only) or `source`")
-        if self.generator is not None and self.kind != "fld":
-            raise ValueError("only kind `fld` has an offline generator; give a `source`")
-        if (self.kind == "scienceqa") != (self.topics is not None):
-            raise ValueError("`topics` is required for kind `scienceqa` and only allowed there")
-        if self.lecture and self.kind != "scienceqa":
-            raise ValueError("`lecture` is for kind `scienceqa` only")
-        return self
-
-
-# WakenLLM's prompt baselines (paper 000, table 6), in the table's order; the default runs all
-WAKEN_BASELINES = ("cot", "few_shot", "tree_of_thought", "plan_and_solve", "self_reflection")
-
-
-class WakenConfig(_Strict):
-    """WakenLLM (paper 000): datasets, the protocol's settings and budgets."""
-
-    datasets: dict[str, WakenDataset] = Field(default_factory=lambda: {
-        "fld": WakenDataset(kind="fld", generator=FLDGenerator(), count=PerScale(demo=10, paper=600)),
-    })
-    temperature: float = Field(0.5, ge=0, le=2)
-    ablation_temperature: float = Field(1.0, ge=0, le=2)
-    misguiding_rates: list[float] = Field(default_factory=lambda: [1.0, 2 / 3, 0.5, 0.0])
-    baselines: list[Literal[WAKEN_BASELINES]] = Field(default_factory=lambda: list(WAKEN_BASELINES))
-    max_tokens: PerScale = PerScale(demo=96, paper=2048)
-
-
-class IBSource(WakenSource):
-    kind: Literal["fld", "folio", "scienceqa", "mmlu", "mmlu_pro", "commonsenseqa", "truthfulqa", "multirc"]
-    topics: list[str] | None = None  # scienceqa topics
-
-
-# Instruction Boundary's offline item generators (generators/ib.py) and the form each makes
-IB_GENERATOR_FORMS = {"fld": "judging", "arithmetic": "single", "arithmetic10": "single", "even_numbers": "multiple"}
-# its prompt settings (paper 003, section 3 and table 3; the default runs all, in this order)
-IB_SETTINGS = ("vanilla", "multi_turn", "conformity", "conformity_tense", "disturbing_miscellany", "few_shot",
-               "few_shot_tense", "few_shot_sparse", "missing_choices", "vagueness", "prompt_polishing")
-
-
-class IBDataset(_Strict):
-    """One Instruction Boundary dataset: its form, and a source or an offline generator."""
-
-    form: Literal["judging", "single", "multiple"]
-    generator: Literal[tuple(IB_GENERATOR_FORMS)] | None = None
-    source: IBSource | None = None
-    count: PerScale  # base questions; each yields a complete and an insufficient item
-    options: int = Field(4, ge=3, le=10, description=(
-        "choice forms: options per question (the authors' released items have 4); wrong options sampled "
-        "with the seed, questions with too few skipped and counted"))
-    true_options: int = Field(2, ge=2, description=(
-        "multiple choice: true answers per question (the authors' MultiRC items have 2 of 4)"))
-    combined_option: bool = Field(False, description=(
-        "multiple choice: for half the questions add an option combining the true answers (\"Options i and j "
-        "are all true\") as a sparse label. Off by default: table 3's GR3 is accuracy over all 150 multi-select "
-        "MultiRC items with no such option (its values are multiples of 1/150), as the authors' items are"))
-
-    @model_validator(mode="after")
-    def _generator_or_source(self) -> IBDataset:
-        if (self.generator is None) == (self.source is None):
-            raise ValueError("expected exactly one of `generator` or `source`")
-        made = IB_GENERATOR_FORMS.get(self.generator or "")
-        if self.generator is not None and made != self.form:
-            raise ValueError(f"generator {self.generator} makes {made} items, not {self.form}")
-        if self.form == "multiple" and self.true_options >= self.options:
-            raise ValueError(f"true_options ({self.true_options}) must be fewer than options ({self.options}): "
-                             "an item needs a wrong option")
-        return self
-
-
-class IBConfig(_Strict):
-    """Instruction Boundary (paper 003): datasets per form, the miscellany set, settings, budgets."""
-
-    datasets: dict[str, IBDataset] = Field(default_factory=lambda: {
-        "fld": IBDataset(form="judging", generator="fld", count=PerScale(demo=2, paper=600)),
-        "arithmetic": IBDataset(form="single", generator="arithmetic", count=PerScale(demo=2, paper=300)),
-        "even_numbers": IBDataset(form="multiple", generator="even_numbers", count=PerScale(demo=2, paper=150)),
-    })
-    miscellany: IBDataset = Field(
-        default_factory=lambda: IBDataset(form="single", generator="arithmetic10", count=PerScale(demo=1, paper=300)),
-        description="ten-option questions for disturbing miscellany (MMLU-Pro in the paper)")
-    settings: list[Literal[IB_SETTINGS]] = Field(default_factory=lambda: list(IB_SETTINGS))
-    polisher: str | None = Field(None, description="model that rewrites prompts (default: the judge)")
-    temperature: float = Field(0.0, ge=0, le=2)
-    max_tokens: PerScale = PerScale(demo=48, paper=1024)
-
-
-class S1Config(_Strict):
-    """S1-Bench (paper 002): construction roles and budgets, and the evaluation's sampling."""
-
-    release: str | None = Field(None, description=(
-        "a released S1-Bench file (the authors' S1-Bench.json: 422 items) whose items are evaluated beside the "
-        "built ones; relative to this file"))
-    build: bool = Field(True, description="run the construction loop (false: evaluate only `release`)")
-    subcategories: list[str] | None = Field(None, description="registry names at paper scale; null = all 28")
-    demo_subcategories: list[str] = Field(default_factory=lambda: ["scientific notation", "creative authorship"])
-    languages: list[Literal["en", "zh"]] = Field(default_factory=lambda: ["en", "zh"])
-    candidates_per_subcategory: PerScale = PerScale(demo=1, paper=50)
-    programmatic: bool = True
-    generators: list[str] = Field(default_factory=list, description="LLM generators (the paper uses two)")
-    discriminators: list[str] = Field(default_factory=list, description="LLM quality discriminators")
-    validators: list[str] | None = Field(None, description="small validator LLMs; null = the judge model")
-    reducer: str | None = Field(None, description="model for difficulty reduction (default: the judge)")
-    temperatures: list[float] = Field(default_factory=lambda: [0.0, 0.2, 0.4])
-    samples_per_temperature: int = Field(10, ge=1)
-    max_rounds: PerScale = PerScale(demo=1, paper=3)
-    dedup_threshold: float = Field(0.9, gt=0, le=1)
-    # Token budgets per step, sized to the task at paper scale: 50 bilingual pairs in one generation
-    # call; a discriminator's analysis before its verdict line; validators' answers (paper table 2:
-    # 38-114 tokens on average); the paper's 10,000-token evaluation budget.
-    generation_max_tokens: PerScale = PerScale(demo=1024, paper=8192)
-    discrimination_max_tokens: PerScale = PerScale(demo=512, paper=2048)
-    validator_max_tokens: PerScale = PerScale(demo=48, paper=512)
-    reduction_max_tokens: PerScale = PerScale(demo=256, paper=1024)
-    k: int = Field(5, ge=1)
-    table2_models: list[str] = Field(default_factory=list, description=(
-        "evaluated models also sampled `samples_per_temperature` times at each of `temperatures` on the final "
-        "items (paper 002, table 2: the small LLMs' acc@10 at t = 0, 0.2, 0.4, and their tokens)"))
-    eval_temperature: float = 0.6
-    eval_top_p: float = 0.95
-    eval_max_tokens: PerScale = PerScale(demo=128, paper=10000)
-
-    @model_validator(mode="after")
-    def _something_to_evaluate(self) -> S1Config:
-        if not self.build and not self.release:
-            raise ValueError("build: false needs a `release` file to evaluate")
-        return self
-
-    @field_validator("generation_max_tokens", "discrimination_max_tokens", "validator_max_tokens",
-                     "reduction_max_tokens", "eval_max_tokens", mode="before")
-    @classmethod
-    def _one_budget_for_both_scales(cls, value: Any) -> Any:
-        return {"demo": value, "paper": value} if isinstance(value, int) else value
-
-
 class ReplyCheckThresholds(_Strict):
     """Shares above which a model-calling asset's run-health check errors (and the run fails);
     above zero but within them, it warns."""
@@ -455,7 +172,9 @@ class ReplyCheckThresholds(_Strict):
     truncated_replies: float = Field(0.9, ge=0, le=1, description="replies cut at the token budget")
 
 
-class Config(_Strict):
+class _Spine(_Strict):
+    """The keys of every configuration; `Config` adds one section per family."""
+
     scale: Literal["demo", "paper"] = "demo"
     seed: int = Field(20261130, ge=0, lt=2**63, description="fits a BIGINT: every derived seed is stored")
     warehouse: WarehouseConfig = WarehouseConfig()
@@ -466,37 +185,24 @@ class Config(_Strict):
     evaluate: list[str] = Field(default_factory=lambda: ["smollm2"], description="models evaluated")
     judge: str = Field("smollm2", description="model used as answer judge")
     probe_prompt: str = "What is 2 + 3? Reply with the number only."
-    muso: MusoConfig = MusoConfig()
-    waken: WakenConfig = WakenConfig()
-    ib: IBConfig = IBConfig()
-    s1: S1Config = S1Config()
     reply_checks: ReplyCheckThresholds = ReplyCheckThresholds()
 
     # Not part of the file: where it was read from, so relative paths resolve beside it.
     source: str = Field("<defaults>", exclude=True)
 
     @model_validator(mode="after")
-    def _referenced_models_exist(self) -> Config:
+    def _referenced_models_exist(self) -> _Spine:
         known = set(self.models)
         for i, name in enumerate(self.evaluate):
             if name not in known:
                 raise _RefError(f"evaluate.{i}", name, known)
         if self.judge not in known:
             raise _RefError("judge", self.judge, known)
-        if self.ib.polisher is not None and self.ib.polisher not in known:
-            raise _RefError("ib.polisher", self.ib.polisher, known)
-        for role in ("generators", "discriminators", "validators"):
-            for i, name in enumerate(getattr(self.s1, role) or []):
-                if name not in known:
-                    raise _RefError(f"s1.{role}.{i}", name, known)
-        if self.s1.reducer is not None and self.s1.reducer not in known:
-            raise _RefError("s1.reducer", self.s1.reducer, known)
-        for i, name in enumerate(self.s1.table2_models):
-            if name not in self.evaluate:
-                raise _RefError(f"s1.table2_models.{i}", name, set(self.evaluate))
-        for name in self.muso.model_paradigms:
-            if name not in known:
-                raise _RefError(f"muso.model_paradigms.{name}", name, known)
+        for family in FAMILIES:  # the models each section names (its `referenced_models`)
+            for key, name, where in getattr(self, family.key).referenced_models():
+                allowed = known if where == "models" else set(self.evaluate)
+                if name not in allowed:
+                    raise _RefError(f"{family.key}.{key}", name, allowed)
         return self
 
     def warehouse_path(self) -> Path:
@@ -528,6 +234,12 @@ class Config(_Strict):
                 f"{m.api_key_env} is not set (expected the API key for {m.base_url})"
             )
         return value
+
+
+# The whole configuration: the spine's keys and one section per family, in the registry's order.
+Config = create_model("Config", __base__=_Spine, __module__=__name__,
+                      **{f.key: (f.config, f.config()) for f in FAMILIES})
+Config.__doc__ = "The whole configuration: the spine's keys and `<key>:` per family (configuration/families.py)."
 
 
 class _RefError(ValueError):
@@ -576,33 +288,10 @@ def _paths_beside(data: dict[str, Any], source: str) -> dict[str, Any]:
         return data
     base = Path(source).resolve().parent
 
-    def fix(entry: Any) -> Any:
-        if isinstance(entry, dict) and isinstance(entry.get("source"), dict):
-            src = dict(entry["source"])
-            path, hub = src.get("path"), src.get("hub")
-            if isinstance(path, str) and path and not Path(path).is_absolute():
-                src["path"] = str(base / path)
-            # `hub` is a hub id or a local copy of a hub dataset: a relative local copy (one that
-            # starts with ./ or ../, or exists beside the file) resolves beside the file too
-            if isinstance(hub, str) and hub and not Path(hub).is_absolute() and (
-                    hub.startswith(("./", "../")) or (base / hub).is_dir()):
-                src["hub"] = str(base / hub)
-            return {**entry, "source": src}
-        return entry
-
     out = dict(data)
-    s1 = out.get("s1")
-    if isinstance(s1, dict) and isinstance(s1.get("release"), str) and not Path(s1["release"]).is_absolute():
-        out["s1"] = {**s1, "release": str(base / s1["release"])}
-    for family in ("waken", "ib"):
-        section = out.get(family)
-        if isinstance(section, dict):
-            section = dict(section)
-            if isinstance(section.get("datasets"), dict):
-                section["datasets"] = {k: fix(v) for k, v in section["datasets"].items()}
-            if "miscellany" in section:
-                section["miscellany"] = fix(section["miscellany"])
-            out[family] = section
+    for family in FAMILIES:  # each section resolves its own paths (`Section.paths_beside`)
+        if isinstance(out.get(family.key), dict):
+            out[family.key] = family.config.paths_beside(out[family.key], base)
     return out
 
 

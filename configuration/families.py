@@ -4,6 +4,7 @@ A family's code lives in modules named after its key, one per layer that has wor
 
 | layer | module | what the cross-family code takes from it |
 | --- | --- | --- |
+| `configuration/` | `configuration/<key>.py` | its section's model (`config` below), checked and resolved by `Config` |
 | `warehouse/` | `warehouse/<key>.py` | `TABLES`, `VIEWS`, their docs, `HEADLINE`, `MECHANISMS` |
 | `evaluations/` | `evaluations/<key>.py` | `planned_calls(cfg, query)`: the calls its protocol makes |
 | `assets/` | `assets/<key>.py` | `build_assets(cfg)`: its assets and checks |
@@ -19,6 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from configuration.base import Section
+from configuration.ib import IBConfig
+from configuration.muso import MusoConfig
+from configuration.s1 import S1Config
+from configuration.waken import WakenConfig
+
 
 @dataclass(frozen=True)
 class Family:
@@ -30,6 +37,7 @@ class Family:
     metrics: str
     items_table: str  # the warehouse table of its items
     partition_column: str | None  # the items table's column naming the partition (None: one item set)
+    config: type[Section]  # its section of the configuration file, under `<key>:` (configuration/<key>.py)
 
     @property
     def assets(self) -> tuple[str, str, str]:
@@ -39,13 +47,13 @@ class Family:
 
 FAMILIES: tuple[Family, ...] = (
     Family("muso", "MuSoBench", "task level", "muso_instances", "muso_responses", "muso_metrics",
-           "muso.instances", "partition_key"),
+           "muso.instances", "partition_key", MusoConfig),
     Family("waken", "WakenLLM", "dataset", "waken_items", "waken_outcomes", "waken_metrics",
-           "waken.items", "dataset"),
+           "waken.items", "dataset", WakenConfig),
     Family("ib", "Instruction Boundary", "dataset", "ib_items", "ib_responses", "ib_metrics",
-           "ib.items", "dataset"),
+           "ib.items", "dataset", IBConfig),
     Family("s1", "S1-Bench", "run (one item set)", "s1_items", "s1_responses", "s1_metrics",
-           "s1.items", None),
+           "s1.items", None, S1Config),
 )
 KEYS: tuple[str, ...] = tuple(f.key for f in FAMILIES)
 BY_KEY: dict[str, Family] = {f.key: f for f in FAMILIES}

@@ -19,6 +19,7 @@ PARTS = {
     "evaluations": ("planned_calls",),
     "assets": ("build_assets",),
     "assets.panels": ("panel",),
+    "configuration": (),  # the section: Family.config (test below)
 }
 
 
@@ -67,3 +68,13 @@ def test_the_list_detector_sees_a_list_of_families():
     assert _names_three_families('FAMILIES = ("muso", "waken", "ib", "s1")')
     assert _names_three_families("from assets import muso_metrics, waken_metrics, s1_metrics")
     assert not _names_three_families('SELECT * FROM muso.metrics JOIN waken.metrics USING (model)')
+
+
+def test_the_configuration_has_one_section_per_family_from_its_own_module():
+    from configuration import Config
+    from configuration.base import Section
+
+    for f in FAMILIES:
+        assert issubclass(f.config, Section) and f.config.__module__ == f"configuration.{f.key}"
+        assert Config.model_fields[f.key].annotation is f.config
+    assert [k for k in Config.model_fields if k in KEYS] == list(KEYS)

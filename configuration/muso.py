@@ -1,0 +1,109 @@
+"""MuSoBench's section of the configuration (`muso:`): tasks, bins, paradigms, budgets (paper 001)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from configuration.base import PerScale, Section, _Strict
+
+
+def _default_bins(n: int, width: int, open_last: bool) -> list[tuple[int, int | None]]:
+    bins: list[tuple[int, int | None]] = [(1 + width * i, width * (i + 1)) for i in range(n)]
+    if open_last:
+        bins[-1] = (bins[-1][0], None)
+    return bins
+
+
+class _MusoTask(_Strict):
+    bins: list[tuple[int, int | None]]
+
+    @model_validator(mode="after")
+    def _bins_ordered(self) -> _MusoTask:
+        if not self.bins:
+            raise ValueError("expected at least one bin [lo, hi]")
+        prev_hi = 0
+        for i, (lo, hi) in enumerate(self.bins):
+            if lo < 1 or (hi is not None and hi < lo):
+                raise ValueError(f"bin {i} [{lo}, {hi}]: expected 1 <= lo <= hi")
+            if lo <= prev_hi:
+                raise ValueError(f"bin {i} [{lo}, {hi}]: overlaps or precedes the bin before it")
+            if hi is None and i != len(self.bins) - 1:
+                raise ValueError(f"bin {i} [{lo}, null]: only the last bin may be open")
+            prev_hi = hi if hi is not None else lo
+        return self
+
+
+class MusoTimetabling(_MusoTask):
+    """TimeTabling generator ranges (paper appendix A.1; REFERENCE-FACTS)."""
+
+    bins: list[tuple[int, int]] = Field(default_factory=lambda: _default_bins(10, 50, False))
+    courses: tuple[int, int] = (3, 7)
+    times: tuple[int, int] = (3, 10)
+    rooms: tuple[int, int] = (2, 10)
+    teachers: tuple[int, int] = (2, 5)
+    times_per_course: tuple[int, int] = (2, 4)
+    rooms_per_course: tuple[int, int] = (1, 3)
+    single_room_prob: float = Field(0.1, ge=0, le=1)
+
+
+class MusoSubsetSum(_MusoTask):
+    """SubsetSum generator ranges (paper appendix A.1; REFERENCE-FACTS)."""
+
+    bins: list[tuple[int, int | None]] = Field(default_factory=lambda: _default_bins(7, 50, True))
+    size: tuple[int, int] = (10, 15)
+    min_value: tuple[int, int] = (1, 25)
+    max_value: tuple[int, int] = (26, 50)
+
+
+class MusoConfig(Section):
+    """MuSoBench: generation quotas, the evaluation protocol and its budgets."""
+
+    timetabling: MusoTimetabling = MusoTimetabling()
+    subsetsum: MusoSubsetSum = MusoSubsetSum()
+    quota: PerScale = PerScale(demo=1, paper=100)
+    demo_levels: int | None = Field(
+        None, ge=1, description="demo scale: only the first N levels (bins) of each task; null = all")
+    cpsat_check_per_level: PerScale = Field(
+        PerScale(demo=1000, paper=10), description="instances per level re-enumerated by CP-SAT in the asset check"
+    )
+    paradigms: list[Literal["short_cot", "long_cot"]] = Field(default_factory=lambda: ["short_cot"])
+    model_paradigms: dict[str, list[Literal["short_cot", "long_cot"]]] = Field(default_factory=dict, description=(
+        "per evaluated model, the paradigms it runs instead of `paradigms` (paper 001, section 3: Qwen3-8B "
+        "non-thinking as Short-CoT, thinking as Long-CoT: two configured models, one paradigm each)"))
+
+    def paradigms_for(self, model: str) -> list[str]:
+        """The paradigms `model` is evaluated in."""
+        return list(self.model_paradigms.get(model, self.paradigms))
+    exploration: bool = Field(False, description="also run the exploration-cue variant (paper section 5)")
+    reflection_checkpoints: list[int] = Field(default_factory=list, description=(
+        "Long-CoT paused after these numbers of reflection steps, </think> inserted (paper section 5, figure 6a); "
+        "needs an endpoint that continues an assistant message (vLLM); [] = off"))
+    self_consistency: PerScale = Field(PerScale(demo=0, paper=0), description="parallel paths; 0 = off")
+    temperature: float | list[float] = Field(
+        0.2, description="decoding temperature, or a list for a temperature sweep (paper section 4.3)")
+    solve_max_tokens: PerScale = PerScale(demo=128, paper=20480)
+    # the paper gives every call 20,480 tokens: a reasoning model thinks before it states a number
+    confidence_max_tokens: PerScale = PerScale(demo=16, paper=20480)
+
+    @field_validator("reflection_checkpoints")
+    @classmethod
+    def _steps_counted(cls, value: list[int]) -> list[int]:
+        if any(n < 0 for n in value) or len(set(value)) != len(value):
+            raise ValueError(f"expected distinct numbers of reflection steps >= 0, got {value!r}")
+        return value
+
+    @property
+    def temperatures(self) -> list[float]:
+        return list(self.temperature) if isinstance(self.temperature, list) else [self.temperature]
+
+    @model_validator(mode="after")
+    def _temperatures_in_range(self) -> MusoConfig:
+        bad = [t for t in self.temperatures if not 0 <= t <= 2]
+        if bad or not self.temperatures:
+            raise ValueError(f"temperature: expected values from 0 to 2, got {self.temperature!r}")
+        return self
+
+    def referenced_models(self) -> list[tuple[str, str, str]]:
+        return [(f"model_paradigms.{name}", name, "models") for name in self.model_paradigms]
