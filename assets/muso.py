@@ -94,10 +94,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         m = cfg.muso
         rows = []
         for paradigm in m.paradigms_for(model):
-            variants = ["standard"] + (["exploration"] if m.exploration else [])
-            if m.self_consistency.at(cfg.scale) > 0:
-                variants.append("self_consistency")
-            for variant in variants:
+            for variant in protocol.variants(cfg):
                 for temperature in m.temperatures:
                     rows += protocol.run(
                         ledger, model, items, paradigm, variant, temperature=temperature,

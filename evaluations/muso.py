@@ -73,6 +73,20 @@ RECHECK_PROMPT = (
 EXPLORATION_CUE = "Wait, there may be other solutions."
 
 PARADIGMS = ("short_cot", "long_cot")
+# The turns of each variant's conversation, in order (section 3, appendix A.3): `run` asks these,
+# and `planned_calls` counts these; each is the ledger purpose `muso.<variant>.<turn>`.
+TURNS: dict[str, tuple[str, ...]] = {
+    "standard": ("solve", "confidence", "recheck"),
+    "exploration": ("solve", "cue", "confidence", "recheck"),  # the cue: "Wait, there may be other solutions."
+    "self_consistency": ("solve", "confidence"),  # n paths, aggregated; no recheck
+}
+
+
+def variants(cfg: Config) -> list[str]:
+    """The variants a configuration runs: standard, plus exploration and self-consistency when set."""
+    m = cfg.muso
+    return ["standard"] + (["exploration"] if m.exploration else []) + (
+        ["self_consistency"] if m.self_consistency.at(cfg.scale) > 0 else [])
 
 
 @dataclass(frozen=True)
@@ -145,8 +159,9 @@ def run(
     """Rows for `muso.responses`: one per (item, path), plus aggregated rows for self-consistency."""
     if paradigm not in PARADIGMS:
         raise ValueError(f"unknown paradigm {paradigm!r}; expected one of {PARADIGMS}")
-    if variant not in ("standard", "exploration", "self_consistency"):
-        raise ValueError(f"unknown variant {variant!r}")
+    if variant not in TURNS:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {tuple(TURNS)}")
+    turns = TURNS[variant]
     solve = {"temperature": temperature, "max_tokens": solve_max_tokens}
     confid = {"temperature": temperature, "max_tokens": confidence_max_tokens}
     n_paths = paths if variant == "self_consistency" else 1
@@ -160,7 +175,7 @@ def run(
             c.failed = f"solve: {r.error}"
     live = [c for c in convs if c.failed is None]
 
-    if variant == "exploration":
+    if "cue" in turns:
         cue = _turn(ledger, model, live, EXPLORATION_CUE, solve, f"{tag}.cue")
         extra = {id(c): (parse_answer(c.item, r.reply) if r.ok else None) for c, r in zip(live, cue)}
         for i, c in enumerate(convs):
@@ -174,7 +189,7 @@ def run(
 
     conf_results = dict(zip(map(id, live), _turn(ledger, model, live, CONFIDENCE_PROMPT, confid, f"{tag}.confidence")))
     recheck_results: dict[int, CallResult] = {}
-    if variant != "self_consistency":
+    if "recheck" in turns:
         recheck_results = dict(zip(map(id, live), _turn(ledger, model, live, RECHECK_PROMPT, solve, f"{tag}.recheck")))
 
     rows = []
@@ -447,16 +462,12 @@ def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
     asked to recheck; the exploration variant adds its cue turn. The solve turns are exact."""
     m = cfg.muso
     paths = max(1, m.self_consistency.at(cfg.scale))
-    variants = ["standard"] + (["exploration"] if m.exploration else []) + (
-        ["self_consistency"] if m.self_consistency.at(cfg.scale) > 0 else [])
-    turns = {"standard": ["solve", "confidence", "recheck"], "exploration": ["solve", "cue", "confidence", "recheck"],
-             "self_consistency": ["solve", "confidence"]}
     per_step: dict[tuple[str, str, str, str], int] = defaultdict(int)
     for pk, c in counts.by_partition.items():
         for model in cfg.evaluate:
-            for variant in variants:
+            for variant in variants(cfg):
                 conversations = c["instances"] * (paths if variant == "self_consistency" else 1)
-                for turn in turns[variant]:
+                for turn in TURNS[variant]:
                     per_step[(model, f"muso.{variant}.{turn}", counts.source[pk], pk)] += (
                         conversations * len(m.paradigms_for(model)) * len(m.temperatures))
             if m.reflection_checkpoints and "long_cot" in m.paradigms_for(model):
