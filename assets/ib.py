@@ -101,7 +101,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
             check_results=reply_check_results(
                 wh, cfg.reply_checks, context.partition_key, total=len(responses),
                 failed=sum(outcomes.failed(r["method"]) for r in responses),
-                undecided=sum(r["output_category"] == outcomes.UNDECIDED for r in responses),
+                undecided=sum(outcomes.undecided(r["method"], r["output_category"]) for r in responses),
                 call_keys=[r["call_key"] for r in responses]),
         )
 

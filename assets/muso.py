@@ -118,7 +118,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
             wh, cfg.reply_checks, context.partition_key, total=len(conversations),
             failed=sum(r["status"] == CALL_FAILED for r in conversations),
             # a reply without a readable solution is scored (recall 0); undecided is a reply with no answer text at all
-            undecided=sum(r["status"] == "ok" and outcomes.no_answer(r["parse_method"]) for r in conversations),
+            undecided=sum(outcomes.undecided(r["parse_method"], r["status"]) for r in conversations),
             call_keys=[k for r in conversations for k in json.loads(r["call_keys"])])
         return dg.MaterializeResult(check_results=checks, metadata={
             "dagster/row_count": len(rows),

@@ -147,7 +147,7 @@ def s1_responses(context: dg.AssetExecutionContext, settings: SettingsResource, 
         check_results=reply_check_results(
             wh, cfg.reply_checks, model, total=len(rows),
             failed=sum(outcomes.failed(r["method"]) for r in rows),
-            undecided=sum(outcomes.no_answer(r["method"]) for r in rows),
+            undecided=sum(outcomes.undecided(r["method"]) for r in rows),
             call_keys=[r["call_key"] for r in rows]),
     )
 

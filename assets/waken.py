@@ -117,7 +117,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                                                metadata={"violations": dg.MetadataValue.json(problems)}),
                            *reply_check_results(wh, cfg.reply_checks, context.partition_key, total=len(rows),
                                                 failed=sum(outcomes.failed(r["outcome"]) for r in rows),
-                                                undecided=sum(r["outcome"] == outcomes.UNDECIDED for r in rows),
+                                                undecided=sum(outcomes.undecided(r["method"], r["outcome"]) for r in rows),
                                                 call_keys=[r["call_key"] for r in rows])],
         )
 

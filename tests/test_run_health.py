@@ -269,3 +269,14 @@ def test_muso_counts_replies_that_end_inside_their_thinking_as_undecided_by_meth
     wh = Warehouse(cfg.warehouse_path())
     assert {r["parse_method"] for r in wh.rows("SELECT DISTINCT parse_method FROM muso.responses")} == {
         "unfinished_thinking"}
+
+
+def test_undecided_has_one_definition_for_every_family():
+    """A reply read to no answer, not a failed call or judgement: by its method, or by its outcome."""
+    from validators import outcomes
+
+    assert outcomes.undecided("empty") and outcomes.undecided("judge_no_answer")
+    assert outcomes.undecided("final_answer", outcomes.UNDECIDED)  # read, but to nothing the family takes
+    assert not outcomes.undecided(outcomes.CALL_FAILED) and not outcomes.undecided(outcomes.JUDGE_FAILED)
+    assert not outcomes.undecided("empty", outcomes.CALL_FAILED)  # a MuSoBench conversation whose call failed
+    assert not outcomes.undecided("strict", "correct")

@@ -24,3 +24,10 @@ def failed(method_or_outcome: str | None) -> bool:
 
 def no_answer(method: str | None) -> bool:
     return method in NO_ANSWER
+
+
+def undecided(method: str | None, outcome: str | None = None) -> bool:
+    """The one definition every run-health check counts: a reply that was had (its call, and any
+    judge's, succeeded) and was read to no answer, not even by the judge: its reading `method` left
+    no answer, or the family recorded its `outcome` (or output category) as undecided."""
+    return not failed(method) and not failed(outcome) and (no_answer(method) or outcome == UNDECIDED)

@@ -7,6 +7,12 @@ schema, after checking every row against it: an unknown column, a missing requir
 value of the wrong type is refused with the table, the row and the field named, before anything
 is written. The writer hands the frame to DuckDB as Arrow. The same declaration is the asset's
 column schema in the Dagster UI (`assets.metadata.column_schema`).
+
+Where plain Python stays: the families' seeded draws (per-topic quotas, 1:1 splits, item
+sampling) use `random.Random` streams whose every draw is part of a stored item set; redone in
+polars (its own generator) every released item set would change, so they stay as they are. The
+metrics are sums over a few hundred rows per group, written as the paper's formulas; frames would
+hide the formula without saving time.
 """
 
 from __future__ import annotations
