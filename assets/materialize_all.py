@@ -245,8 +245,8 @@ def _failure(result: dg.ExecuteInProcessResult, wh: Warehouse) -> str:
 
 def _planned_calls(config, wh: Warehouse, families) -> tuple[int, int, int] | None:
     """(calls the configuration fixes, of them not cached, the most that replies may add) from the
-    capacity plan (assets/plan.py); None if it cannot say."""
-    from assets import plan
+    capacity plan (reporting/plan.py); None if it cannot say."""
+    from reporting import plan
 
     try:
         fams = [f for f in plan.FAMILIES if not families or f in families or f == "llm"]
@@ -260,8 +260,8 @@ def _planned_calls(config, wh: Warehouse, families) -> tuple[int, int, int] | No
 
 def _plan(args: argparse.Namespace, steps: int) -> int:
     """Print the capacity plan (no asset runs; calls only the latency probes it needs)."""
-    from assets import plan
     from configuration import load_config
+    from reporting import plan
 
     cfg = load_config()
     wh = Warehouse(cfg.warehouse_path())

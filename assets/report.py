@@ -1,210 +1,21 @@
-"""One static HTML report per evaluated model: the four families side by side.
+"""The `model_report` asset: the per-model report pages of `reporting/pages.py`, linked from the UI.
 
-`model_report` writes `reports/<model>.html` beside the warehouse (plots as PNG files in
-`reports/<model>/`) and an `index.html` listing them; its metadata links each from the UI.
-Each family has a panel: WakenLLM (abstention and vague perception), MuSoBench (overconfidence
-and calibration), S1-Bench (overthinking and format), Instruction Boundary (instruction bias),
-with its plots and the paper's tables (the warehouse views) for that model. A plot with nothing
-to draw says "no data" and why: the family was not evaluated for this model, or what in the
-stored rows left it empty (no Unknown answers to stimulate, no confidence stated, ...).
+`python -m assets.report --serve` serves them (`reporting.pages.main`), as `make ui` does.
 """
 
 from __future__ import annotations
 
-import html
-import importlib
-import os
-import re
 import sys
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
-from assets.panels import Panel, Plot, Writer
 from assets.resources import SettingsResource, WarehouseResource
-from configuration.families import FAMILIES, title
-from warehouse import Warehouse
-from warehouse.schema import FAMILY_MODULES
+from configuration.families import FAMILIES
+from reporting.pages import main, reports_url, safe_name, write_reports
 
 GROUP = "report"
-
-
-def safe_name(model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", model)
-
-
-PANELS = tuple(importlib.import_module(f"assets.panels.{f.key}").panel for f in FAMILIES)
-
-
-# -- HTML -----------------------------------------------------------------------------------------
-
-_CSS = """
-body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #222; }
-.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(560px, 100%), 1fr)); gap: 1.2rem; }
-section { border: 1px solid #ccc; border-radius: 6px; padding: 0.8rem 1rem; min-width: 0; }
-.scroll { overflow-x: auto; max-width: 100%; }
-figure { margin: 0.5rem 0; }
-figure img { max-width: 100%; height: auto; }
-figure.empty { border: 1px dashed #999; padding: 1.2rem; background: #fafafa; }
-table { border-collapse: collapse; font-size: 0.8rem; margin: 0.4rem 0 1rem; }
-td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
-td.null { color: #999; }
-"""
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return '<td class="null">NULL</td>'
-    if isinstance(v, float):
-        return f"<td>{v:.4g}</td>"
-    return f"<td>{html.escape(str(v))}</td>"
-
-
-def _table(name: str, rows: Sequence[dict]) -> str:
-    if not rows:
-        return f'<h4>{html.escape(name)}</h4><p class="norows">no rows for this model</p>'
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
-    body = "".join("<tr>" + "".join(_cell(v) for v in r.values()) + "</tr>" for r in rows)
-    return (f'<h4>{html.escape(name)}</h4><div class="scroll"><table><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table></div>")
-
-
-def _figure(p: Plot) -> str:
-    if p.file is None:
-        return (f'<figure class="plot empty"><figcaption>{html.escape(p.title)}</figcaption>'
-                f'<p class="nodata"><strong>no data</strong>: {html.escape(p.reason)}</p></figure>')
-    note = f'<p class="note">{html.escape(p.note)}</p>' if p.note else ""
-    return (f'<figure class="plot"><img src="{html.escape(p.file)}" alt="{html.escape(p.title)}">'
-            f"<figcaption>{html.escape(p.title)}</figcaption>{note}</figure>")
-
-
-def render(model: str, about: dict[str, Any], panels: Sequence[Panel]) -> str:
-    meta = "".join(f"<li>{html.escape(k)}: {html.escape(str(v))}</li>" for k, v in about.items())
-    sections = "".join(
-        f'<section id="{p.key}"><h2>{html.escape(p.title)} <small>({html.escape(p.family)})</small></h2>'
-        + "".join(_figure(f) for f in p.plots) + "".join(_table(n, rows) for n, rows in p.tables) + "</section>"
-        for p in panels)
-    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Benchsmith report: "
-            f"{html.escape(model)}</title><style>{_CSS}</style></head><body><h1>Benchsmith report: "
-            f"{html.escape(model)}</h1><p><a href=\"index.html\">leaderboard</a> &middot; <a href=\""
-            f"{html.escape(safe_name(model))}/samples.html\">replies, and how each was read</a></p>"
-            f"<ul class=\"about\">{meta}</ul><div class=\"grid\">{sections}</div>"
-            f"</body></html>")
-
-
-# -- the replies behind each headline number (the per-sample view) -------------------------------
-
-# Per family: the replies a headline scope rests on (`SAMPLES` in warehouse/<key>.py). Current replies
-# only (see `warehouse.schema.current`): a stale reply is in no number, so it is on no page either.
-SAMPLES = {key: module.SAMPLES for key, module in FAMILY_MODULES.items()}
-SAMPLES_SHOWN = 100  # replies per scope on a page; the page says how many it leaves out
-
-
-def anchor(family: str, scope: str) -> str:
-    return f"{family}-" + re.sub(r"[^A-Za-z0-9_.-]", "_", scope)
-
-
-def _clip(text: Any, n: int) -> str:
-    text = "" if text is None else str(text)
-    return text if len(text) <= n else text[:n] + f" ... [{len(text) - n} more characters]"
-
-
-def samples_page(wh: Warehouse, model: str) -> str:
-    """Every scope of every family for `model`: its replies, each with the item, how it was read and
-    the verdict (the first `SAMPLES_SHOWN` per scope)."""
-    parts = []
-    for family, sql in SAMPLES.items():
-        rows = wh.rows(sql, [model])
-        scopes: dict[str, list[dict]] = {}
-        for r in rows:
-            scopes.setdefault(r["scope"], []).append(r)
-        for scope, rs in scopes.items():
-            head = "".join(f"<th>{c}</th>" for c in ("item", "question", "reply", "how it was read", "answer read",
-                                                      "gold", "verdict"))
-            body = "".join(
-                "<tr>" + "".join(f'<td class="text">{html.escape(_clip(r[c], n))}</td>' for c, n in (
-                    ("item", 80), ("question", 400), ("reply", 800), ("how_read", 120), ("answer", 200),
-                    ("gold", 200), ("verdict", 80))) + "</tr>" for r in rs[:SAMPLES_SHOWN])
-            more = f"; the first {SAMPLES_SHOWN} shown" if len(rs) > SAMPLES_SHOWN else ""
-            parts.append(f'<section id="{anchor(family, scope)}"><h2>{html.escape(family)}: '
-                         f'{html.escape(scope)} <small>({len(rs)} replies{more})</small></h2>'
-                         f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-                         f"</div></section>")
-    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Replies: {html.escape(model)}"
-            f"</title><style>{_CSS} td.text {{ text-align: left; white-space: pre-wrap; max-width: 32rem; }}</style>"
-            f"</head><body><h1>Replies of {html.escape(model)}</h1><p>Each headline number of the "
-            f'<a href="../index.html">leaderboard</a> links to its scope here.</p>'
-            + ("".join(parts) or "<p>no current replies</p>") + "</body></html>")
-
-
-def leaderboard(wh: Warehouse, pages: Mapping[str, Path]) -> str:
-    """`index.html`: every headline number of every model side by side, each with the count it rests
-    on and a link to its replies; models no longer configured are marked, not hidden."""
-    rows = wh.rows("SELECT * FROM report.headline ORDER BY family, scope, metric, model")
-    configured = {}
-    for r in rows:
-        configured[r["model"]] = configured.get(r["model"], True) and bool(r["configured"])
-    models = sorted((m for m in configured if m != "-"), key=lambda m: (not configured[m], m))
-    cells: dict[tuple[str, str, str], dict[str, dict]] = {}
-    for r in rows:
-        cells.setdefault((r["family"], r["scope"], r["metric"]), {})[r["model"]] = r
-
-    def cell(family: str, scope: str, r: dict | None) -> str:
-        if r is None:
-            return '<td class="null">-</td>'
-        value = "NULL" if r["value"] is None else f"{r['value']:.4g}"
-        text = f"{value} <small>n={r['n']}</small>"
-        if r["model"] in pages and family in SAMPLES:
-            href = f"{safe_name(r['model'])}/samples.html#{anchor(family, scope)}"
-            text = f'<a href="{html.escape(href)}">{text}</a>'
-        return f"<td>{text}</td>"
-
-    head = "".join(f"<th>{html.escape(m)}" + ("" if configured[m] else "<br><small>(no longer configured)</small>")
-                   + "</th>" for m in models)
-    body = "".join(
-        f"<tr><th>{html.escape(title(f))}</th><th>{html.escape(sc)}</th><th>{html.escape(me)}</th>"
-        + ("".join(cell(f, sc, by.get(m)) for m in models) if "-" not in by else
-           f'<td colspan="{max(1, len(models))}">{by["-"]["value"]:.4g}</td>')
-        + "</tr>" for (f, sc, me), by in cells.items())
-    links = "".join(f'<li><a href="{html.escape(p.name)}">{html.escape(m)}</a> (<a href="'
-                    f'{html.escape(safe_name(m))}/samples.html">replies</a>)</li>' for m, p in pages.items())
-    gone = [m for m in models if not configured[m]]
-    note = (f"<p>Models no longer configured: {html.escape(', '.join(gone))}. Their rows stay in the warehouse "
-            "from an earlier configuration; no report page is rebuilt for them.</p>" if gone else "")
-    stale = wh.rows("SELECT family, model, scope, replies FROM report.stale")
-    if stale:
-        note += ("<p>Stale replies, in no number below (made on items since rebuilt): "
-                 + html.escape("; ".join(f"{r['family']} {r['model']} {r['scope']}: {r['replies']}" for r in stale))
-                 + ".</p>")
-    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Benchsmith reports</title>"
-            f"<style>{_CSS}</style></head><body><h1>Benchsmith reports</h1><ul>{links}</ul>"
-            f"<h2>Leaderboard (report.headline)</h2><p>Fractions unless the metric names tokens or a count; n: the "
-            f"replies or items each number rests on. Each number links to its replies and how each was read.</p>"
-            f"{note}<div class=\"scroll\"><table id=\"leaderboard\"><thead><tr><th>family</th><th>scope</th>"
-            f"<th>metric</th>{head}</tr></thead><tbody>{body}</tbody></table></div></body></html>")
-
-
-def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dict[str, dict[str, Any]]
-                  ) -> dict[str, tuple[Path, list[Panel]]]:
-    """Write `<model>.html` (and its plots) and `<model>/samples.html` for each model, and the
-    leaderboard `index.html`; model -> (page, panels)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    out = {}
-    for model in models:
-        w = Writer(folder / safe_name(model))
-        panels = [panel(wh, model, w) for panel in PANELS]
-        for p in panels:  # first, the panel's headline numbers with the count each rests on
-            p.tables.insert(0, ("report.headline", wh.rows(
-                "SELECT scope, metric, value, n FROM report.headline WHERE family = ? AND model = ? "
-                "ORDER BY scope, metric", [p.key, model])))
-        page = folder / f"{safe_name(model)}.html"
-        page.write_text(render(model, about.get(model, {}), panels), encoding="utf-8")
-        (folder / safe_name(model) / "samples.html").write_text(samples_page(wh, model), encoding="utf-8")
-        out[model] = (page, panels)
-    (folder / "index.html").write_text(leaderboard(wh, {m: p for m, (p, _) in out.items()}), encoding="utf-8")
-    return out
 
 
 @dg.asset(group_name=GROUP, kinds={"html"}, code_version="1",
@@ -235,54 +46,6 @@ def model_report(settings: SettingsResource, warehouse: WarehouseResource) -> dg
     metadata["reports"] = dg.MetadataValue.md("\n".join(lines) or "_no evaluated models_")
     metadata["dagster/row_count"] = len(written)
     return dg.MaterializeResult(metadata=metadata)
-
-
-# -- serving the pages, so the UI's links open them ----------------------------------------------
-
-REPORTS_URL_ENV = "BENCHSMITH_REPORTS_URL"
-DEFAULT_REPORTS_URL = "http://127.0.0.1:3001"
-
-
-def reports_url() -> str:
-    """Where the report pages are served (`BENCHSMITH_REPORTS_URL`, default `make ui`'s server)."""
-    return os.environ.get(REPORTS_URL_ENV, DEFAULT_REPORTS_URL).rstrip("/")
-
-
-def serve(folder: Path, host: str, port: int) -> None:
-    """Serve `folder` (the reports) over HTTP until interrupted."""
-    import functools
-    import http.server
-
-    folder.mkdir(parents=True, exist_ok=True)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    with http.server.ThreadingHTTPServer((host, port), handler) as server:
-        print(f"serving {folder} at http://{host}:{port}/index.html", flush=True)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
-    from urllib.parse import urlsplit
-
-    from configuration import ConfigError, load_config
-
-    parser = argparse.ArgumentParser(prog="python -m assets.report",
-                                     description="Serve the per-model reports beside the configured warehouse.")
-    parser.add_argument("--serve", action="store_true", required=True)
-    url = urlsplit(reports_url())
-    parser.add_argument("--host", default=url.hostname or "127.0.0.1")
-    parser.add_argument("--port", type=int, default=url.port or 3001)
-    args = parser.parse_args(argv)
-    try:
-        folder = load_config().warehouse_path().parent / "reports"
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    serve(folder, args.host, args.port)
-    return 0
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from collections import Counter
 import dagster as dg
 
 from assets.metadata import check_results, column_schema, headline, stacked_bar_chart, table
-from assets.panels.waken import RATE_COLOURS
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -18,6 +17,7 @@ from configuration import Config
 from evaluations.waken import Item, Pipeline
 from evaluations.waken_metrics import identity_violations, metric_rows
 from generators.waken import ITEMS_VERSION, ItemsError, build_items, fol_checks, item_checks, load_records
+from reporting.panels.waken import RATE_COLOURS
 from validators import outcomes
 from validators.judge import Judge, unknown_verifier
 from warehouse.schema import current

@@ -8,7 +8,7 @@ A family's code lives in modules named after its key, one per layer that has wor
 | `warehouse/` | `warehouse/<key>.py` | `TABLES`, `VIEWS`, their docs, `HEADLINE`, `MECHANISMS` |
 | `evaluations/` | `evaluations/<key>.py` | `planned_calls(cfg, query)`: the calls its protocol makes |
 | `assets/` | `assets/<key>.py` | `build_assets(cfg)`: its assets and checks |
-| `assets/panels/` | `assets/panels/<key>.py` | `panel(wh, model, writer)`: its part of a model's report |
+| `reporting/panels/` | `reporting/panels/<key>.py` | `panel(wh, model, writer)`: its part of a model's report |
 
 plus whatever its generators, validators and solvers need (imported by its own modules only).
 Adding a fifth family means those modules and one `Family(...)` line below; `tests/test_families.py`

@@ -2,7 +2,7 @@
 
 Each family's protocol module (`evaluations/<key>.py`) has `planned_calls(cfg, query) -> list[Line]`:
 per step (the ledger `purpose`), model and partition, how many requests the run makes, and
-whether that count is `exact`, `at most` or `at least` (`assets/plan.py` explains the kinds).
+whether that count is `exact`, `at most` or `at least` (`reporting/plan.py` explains the kinds).
 `query(sql)` reads the warehouse (no rows when there is none): item counts come from it when the
 stored items are this configuration's, else from the configuration.
 """

@@ -18,7 +18,7 @@ PARTS = {
                   "MECHANISMS", "SAMPLES"),
     "evaluations": ("planned_calls",),
     "assets": ("build_assets",),
-    "assets.panels": ("panel",),
+    "reporting.panels": ("panel",),
     "configuration": (),  # the section: Family.config (test below)
 }
 

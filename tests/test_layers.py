@@ -5,7 +5,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OURS = {"configuration", "warehouse", "llm_calls", "generators", "solvers", "validators", "evaluations", "assets"}
+OURS = {"configuration", "warehouse", "llm_calls", "generators", "solvers", "validators", "evaluations", "reporting",
+        "assets"}
 ALLOWED = {
     "configuration": set(),
     "warehouse": {"configuration"},  # the query command finds the configured file
@@ -14,6 +15,7 @@ ALLOWED = {
     "validators": {"llm_calls"},
     "generators": {"solvers", "validators", "llm_calls", "configuration"},
     "evaluations": {"llm_calls", "validators", "generators", "configuration"},
+    "reporting": {"configuration", "warehouse", "llm_calls", "evaluations", "validators"},
     "assets": OURS,
 }
 
@@ -87,4 +89,4 @@ def test_families_never_import_each_other():
 
 def test_a_family_module_is_known_by_its_name():
     assert _family_of("evaluations.waken_metrics") == "waken" and _family_of("warehouse.ib") == "ib"
-    assert _family_of("generators.fld") is None and _family_of("assets.panels") is None
+    assert _family_of("generators.fld") is None and _family_of("reporting.panels") is None

@@ -11,9 +11,9 @@ from collections import Counter
 
 import pytest
 
-from assets import plan
 from assets.materialize_all import main as materialize_all
 from evaluations import ib as ib_protocol
+from reporting import plan
 from tests.conftest import stub_config
 from warehouse import Warehouse
 

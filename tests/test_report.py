@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from assets.definitions import build_definitions
-from assets.panels import Writer
-from assets.panels.muso import panel as muso_panel
-from assets.panels.s1 import panel as s1_panel
-from assets.panels.waken import panel as waken_panel
 from configuration import CONFIG_ENV_VAR
 from llm_calls.stub_server import StubServer
+from reporting.panels import Writer
+from reporting.panels.muso import panel as muso_panel
+from reporting.panels.s1 import panel as s1_panel
+from reporting.panels.waken import panel as waken_panel
 from tests.conftest import materialize, stub_config
 from warehouse import Warehouse
 
@@ -335,7 +335,7 @@ def test_the_reliability_diagram_marks_confident_replies_at_recall_zero():
 
 
 def test_level_ticks_name_the_bin_as_the_paper_does():
-    from assets.panels.muso import level_label  # the one MuSoBench bin name (evaluations.muso)
+    from reporting.panels.muso import level_label  # the one MuSoBench bin name (evaluations.muso)
 
     assert level_label(51, 100) == "51-100" and level_label(1, 1) == "1-1" and level_label(501, None) == "501+"
 

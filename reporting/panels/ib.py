@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from assets.metadata import draw_stacked_bars, legend
-from assets.panels import Panel, Writer, model_rows, not_run
+from reporting.figures import draw_stacked_bars, legend
+from reporting.panels import Panel, Writer, model_rows, not_run
 from validators.outcomes import UNDECIDED
 from warehouse import Warehouse
 from warehouse.schema import current

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from assets.metadata import draw_stacked_bars, legend
-from assets.panels import Panel, Writer, model_rows, not_run
+from reporting.figures import draw_stacked_bars, legend
+from reporting.panels import Panel, Writer, model_rows, not_run
 from warehouse import Warehouse
 
 # the converting classes of a stage (section 3.2), stacked in this order

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from assets.panels import Panel, Writer, model_rows, not_run
+from reporting.panels import Panel, Writer, model_rows, not_run
 from warehouse import Warehouse
 from warehouse.schema import current
 

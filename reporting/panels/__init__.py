@@ -1,6 +1,6 @@
 """A model's report, one panel per family: the shared parts (plots, the writer, why a panel is empty).
 
-Each family's panel is `panel(wh, model, writer)` in `assets/panels/<key>.py`; `assets/report.py`
+Each family's panel is `panel(wh, model, writer)` in `reporting/panels/<key>.py`; `reporting/pages.py`
 lays them out in the order of `configuration/families.py`.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assets.metadata import pyplot
+from reporting.figures import pyplot
 from warehouse import Warehouse
 
 

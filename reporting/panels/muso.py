@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from assets.metadata import draw_reliability, legend
-from assets.panels import Panel, Writer, model_rows, not_run
 from evaluations import scoring
 from evaluations.muso import level_label
+from reporting.figures import draw_reliability, legend
+from reporting.panels import Panel, Writer, model_rows, not_run
 from warehouse import Warehouse
 from warehouse.schema import current
 
