@@ -4,17 +4,18 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import column_schema, figure_markdown, headline, pyplot, table
+from assets.metadata import check_results, column_schema, figure_markdown, headline, pyplot, table
 from assets.partitions import models_partitions
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from assets.versions import code_version
 from configuration import Config
 from evaluations.s1 import evaluate, metric_rows
-from generators.s1 import load_registry, load_release
-from generators.s1_construction import Budgets, Construction
+from generators.s1 import built_subcategories, load_registry, load_release
+from generators.s1_construction import Budgets, Construction, item_checks
 from validators import outcomes
 from validators.judge import Judge
+from warehouse.s1 import LINEAGE_BROKEN, NOT_ALL_CORRECT
 from warehouse.schema import current
 
 GROUP = "s1"
@@ -57,10 +58,7 @@ def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, ware
     s = cfg.s1
     wh = warehouse.get()
     reg = load_registry()
-    subs = s.demo_subcategories if cfg.scale == "demo" else (s.subcategories or list(reg.subcategories))
-    unknown = [x for x in subs if x not in reg.subcategories]
-    if unknown:
-        raise ValueError(f"{cfg.source}: s1 subcategories {unknown} are not in the registry {sorted(reg.subcategories)}")
+    subs = built_subcategories(cfg, reg)
     annotations = {r["candidate_id"]: r for r in wh.rows("SELECT * FROM s1.annotations")}
     ledger = llm.ledger(context, wh)
     wh.begin_staging("s1.validations")  # validation rows are written as they are made, swapped in at the end
@@ -80,37 +78,17 @@ def s1_items(context: dg.AssetExecutionContext, settings: SettingsResource, ware
                            "s1.items": build.items + released}, staged=["s1.validations"])
     # checks, from what the warehouse now holds
     items = wh.rows("SELECT * FROM s1.items")
-    broken = [r["item_id"] for r in wh.rows(
-        "WITH RECURSIVE chain(start, cid, parent) AS ("
-        "  SELECT i.item_id, c.candidate_id, c.parent_id FROM s1.items i JOIN s1.candidates c ON c.candidate_id = i.item_id"
-        "  UNION ALL SELECT chain.start, c.candidate_id, c.parent_id FROM chain JOIN s1.candidates c ON c.candidate_id = chain.parent)"
-        " SELECT i.item_id FROM s1.items i WHERE i.origin NOT LIKE 'release:%'"
-        "  AND NOT EXISTS (SELECT 1 FROM chain WHERE chain.start = i.item_id"
-        "  AND chain.cid = i.root_candidate AND chain.parent IS NULL)")]
-    not_all_correct = [r["candidate_id"] for r in wh.rows(
-        "SELECT v.candidate_id FROM s1.validations v JOIN s1.items i ON i.item_id = v.candidate_id "
-        "WHERE i.origin NOT LIKE 'release:%' "
-        "GROUP BY 1 HAVING bool_and(coalesce(v.correct, false)) = false OR count(*) = 0")]
     decisions = Counter(r["decision"] for r in build.rounds if r["stage"] == "decision")
-    made = Counter((c["subcategory"], c["language"]) for c in build.candidates)
-    accepted = Counter((r["subcategory"], r["language"]) for r in items if not r["origin"].startswith("release:"))
-    empty = [f"{sub} [{lang}]: " + ("no candidate made" if not made[(sub, lang)] else
-                                    f"none of {made[(sub, lang)]} candidate versions accepted")
-             for sub in (subs if s.build else []) for lang in s.languages if not accepted[(sub, lang)]]
+    checks = item_checks(subs if s.build else [], s.languages, build.candidates, items,
+                         [r["item_id"] for r in wh.rows(LINEAGE_BROKEN)],
+                         [r["candidate_id"] for r in wh.rows(NOT_ALL_CORRECT)])
     return dg.MaterializeResult(
         data_version=dg.DataVersion(wh.item_set_version("s1.items")),
         metadata={"dagster/row_count": len(items), "candidates": len(build.candidates),
                   "decisions": dg.MetadataValue.json(dict(decisions)),
                   "accepted_by_subcategory": dg.MetadataValue.json(dict(Counter(r["subcategory"] for r in items)))},
         check_results=[
-            dg.AssetCheckResult(check_name="lineage_complete", passed=not broken,
-                                metadata={"broken": dg.MetadataValue.json(broken)}),
-            dg.AssetCheckResult(check_name="accepted_only_if_every_answer_correct", passed=not not_all_correct,
-                                metadata={"violations": dg.MetadataValue.json(not_all_correct)}),
-            dg.AssetCheckResult(check_name="every_subcategory_accepted", passed=not empty,
-                                severity=dg.AssetCheckSeverity.WARN,
-                                description="; ".join(empty)[:1000] or "every subcategory yielded a question",
-                                metadata={"empty": dg.MetadataValue.json(empty)}),
+            *check_results(checks),
             *reply_check_results(wh, cfg.reply_checks, None, **_validation_counts(wh)),
         ],
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 from configuration import Config
 from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query
-from generators.s1 import load_registry
+from generators.s1 import built_subcategories, load_registry
 from generators.s1_construction import programmatic_candidates
 from llm_calls import CallRequest, Ledger
 from validators.judge import Judge
@@ -196,7 +196,7 @@ def item_counts(cfg: Config, query: Query) -> Counts:
     the LLM generators' as many as each is asked for) and the accepted items if stored."""
     s = cfg.s1
     reg = load_registry()
-    subs = s.demo_subcategories if cfg.scale == "demo" else (s.subcategories or list(reg.subcategories))
+    subs = built_subcategories(cfg, reg)
     per = s.candidates_per_subcategory.at(cfg.scale)
     programmatic = sum(len(programmatic_candidates(cfg.seed, sub, s.languages, per)) for sub in subs) \
         if s.programmatic else 0

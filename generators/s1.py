@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from configuration import Config
+
 REGISTRY_PATH = Path(__file__).with_name("s1_subcategories.yaml")
 LANGUAGES = ("en", "zh")
 
@@ -46,6 +48,17 @@ class Registry:
         criteria (section 2.1.1) are not among them: the generation prompt states them as its numbered
         conditions."""
         return self.categories[self.subcategories[sub].category]["criteria"][lang]
+
+
+def built_subcategories(cfg: Config, reg: Registry) -> list[str]:
+    """The subcategories a configuration builds: `demo_subcategories` at demo scale, else
+    `subcategories` (null: every one of the registry's). A name the registry lacks is refused."""
+    s = cfg.s1
+    subs = s.demo_subcategories if cfg.scale == "demo" else (s.subcategories or list(reg.subcategories))
+    unknown = [x for x in subs if x not in reg.subcategories]
+    if unknown:
+        raise ValueError(f"{cfg.source}: s1 subcategories {unknown} are not in the registry {sorted(reg.subcategories)}")
+    return list(subs)
 
 
 def load_registry(path: str | Path | None = None) -> Registry:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from configuration import PerScale, derived_seed
 from generators.s1 import PROGRAMMATIC, Candidate, Registry, generation_prompt, parse_pairs, reduction_prompt
 from llm_calls import CallRequest, Ledger
 from validators import outcomes
+from validators.checks import Check
 from validators.judge import Judge
 from validators.outcomes import CALL_FAILED
 from validators.read import Reading, answer_part
@@ -341,3 +343,21 @@ class Construction:
                            "subcategory": c.subcategory, "category": self.reg.subcategories[c.subcategory].category,
                            "language": c.language, "question": c.question, "answer": c.answer,
                            "check_spec": json.dumps(c.check), "origin": c.origin})
+
+
+def item_checks(subcategories: Sequence[str], languages: Sequence[str], candidates: Sequence[dict[str, Any]],
+                items: Sequence[dict[str, Any]], broken: Sequence[str], not_all_correct: Sequence[str]) -> list[Check]:
+    """The construction's checks: every accepted item's lineage complete (`broken`: the ids whose
+    parent chain does not end at their root candidate), accepted only if every validation answer
+    was correct (`not_all_correct`), and every built subcategory and language with candidates and
+    an accepted question (a warning: a weak validator accepts nothing, and the tables say so)."""
+    made = Counter((c["subcategory"], c["language"]) for c in candidates)
+    accepted = Counter((r["subcategory"], r["language"]) for r in items if not r["origin"].startswith("release:"))
+    empty = [f"{sub} [{lang}]: " + ("no candidate made" if not made[(sub, lang)] else
+                                    f"none of {made[(sub, lang)]} candidate versions accepted")
+             for sub in subcategories for lang in languages if not accepted[(sub, lang)]]
+    return [Check("lineage_complete", not broken, {"broken": list(broken)}),
+            Check("accepted_only_if_every_answer_correct", not not_all_correct, {"violations": list(not_all_correct)}),
+            Check("every_subcategory_accepted", not empty, {"empty": empty},
+                  "; ".join(empty)[:1000] or "every subcategory yielded a question", warn=True)]
+

@@ -268,3 +268,21 @@ SAMPLES = f"""
                CASE WHEN r.correct THEN 'correct' WHEN NOT r.correct THEN 'wrong' ELSE r.method END AS verdict
         FROM {current_rows('s1.responses', 's1.items', ITEM_KEYS['s1.items'], 'r')} JOIN s1.items i ON i.item_id = r.item_id
         WHERE r.model = ? ORDER BY scope, item"""
+
+
+# The construction's checks, over what the warehouse holds (`generators.s1_construction.item_checks`):
+# accepted built items whose lineage does not lead back to their root candidate, and accepted built
+# items with a validation answer that is not correct.
+LINEAGE_BROKEN = """
+    WITH RECURSIVE chain(start, cid, parent) AS (
+      SELECT i.item_id, c.candidate_id, c.parent_id FROM s1.items i JOIN s1.candidates c ON c.candidate_id = i.item_id
+      UNION ALL SELECT chain.start, c.candidate_id, c.parent_id FROM chain JOIN s1.candidates c ON c.candidate_id = chain.parent)
+    SELECT i.item_id FROM s1.items i WHERE i.origin NOT LIKE 'release:%'
+      AND NOT EXISTS (SELECT 1 FROM chain WHERE chain.start = i.item_id AND chain.cid = i.root_candidate AND chain.parent IS NULL)
+    ORDER BY 1"""
+NOT_ALL_CORRECT = """
+    SELECT v.candidate_id FROM s1.validations v JOIN s1.items i ON i.item_id = v.candidate_id
+    WHERE i.origin NOT LIKE 'release:%'
+    GROUP BY 1 HAVING bool_and(coalesce(v.correct, false)) = false OR count(*) = 0
+    ORDER BY 1"""
+
