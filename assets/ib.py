@@ -13,7 +13,7 @@ from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from assets.versions import code_version
 from configuration import Config
-from evaluations.ib import Item, Runner, metric_rows
+from evaluations.ib import Item, Runner, all_metric_rows, coverage
 from generators import ib as gen
 from validators import outcomes
 from warehouse.schema import current
@@ -116,21 +116,15 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         cfg = settings.load()
         wh = warehouse.get()
         responses = wh.rows(f"SELECT * FROM {current('ib.responses')} ORDER BY dataset, model, setting, item_id")
-        rows = []
-        for model in sorted({r["model"] for r in responses}):
-            rows += metric_rows(model, [r for r in responses if r["model"] == model])
+        rows = all_metric_rows(responses)
         wh.replace_partition("ib.metrics", rows)
         forms = {spec.form for spec in cfg.ib.datasets.values()}  # configured: an empty warehouse is no pass
-        have = {(r["model"], r["setting"], r["form"]) for r in rows if r["metric"] == "Acc"}
-        missing = sorted(f"{m}/{s}/{f}" for m in cfg.evaluate for s in cfg.ib.settings for f in forms
-                         if s != "disturbing_miscellany" and (m, s, f) not in have)
         return dg.MaterializeResult(
             metadata={"dagster/row_count": len(rows), **headline(wh, "ib"),
                       "summary": table(wh.rows("SELECT * FROM ib.summary")),
                       "output_distribution": _output_chart(rows),
                       "accuracy_by_options": _options_chart(rows)},
-            check_results=[dg.AssetCheckResult(check_name="every_model_setting_form", passed=not missing,
-                                               metadata={"missing": dg.MetadataValue.json(missing)})],
+            check_results=check_results([coverage(cfg.evaluate, cfg.ib.settings, forms, rows)]),
         )
 
     return [ib_items, ib_responses, ib_metrics]

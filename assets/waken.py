@@ -15,7 +15,7 @@ from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from assets.versions import code_version
 from configuration import Config
 from evaluations.waken import Item, Pipeline
-from evaluations.waken_metrics import identity_violations, metric_rows
+from evaluations.waken_metrics import all_metric_rows, coverage, identity_violations
 from generators.waken import ITEMS_VERSION, ItemsError, build_items, fol_checks, item_checks, load_records
 from reporting.panels.waken import RATE_COLOURS
 from validators import outcomes
@@ -137,22 +137,13 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         sizes = {(r["dataset"], r["t"]): r["n"] for r in wh.rows(
             "SELECT dataset, CASE WHEN sample_type = 'solvable' THEN 's' ELSE 'u' END AS t, count(*) AS n "
             "FROM waken.items GROUP BY ALL")}
-        groups: dict[tuple[str, str], list[dict]] = {}
-        for r in stored:
-            groups.setdefault((r["model"], r["dataset"]), []).append(r)
-        rows = []
-        for (model, dataset), rs in sorted(groups.items()):
-            rows += metric_rows(model, dataset, rs, {"s": sizes.get((dataset, "s"), 0), "u": sizes.get((dataset, "u"), 0)},
-                                cfg.waken.misguiding_rates, cfg.waken.baselines)
+        rows = all_metric_rows(stored, sizes, cfg.waken.misguiding_rates, cfg.waken.baselines)
         wh.replace_partition("waken.metrics", rows)
-        datasets = set(cfg.waken.datasets)  # configured: an empty warehouse is no pass
-        missing = sorted(f"{m}/{d}" for m in cfg.evaluate for d in datasets if (m, d) not in groups)
         return dg.MaterializeResult(
             metadata={"dagster/row_count": len(rows), **headline(wh, "waken"),
                       "table3": table(wh.rows("SELECT * FROM waken.table3")),
                       "converting_rates": _converting_chart(rows)},
-            check_results=[dg.AssetCheckResult(check_name="every_model_and_dataset", passed=not missing,
-                                               metadata={"missing": dg.MetadataValue.json(missing)})],
+            check_results=check_results([coverage(cfg.evaluate, list(cfg.waken.datasets), stored)]),
         )
 
     return [waken_items, waken_outcomes, waken_metrics]

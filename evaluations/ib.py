@@ -52,6 +52,7 @@ from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query, stored_or_con
 from generators import ib as ib_gen
 from generators.ib import ALL_FALSE
 from llm_calls import CallRequest, Ledger
+from validators.checks import Check
 from validators.judge import Judge, OptionsCase
 from validators.outcomes import CALL_FAILED, FAILED, NEEDS_JUDGE, UNDECIDED
 from validators.read import NONE, UNKNOWN, Reading, answer_part, is_correct, read_label, read_options
@@ -388,6 +389,23 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]]) -> list[dict[st
                     put(setting, form, "Acc_by_options", _acc(sub), n_correct(sub), n_answered(sub), category=str(k))
         put(setting, "all", "RS", sum(rs_values) / len(rs_values) if rs_values else None, None, len(rs_values))
     return out
+
+
+def all_metric_rows(responses: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`metric_rows` for every model of the stored responses, in model order."""
+    rows: list[dict[str, Any]] = []
+    for model in sorted({r["model"] for r in responses}):
+        rows += metric_rows(model, [r for r in responses if r["model"] == model])
+    return rows
+
+
+def coverage(evaluated: Sequence[str], settings: Sequence[str], forms: set[str], rows: Sequence[dict[str, Any]]) -> Check:
+    """Every evaluated model has an accuracy for every configured setting and form (disturbing
+    miscellany has its own table); an empty warehouse is no pass."""
+    have = {(r["model"], r["setting"], r["form"]) for r in rows if r["metric"] == "Acc"}
+    missing = sorted(f"{m}/{s}/{f}" for m in evaluated for s in settings for f in forms
+                     if s != "disturbing_miscellany" and (m, s, f) not in have)
+    return Check("every_model_setting_form", not missing, {"missing": missing})
 
 # -- the calls this protocol makes, declared for `--plan` (evaluations/calls.py) -------------------
 

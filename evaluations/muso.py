@@ -33,6 +33,7 @@ from evaluations import scoring
 from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query, stored_or_configured
 from generators import muso as muso_gen
 from llm_calls import CallRequest, CallResult, Ledger
+from validators.checks import Check
 from validators.muso_read import ParsedAnswer, read_confidence, read_recheck, read_subsets, read_timetables
 from validators.outcomes import CALL_FAILED
 from validators.read import answer_part
@@ -438,6 +439,21 @@ def items_from_rows(instances: Sequence[Mapping[str, Any]], solutions: Sequence[
     return [Item(r["instance_id"], r["task"], r["level"], json.loads(r["parameters"])["problem"],
                  r["question"], frozenset(sols.get(r["instance_id"], ())), r["level_lo"], r["level_hi"])
             for r in instances]
+
+
+def coverage(evaluated: Sequence[str], built: set[tuple[str, int, int | None]], rows: Sequence[dict[str, Any]]) -> Check:
+    """Every evaluated model has metrics for every (task, bin) the configuration builds (an empty
+    or replaced file holds nothing, and nothing measured is no pass), and no metrics row is for a
+    bin the configuration no longer has (a level inserted or changed: its responses are stale)."""
+    expected = {(model, task, lo, hi) for model in evaluated for task, lo, hi in built}
+    present = {(r["model"], r["task"], r["level_lo"], r["level_hi"]) for r in rows
+               if r["variant"] == "standard" and r["level"] != 0}
+    missing = sorted(expected - present, key=str)
+    stale = sorted({f"{r['task']} {r['level_label']}" for r in rows if r["level"] is None})
+    return Check("every_model_task_level", not missing and not stale,
+                 {"missing": [list(m) for m in missing], "bins_not_configured": stale},
+                 "every evaluated model has metrics for every configured bin, and no metrics row is for a bin "
+                 "the configuration no longer has")
 
 # -- the calls this protocol makes, declared for `--plan` (evaluations/calls.py) -------------------
 

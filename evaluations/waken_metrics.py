@@ -49,6 +49,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from validators.checks import Check
 from validators.outcomes import FAILED, UNDECIDED
 
 CLASSES = ("TC", "FC", "UC")
@@ -209,3 +210,25 @@ def identity_violations(outcomes: Sequence[dict[str, Any]]) -> list[str]:
         if tc1 & tc2:
             problems.append(f"{model}: TC1 and TC2 share {sorted(tc1 & tc2)[:3]}")
     return problems
+
+
+def all_metric_rows(stored: Sequence[dict[str, Any]], sizes: dict[tuple[str, str], int],
+                    misguiding_rates: Sequence[float], baselines: Sequence[str]) -> list[dict[str, Any]]:
+    """`metric_rows` for every (model, dataset) of the stored outcomes; `sizes`: (dataset, 's' or
+    'u') -> items of that sample type (the denominators of the vague-perception shares)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in stored:
+        groups.setdefault((r["model"], r["dataset"]), []).append(r)
+    rows: list[dict[str, Any]] = []
+    for (model, dataset), rs in sorted(groups.items()):
+        rows += metric_rows(model, dataset, rs, {"s": sizes.get((dataset, "s"), 0), "u": sizes.get((dataset, "u"), 0)},
+                            misguiding_rates, baselines)
+    return rows
+
+
+def coverage(evaluated: Sequence[str], datasets: Sequence[str], stored: Sequence[dict[str, Any]]) -> Check:
+    """Every evaluated model has outcomes on every configured dataset (an empty warehouse is no pass)."""
+    have = {(r["model"], r["dataset"]) for r in stored}
+    missing = sorted(f"{m}/{d}" for m in evaluated for d in set(datasets) if (m, d) not in have)
+    return Check("every_model_and_dataset", not missing, {"missing": missing})
+
