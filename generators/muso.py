@@ -385,3 +385,16 @@ def level_checks(task: str, b: LevelBin, quota: int, cpsat_sample: int, instance
         Check("enumerators_agree", not disagree, {"checked_with_cpsat": len(sample), "disagree": disagree}),
         Check("no_duplicate_instances", not duplicates, {"duplicates": list(duplicates)}),
     ]
+
+
+def left_out_at_demo(cfg: Config) -> list[str]:
+    """The levels the demo scale does not build (beyond `muso.demo_levels`), a line per task."""
+    built = {(task, b) for task, _, b in partitions(cfg).values()}
+    out = []
+    for task in TASKS:
+        left = [b.label for b in task_bins(cfg, task) if (task, b) not in built]
+        if left:
+            out.append(f"MuSoBench {task}: levels {', '.join(left)} not built (muso.demo_levels: "
+                       f"{cfg.muso.demo_levels}; scale: paper builds every level)")
+    return out
+

@@ -331,3 +331,13 @@ def load_release(path: str | Path, registry: Registry | None = None) -> list[dic
                      "question": item["question"], "answer": str(item["answer"]), "check_spec": json.dumps(None),
                      "origin": f"{RELEASE_ORIGIN}:{p.name}"})
     return rows
+
+
+def left_out_at_demo(cfg: Config) -> list[str]:
+    """The configured subcategories the demo scale does not build (it builds `demo_subcategories`)."""
+    others = [x for x in (cfg.s1.subcategories or []) if x not in cfg.s1.demo_subcategories]
+    if not others:
+        return []
+    return [f"S1-Bench: subcategories {', '.join(others)} not built (demo scale builds "
+            f"s1.demo_subcategories: {', '.join(cfg.s1.demo_subcategories)})"]
+

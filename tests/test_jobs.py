@@ -124,8 +124,8 @@ def test_adding_a_model_evaluates_only_its_slices_and_the_first_models_rows_stay
 def test_the_progress_line_counts_steps_and_calls_and_bounds_the_time_left():
     import io
 
-    from assets.materialize_all import Progress
     from llm_calls.ledger import TOTALS
+    from reporting.summary import Progress
 
     out = io.StringIO()  # not a terminal: a line per step, none in between
     TOTALS.reset()
@@ -145,7 +145,7 @@ def test_the_progress_line_counts_steps_and_calls_and_bounds_the_time_left():
 
 def test_the_summary_has_a_row_per_family_the_headline_and_where_to_look(tmp_path):
     from assets.jobs import Step
-    from assets.materialize_all import Done, summary
+    from reporting.summary import Done, summary
 
     wh = Warehouse(tmp_path / "wh.duckdb")
     wh.upsert("ib.items", [{"dataset": "fld", "item_id": f"i{k}", "base_id": f"b{k}", "form": "judging",

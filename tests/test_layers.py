@@ -15,7 +15,7 @@ ALLOWED = {
     "validators": {"llm_calls"},
     "generators": {"solvers", "validators", "llm_calls", "configuration"},
     "evaluations": {"llm_calls", "validators", "generators", "configuration"},
-    "reporting": {"configuration", "warehouse", "llm_calls", "evaluations", "validators"},
+    "reporting": {"configuration", "warehouse", "llm_calls", "generators", "evaluations", "validators"},
     "assets": OURS,
 }
 

@@ -175,8 +175,8 @@ def test_a_subcategory_that_yields_no_accepted_question_is_named_not_passed_sile
 
 
 def test_the_demo_scale_names_what_it_leaves_out():
-    from assets.materialize_all import left_out_at_demo
     from configuration import parse_config
+    from reporting.summary import left_out_at_demo
 
     cfg = parse_config({"muso": {"demo_levels": 1, "timetabling": {"bins": [[1, 50], [51, 100], [101, 200]]},
                                  "subsetsum": {"bins": [[1, 50]]}},

@@ -1,0 +1,197 @@
+"""What the run command prints: the progress line, the end-of-run summary, what the demo scale
+leaves out, the item partitions stored (plain Python; `assets/materialize_all.py` runs the steps)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from configuration import Config
+from configuration.families import FAMILIES, KEYS, title
+from llm_calls.ledger import TOTALS
+from warehouse import Warehouse
+
+# Each family's items table and the column naming its partition (None: one unpartitioned table).
+ITEMS = {f.key: (f.items_table, f.partition_column) for f in FAMILIES}
+ITEMS_SQL = {family: f"SELECT count(*) FROM {table}" for family, (table, _) in ITEMS.items()}
+NAMES = {**{f.key: f.title for f in FAMILIES}, "": title("")}
+
+
+@dataclass
+class Done:
+    step: Any  # assets.jobs.Step: its family and label are shown
+    ok: bool
+    seconds: float
+    calls: tuple[int, int, int]  # cached, answered, failed
+    failed_checks: list[str] = field(default_factory=list)
+    warned_checks: list[str] = field(default_factory=list)
+
+
+class Progress:
+    """One line for the whole run, rewritten in place on a terminal (a line per step and every
+    `every_s` seconds otherwise): steps, calls against the plan, elapsed, estimated time left."""
+
+    def __init__(self, total_steps: int, planned: tuple[int, int, int] | None = None,
+                 stream=sys.stdout, every_s: float | None = None):
+        self.total_steps = total_steps
+        # calls the configuration fixes, of them not cached, and the most that replies may add
+        self.exact, self.exact_new, self.bounded = planned or (0, 0, 0)
+        self.stream = stream
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.every_s = every_s if every_s is not None else (1.0 if self.tty else 30.0)
+        self.steps_done = 0
+        self.current = ""
+        self.t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self.t0
+        calls = f"calls {TOTALS.done}" + (f"/{self.exact}" if self.exact else "")
+        calls += f"+<={self.bounded}" if self.bounded else ""
+        calls += f" ({TOTALS.cached} cached, {TOTALS.failed} failed)"
+        new = TOTALS.answered + TOTALS.failed
+        if self.exact_new and new and new < self.exact_new:
+            # the calls the configuration fixes, at the rate so far; replies may add more: at least this
+            eta = f">={clock((self.exact_new - new) * elapsed / new)} left"
+        elif self.steps_done:
+            eta = f"~{clock((self.total_steps - self.steps_done) * elapsed / self.steps_done)} left"
+        else:
+            eta = "time left: measuring"
+        return (f"[{self.steps_done}/{self.total_steps} steps] {calls} | {clock(elapsed)} elapsed, {eta} | "
+                f"{self.current}")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def begin(self, label: str) -> None:
+        self.current = label
+        self.show(force=True)
+
+    def finish(self) -> None:
+        self.steps_done += 1
+        self.show()
+
+    def show(self, force: bool = False) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K" + self.line()[:200])
+        elif force:
+            self.stream.write(self.line() + "\n")
+        self.stream.flush()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.show(force=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+        else f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def stored_items(wh: Warehouse) -> dict[str, set[str]]:
+    """Per family, the item partitions the warehouse holds ('' for an unpartitioned family)."""
+    if not Path(wh.path).exists():
+        return {family: set() for family in ITEMS}
+    empty = "''"  # an unpartitioned family's one partition
+    return {family: {r["p"] for r in wh.rows(f"SELECT DISTINCT {column or empty} AS p FROM {table}")}
+            for family, (table, column) in ITEMS.items()}
+
+
+def left_out_at_demo(config: Config) -> list[str]:
+    """What the demo scale leaves out of the configuration, one line each (the summary and the plan
+    print them): each family's own account (`left_out_at_demo` in its generators module, where it
+    has one: MuSoBench levels beyond `muso.demo_levels`, S1-Bench subcategories other than
+    `demo_subcategories`)."""
+    if config.scale != "demo":
+        return []
+    out: list[str] = []
+    for f in FAMILIES:
+        module = importlib.import_module(f"generators.{f.key}")
+        out += module.left_out_at_demo(config) if hasattr(module, "left_out_at_demo") else []
+    return out
+
+
+def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str) -> str:
+    """The end-of-run table per family, the headline numbers per model, and where to look next."""
+    out = ["", f"{'family':<22}{'items':>7}{'cached':>8}{'new':>7}{'failed':>8}  {'time':>7}  status"]
+    by_family: dict[str, list[Done]] = {}
+    for d in done:
+        by_family.setdefault(d.step.family, []).append(d)
+    for family, ds in by_family.items():
+        items = wh.scalar(ITEMS_SQL[family]) if family in ITEMS_SQL else ""
+        cached, answered, failed = (sum(d.calls[i] for d in ds) for i in range(3))
+        bad = [d for d in ds if not d.ok]
+        warned = sorted({c for d in ds for c in d.warned_checks})
+        status = "ok" if not bad else "FAILED: " + ", ".join(
+            d.step.label + (f" (checks: {', '.join(d.failed_checks)})" if d.failed_checks else "") for d in bad)[:200]
+        # a failed check that does not stop its step (coverage: a partial selection fails it too) still shows
+        unmet = sorted({c for d in ds if d.ok for c in d.failed_checks})
+        if unmet:
+            status += f" (failed checks: {', '.join(unmet)})"
+        if warned:
+            status += f" (warnings: {', '.join(warned)})"
+        out.append(f"{NAMES[family]:<22}{items!s:>7}{cached:>8}{answered + failed:>7}{failed:>8}  "
+                   f"{clock(sum(d.seconds for d in ds)):>7}  {status}")
+    out.append(f"{'total':<22}{'':>7}{sum(d.calls[0] for d in done):>8}"
+               f"{sum(d.calls[1] + d.calls[2] for d in done):>7}{sum(d.calls[2] for d in done):>8}  "
+               f"{clock(sum(d.seconds for d in done)):>7}")
+    out += ["", "headline numbers (report.headline; fractions unless named):"]
+    families = [f for f in by_family if f in KEYS]
+    rows = wh.rows("SELECT * FROM report.headline WHERE family IN (SELECT unnest(?::VARCHAR[])) "
+                   "ORDER BY family, model, scope, metric", [families]) if families else []
+    if not rows:
+        out.append("  none: no metrics were computed")
+    for family in families:
+        cells: dict[str, list[str]] = {}
+        gone: set[str] = set()
+        for r in rows:
+            if r["family"] == family:
+                value = "NULL" if r["value"] is None else (f"{r['value']:.3g}")
+                cells.setdefault(r["model"], []).append(f"{r['scope']} {r['metric']}={value}")
+                if not r["configured"]:
+                    gone.add(r["model"])
+        for model, parts in cells.items():
+            shown = "; ".join(parts[:6]) + (f"; ... {len(parts) - 6} more" if len(parts) > 6 else "")
+            mark = " (no longer configured: rows of an earlier configuration)" if model in gone else ""
+            out.append(f"  {NAMES[family]} [{model}]{mark}: {shown}")
+    stale = wh.rows("SELECT * FROM report.stale WHERE family IN (SELECT unnest(?::VARCHAR[]))",
+                    [families]) if families else []
+    if stale:
+        out += ["", "stale replies, left out of every metric (report.stale): made on items since rebuilt "
+                    "differently or removed; run those slices again (--model NAME):"]
+        out += [f"  {NAMES[r['family']]} [{r['model']}] {r['scope']}: {r['replies']} replies in {r['table']} "
+                f"({r['item_changed']} on changed items, {r['item_gone']} on items no longer stored)" for r in stale]
+    missed = wh.rows("SELECT * FROM report.mechanisms WHERE family IN (SELECT unnest(?::VARCHAR[])) AND NOT reached",
+                     [families]) if families else []
+    measured = {r["family"] for r in wh.rows("SELECT DISTINCT family FROM report.mechanisms")} if families else set()
+    nothing = [f for f in families if f not in measured]
+    if families:
+        out += ["", "mechanisms not exercised (report.mechanisms):" if missed or nothing else
+                "every family's main mechanism was exercised (report.mechanisms)"]
+        out += [f"  {NAMES[r['family']]} [{r['model']}] {r['scope']}: {r['mechanism']}: {r['detail']}" for r in missed]
+        out += [f"  {NAMES[f]}: nothing measured (no current replies or items)" for f in nothing]
+    left_out = left_out_at_demo(config)
+    if left_out:
+        out += ["", "left out at demo scale (configured, not built):"] + [f"  {line}" for line in left_out]
+    reports = wh.path.parent / "reports"
+    out += ["", "where to look next:",
+            f"  reports:   {reports / 'index.html'}" + ("" if (reports / "index.html").exists() else " (not built)"),
+            f"  warehouse: {warehouse_path}   (python -m warehouse.query \"SELECT * FROM report.headline\")",
+            "  Dagster UI: make ui, then http://127.0.0.1:3000 (runs, check verdicts per partition)"]
+    failed = [d for d in done if not d.ok]
+    if failed:
+        out += ["", f"{len(failed)} step(s) failed: " + ", ".join(d.step.label for d in failed[:10])]
+    return "\n".join(out)
