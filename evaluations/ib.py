@@ -58,6 +58,17 @@ from validators.outcomes import CALL_FAILED, FAILED, NEEDS_JUDGE, UNDECIDED
 from validators.read import NONE, UNKNOWN, Reading, answer_part, is_correct, read_label, read_options
 
 SETTINGS = IB_SETTINGS  # named once, in the configuration
+# The items each setting asks (section 3): the insufficient variants for missing choices, the
+# ten-option questions for disturbing miscellany, the complete items for every other setting; and
+# the call a setting makes before its answer turn (multi-turn's first answer, prompt polishing's
+# rewrite by the polisher). `Runner.run` asks these and `planned_calls` counts these.
+ASKED = {"missing_choices": "insufficient", "disturbing_miscellany": "miscellany"}  # else "complete"
+FIRST_CALL = {"multi_turn": "ib.multi_turn.first", "prompt_polishing": "ib.prompt_polishing.rewrite"}
+
+
+def asked_items(setting: str) -> str:
+    """Which items `setting` asks: complete, insufficient or miscellany."""
+    return ASKED.get(setting, "complete")
 MEANINGS = {"True": "the conclusion is proved by the facts", "False": "the conclusion is disproved by the facts",
             "Unknown": "the conclusion cannot be determined from the facts"}
 NO_CORRECT = 'If no option is correct, answer "No correct answer".'
@@ -206,38 +217,40 @@ class Runner:
         self.responses: list[dict[str, Any]] = []
 
     def run(self, items: Sequence[Item], miscellany: Sequence[Item], settings: Sequence[str]) -> None:
-        complete = [i for i in items if i.variant == "complete"]
+        pools = {"complete": [i for i in items if i.variant == "complete"],
+                 "insufficient": [i for i in items if i.variant == "insufficient"], "miscellany": list(miscellany)}
         for setting in settings:
+            if setting not in SETTINGS:
+                raise ValueError(f"unknown setting {setting!r}; expected one of {SETTINGS}")
+            asked = pools[asked_items(setting)]
             if setting == "vanilla":
-                self._ask(setting, complete, [question_text(i) for i in complete])
+                self._ask(setting, asked, [question_text(i) for i in asked])
             elif setting == "vagueness":
-                self._ask(setting, complete, [question_text(i, vague=True) for i in complete])
+                self._ask(setting, asked, [question_text(i, vague=True) for i in asked])
             elif setting == "missing_choices":
-                insufficient = [i for i in items if i.variant == "insufficient"]
-                self._ask(setting, insufficient, [question_text(i, no_correct=i.form != "judging")
-                                                  for i in insufficient])
+                self._ask(setting, asked, [question_text(i, no_correct=i.form != "judging") for i in asked])
             elif setting in FEW_SHOT_LABELS:
                 shown = FEW_SHOT_LABELS[setting]
-                self._ask(setting, complete, [few_shot_prefix(i.form, shown) + question_text(i) for i in complete],
-                          meta=[{"example_label_types": list(shown)}] * len(complete))
+                self._ask(setting, asked, [few_shot_prefix(i.form, shown) + question_text(i) for i in asked],
+                          meta=[{"example_label_types": list(shown)}] * len(asked))
             elif setting in ("conformity", "conformity_tense"):
                 kind = "sparse" if setting == "conformity" else "tense"
-                sugg = [suggestion(i, kind) for i in complete]
-                self._ask(setting, complete, [f"{question_text(i)}\nThe answer is {s}." for i, s in zip(complete, sugg)],
+                sugg = [suggestion(i, kind) for i in asked]
+                self._ask(setting, asked, [f"{question_text(i)}\nThe answer is {s}." for i, s in zip(asked, sugg)],
                           meta=[{"suggested": s, "suggested_label_type": kind} for s in sugg])
             elif setting == "disturbing_miscellany":
-                self._ask(setting, list(miscellany), [question_text(i) for i in miscellany])
+                self._ask(setting, asked, [question_text(i) for i in asked])
             elif setting == "multi_turn":
-                self._multi_turn(complete)
+                self._multi_turn(asked)
             elif setting == "prompt_polishing":
-                self._polished(complete)
+                self._polished(asked)
             else:
-                raise ValueError(f"unknown setting {setting!r}; expected one of {SETTINGS}")
+                raise ValueError(f"setting {setting!r} is named in the configuration but not implemented here")
 
     def _multi_turn(self, items: Sequence[Item]) -> None:
         first = [question_text(i) for i in items]
         replies = self.ledger.complete(self.model, [CallRequest([{"role": "user", "content": p}], self.params)
-                                                    for p in first], purpose="ib.multi_turn.first")
+                                                    for p in first], purpose=FIRST_CALL["multi_turn"])
         convs, keep, metas = [], [], []
         for item, p, r in zip(items, first, replies):
             if not r.ok:
@@ -253,7 +266,7 @@ class Runner:
         originals = [question_text(i) for i in items]
         rewrites = self.ledger.complete(self.polisher, [CallRequest([{"role": "user", "content": POLISH.format(prompt=p)}],
                                                                     {"temperature": 0.0, "max_tokens": 512})
-                                                        for p in originals], purpose="ib.prompt_polishing.rewrite")
+                                                        for p in originals], purpose=FIRST_CALL["prompt_polishing"])
         keep, prompts, metas = [], [], []
         for item, original, r in zip(items, originals, rewrites):
             if not r.ok or not (r.text or "").strip():
@@ -446,13 +459,11 @@ def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
             for setting in cfg.ib.settings:
                 if (setting == "disturbing_miscellany") != (name == ib_gen.MISCELLANY):
                     continue
-                n = {"missing_choices": c.get("insufficient", 0),
-                     "disturbing_miscellany": c.get("miscellany", 0)}.get(setting, c.get("complete", 0))
+                n = c.get(asked_items(setting), 0)
                 at = {"partition": name, "for_model": model}
-                if setting == "multi_turn" and "ib.multi_turn.first" not in shared:
-                    out.append(Line("ib", model, "ib.multi_turn.first", n, EXACT, src, **at))
-                elif setting == "prompt_polishing":
-                    out.append(Line("ib", polisher, "ib.prompt_polishing.rewrite", n, EXACT, src, **at))
+                first = FIRST_CALL.get(setting)
+                if first and first not in shared:  # the polisher rewrites; the model answers multi-turn's first
+                    out.append(Line("ib", polisher if setting == "prompt_polishing" else model, first, n, EXACT, src, **at))
                 if f"ib.{setting}" not in shared:  # the second turn and the polished prompt come from replies
                     kind = AT_MOST if setting in ("multi_turn", "prompt_polishing") else EXACT
                     out.append(Line("ib", model, f"ib.{setting}", n, kind, src, **at))
