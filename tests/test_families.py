@@ -5,6 +5,8 @@ import importlib
 import re
 from pathlib import Path
 
+import duckdb
+
 from assets.definitions import build_definitions
 from assets.jobs import job_names
 from configuration.families import FAMILIES, KEYS
@@ -78,3 +80,76 @@ def test_the_configuration_has_one_section_per_family_from_its_own_module():
         assert issubclass(f.config, Section) and f.config.__module__ == f"configuration.{f.key}"
         assert Config.model_fields[f.key].annotation is f.config
     assert [k for k in Config.model_fields if k in KEYS] == list(KEYS)
+
+
+FIFTH = ROOT / "tests" / "fixtures" / "fifth_family"
+
+
+def _project_with_a_fifth_family(dest: Path) -> None:
+    """A copy of the project (the files git tracks) with the fixture's family modules laid over it
+    and one registry entry added: exactly what README's "Adding a family" asks of a newcomer."""
+    import shutil
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for rel in tracked:
+        if rel.startswith("tests/fixtures/fifth_family/") or not (ROOT / rel).is_file():
+            continue
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, dest / rel)
+    for path in FIFTH.rglob("*"):
+        if path.is_file() and path.name != "README.md":
+            target = dest / path.relative_to(FIFTH)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+    registry = dest / "configuration" / "families.py"
+    text = registry.read_text()
+    text = text.replace("from configuration.waken import WakenConfig\n",
+                        "from configuration.toy import ToyConfig\nfrom configuration.waken import WakenConfig\n", 1)
+    entry = ('    Family("toy", "Toy", "dataset", "toy_items", "toy_responses", "toy_metrics", "toy.items", "dataset",'
+             ' ToyConfig),\n)\nKEYS')
+    assert text.count(")\nKEYS") == 1
+    registry.write_text(text.replace(")\nKEYS", entry, 1))
+
+
+def test_a_fifth_family_is_its_own_modules_and_one_registry_entry(tmp_path):
+    """The fixture family runs end to end in a copy of the project with nothing else changed: its
+    jobs, tables, views, headline and mechanism rows, plan lines, summary line and report panel."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from llm_calls.stub_server import StubServer
+
+    project = tmp_path / "project"
+    _project_with_a_fifth_family(project)
+
+    def reply(body):
+        said = body["messages"][-1]["content"]
+        return said.split("Repeat the word: ", 1)[1] if "Repeat the word: " in said else "Answer: 1"
+
+    with StubServer(responder=reply) as stub:
+        cfg = {"warehouse": {"path": str(tmp_path / "wh.duckdb")}, "models": {"stub": {"base_url": stub.base_url,
+               "model": "stub-model", "concurrency": 4}}, "evaluate": ["stub"], "judge": "stub",
+               "toy": {"datasets": ["colours", "shades"], "count": {"demo": 3, "paper": 3}}}
+        (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+        env = {**os.environ, "BENCHSMITH_CONFIG": str(tmp_path / "cfg.yaml"), "DAGSTER_HOME": str(tmp_path),
+               "PYTHONPATH": str(project)}
+        run = subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "toy"], cwd=project,
+                             env=env, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        plan = subprocess.run([sys.executable, "-m", "assets.materialize_all", "--plan", "--select", "toy",
+                               "--latency", "0.1"], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    assert plan.returncode == 0 and "toy.repeat" in plan.stdout, plan.stdout + plan.stderr
+    assert "Toy" in run.stdout and "FAILED" not in run.stdout
+    # read as the copy wrote it: this process's schema (no toy family) would redo the report views
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM toy.items WHERE item_digest IS NOT NULL").fetchall() == [(6,)]
+    assert con.execute("SELECT scope, value FROM report.headline WHERE family = 'toy' ORDER BY scope").fetchall() == [
+        ("colours", 1.0), ("shades", 1.0)]
+    assert con.execute("SELECT bool_and(reached) FROM report.mechanisms WHERE family = 'toy'").fetchall() == [(True,)]
+    con.close()
+    page = (tmp_path / "reports" / "stub.html").read_text()
+    assert 'id="toy"' in page and "toy.table1" in page
