@@ -25,7 +25,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, create_model, field_validator, model_validator
 
-from configuration.base import PerScale, Section, SourceSpec, WakenSource, _Strict, derived_seed
+from configuration.base import PerScale, Section, SourceSpec, Strict, WakenSource, derived_seed
 from configuration.families import FAMILIES
 from configuration.ib import IB_GENERATOR_FORMS, IB_SETTINGS, IBConfig, IBDataset, IBSource
 from configuration.muso import MusoConfig, MusoSubsetSum, MusoTimetabling
@@ -47,13 +47,13 @@ class ConfigError(ValueError):
     """A configuration file is missing, unreadable or invalid; the message names file and key."""
 
 
-class WarehouseConfig(_Strict):
+class WarehouseConfig(Strict):
     path: str = "data/benchsmith.duckdb"
     # How long a write waits for another process to release the DuckDB file.
     lock_timeout_s: float = Field(300.0, gt=0)
 
 
-class LedgerConfig(_Strict):
+class LedgerConfig(Strict):
     timeout_s: float = Field(120.0, gt=0, description="per-request timeout")
     max_attempts: int = Field(5, ge=1, le=20)
     backoff_base_s: float = Field(1.0, gt=0)
@@ -64,7 +64,7 @@ class LedgerConfig(_Strict):
                                 "(back-pressure); null = the model's concurrency")
 
 
-class Sampling(_Strict):
+class Sampling(Strict):
     """Default sampling parameters; a call may override any of them."""
 
     temperature: float = Field(0.0, ge=0, le=2)
@@ -79,7 +79,7 @@ EMBEDDED_MODELS = {
 }
 
 
-class ModelConfig(_Strict):
+class ModelConfig(Strict):
     """One model: either `embedded` (served on loopback by the project) or a remote endpoint."""
 
     embedded: Literal["smollm2-135m-instruct"] | None = None
@@ -163,7 +163,7 @@ class ModelConfig(_Strict):
         return self.model or self.embedded or ""
 
 
-class ReplyCheckThresholds(_Strict):
+class ReplyCheckThresholds(Strict):
     """Shares above which a model-calling asset's run-health check errors (and the run fails);
     above zero but within them, it warns."""
 
@@ -172,7 +172,7 @@ class ReplyCheckThresholds(_Strict):
     truncated_replies: float = Field(0.9, ge=0, le=1, description="replies cut at the token budget")
 
 
-class _Spine(_Strict):
+class _Spine(Strict):
     """The keys of every configuration; `Config` adds one section per family."""
 
     scale: Literal["demo", "paper"] = "demo"

@@ -10,11 +10,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class PerScale(_Strict):
+class PerScale(Strict):
     """A value that differs between the `demo` and `paper` scales."""
 
     demo: int = Field(ge=0)
@@ -24,7 +24,7 @@ class PerScale(_Strict):
         return self.demo if scale == "demo" else self.paper
 
 
-class SourceSpec(_Strict):
+class SourceSpec(Strict):
     """Where a dataset's rows come from: a hub id or local dataset directory, or local files."""
 
     hub: str | None = None
@@ -50,7 +50,7 @@ def derived_seed(seed: int, *parts: object) -> int:
     return int(hashlib.sha256(text.encode()).hexdigest()[:15], 16)
 
 
-class Section(_Strict):
+class Section(Strict):
     """A family's section of the configuration (`configuration/<key>.py`, named by the registry).
 
     Two hooks let the whole configuration check it without knowing the family: the models it

@@ -5,14 +5,16 @@ A family's code lives in modules named after its key, one per layer that has wor
 | layer | module | what the cross-family code takes from it |
 | --- | --- | --- |
 | `configuration/` | `configuration/<key>.py` | its section's model (`config` below), checked and resolved by `Config` |
-| `warehouse/` | `warehouse/<key>.py` | `TABLES`, `VIEWS`, their docs, `HEADLINE`, `MECHANISMS` |
+| `warehouse/` | `warehouse/<key>.py` | `TABLES`, `VIEWS`, their docs, `ITEM_KEYS`, `MADE_ON`, `HEADLINE`, `MECHANISMS`, `SAMPLES` |
 | `evaluations/` | `evaluations/<key>.py` | `planned_calls(cfg, query)`: the calls its protocol makes |
 | `assets/` | `assets/<key>.py` | `build_assets(cfg)`: its assets and checks |
 | `reporting/panels/` | `reporting/panels/<key>.py` | `panel(wh, model, writer)`: its part of a model's report |
+| `generators/` | `generators/<key>.py` (optional) | `left_out_at_demo(cfg)`: what the demo scale does not build |
 
 plus whatever its generators, validators and solvers need (imported by its own modules only).
-Adding a fifth family means those modules and one `Family(...)` line below; `tests/test_families.py`
-checks that every entry has them. The order here is the order the command runs the families in,
+Adding a fifth family means those modules and one `Family(...)` entry below (with the import of its
+section); `tests/test_families.py` checks that every entry has them, and runs such a family
+(`tests/fixtures/fifth_family`) end to end. The order here is the order the command runs the families in,
 the plan and the summary list them, and the report shows their panels.
 """
 

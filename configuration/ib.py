@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from configuration.base import PerScale, Section, SourceSpec, _Strict, datasets_beside
+from configuration.base import PerScale, Section, SourceSpec, Strict, datasets_beside
 
 
 class IBSource(SourceSpec):
@@ -22,7 +22,7 @@ IB_SETTINGS = ("vanilla", "multi_turn", "conformity", "conformity_tense", "distu
                "few_shot_tense", "few_shot_sparse", "missing_choices", "vagueness", "prompt_polishing")
 
 
-class IBDataset(_Strict):
+class IBDataset(Strict):
     """One Instruction Boundary dataset: its form, and a source or an offline generator."""
 
     form: Literal["judging", "single", "multiple"]

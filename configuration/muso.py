@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from configuration.base import PerScale, Section, _Strict
+from configuration.base import PerScale, Section, Strict
 
 
 def _default_bins(n: int, width: int, open_last: bool) -> list[tuple[int, int | None]]:
@@ -16,7 +16,7 @@ def _default_bins(n: int, width: int, open_last: bool) -> list[tuple[int, int | 
     return bins
 
 
-class _MusoTask(_Strict):
+class _MusoTask(Strict):
     bins: list[tuple[int, int | None]]
 
     @model_validator(mode="after")

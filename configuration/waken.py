@@ -7,15 +7,15 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from configuration.base import PerScale, Section, SourceSpec, _Strict, datasets_beside
+from configuration.base import PerScale, Section, SourceSpec, Strict, datasets_beside
 
 
-class FLDGenerator(_Strict):
+class FLDGenerator(Strict):
     depth: tuple[int, int] = (1, 3)
     max_distractors: int = Field(4, ge=0, le=20)
 
 
-class WakenDataset(_Strict):
+class WakenDataset(Strict):
     """One WakenLLM dataset: FLD-style (generated offline or from a source), FOLIO, or ScienceQA topics."""
 
     kind: Literal["fld", "folio", "scienceqa"]
