@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from configuration import Config, derived_seed
+from configuration import Config, MusoSubsetSum, MusoTimetabling, derived_seed
 from solvers import subsetsum as ss
 from solvers import timetabling as tt
 from validators.checks import Check
@@ -75,22 +75,10 @@ def level_seed(seed: int, task: str, b: LevelBin) -> int:
     return derived_seed(seed, task, b.label, GENERATOR_VERSION)
 
 
-@dataclass(frozen=True)
-class TimetablingParams:
-    courses: tuple[int, int] = (3, 7)
-    times: tuple[int, int] = (3, 10)
-    rooms: tuple[int, int] = (2, 10)
-    teachers: tuple[int, int] = (2, 5)
-    times_per_course: tuple[int, int] = (2, 4)
-    rooms_per_course: tuple[int, int] = (1, 3)
-    single_room_prob: float = 0.1
-
-
-@dataclass(frozen=True)
-class SubsetSumParams:
-    size: tuple[int, int] = (10, 15)
-    min_value: tuple[int, int] = (1, 25)
-    max_value: tuple[int, int] = (26, 50)
+# The generator's parameter ranges are the configuration's sections (paper appendix A.1, as their
+# defaults): one definition; `TimetablingParams()` is the paper's ranges.
+TimetablingParams = MusoTimetabling
+SubsetSumParams = MusoSubsetSum
 
 
 @dataclass
@@ -301,12 +289,8 @@ def task_bins(cfg: Config, task: str) -> list[LevelBin]:
 
 
 def task_params(cfg: Config, task: str) -> TimetablingParams | SubsetSumParams:
-    if task == "timetabling":
-        c = cfg.muso.timetabling
-        return TimetablingParams(c.courses, c.times, c.rooms, c.teachers, c.times_per_course,
-                                 c.rooms_per_course, c.single_room_prob)
-    c2 = cfg.muso.subsetsum
-    return SubsetSumParams(c2.size, c2.min_value, c2.max_value)
+    """The configured generator ranges of `task`."""
+    return cfg.muso.timetabling if task == "timetabling" else cfg.muso.subsetsum
 
 
 def partitions(cfg: Config) -> dict[str, tuple[str, int, LevelBin]]:
