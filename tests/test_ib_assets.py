@@ -42,7 +42,7 @@ def test_every_dataset_setting_and_form_reaches_the_metrics(tmp_path):
     assert {r["form"] for r in summary} == {"judging", "single", "multiple"}
     assert wh.scalar("SELECT count(*) FROM ib.miscellany_items") == 9
     [misc] = wh.rows("SELECT * FROM ib.miscellany")  # table 6: percent per number of wrong options kept
-    assert list(misc) == ["Model", *(str(k) for k in range(1, 10))] and misc["Model"] == "stub"
+    assert list(misc) == ["model", *(str(k) for k in range(1, 10))] and misc["model"] == "stub"
     [t7] = wh.rows("SELECT * FROM ib.table7")
     assert t7["Vanilla Scenario"] is not None and 0 <= t7["Conformity"] <= 100
     assert wh.rows("SELECT * FROM ib.figure6 WHERE \"Setting\" = 'vanilla'")

@@ -131,7 +131,7 @@ def test_a_model_right_on_every_item_has_a_full_missing_choices_row_in_table_3(t
     wh = Warehouse(tmp_path / "wh.duckdb")
     wh.replace_partition("ib.metrics", metric_rows("perfect", rows))
     [t] = wh.rows("SELECT * FROM ib.table3 WHERE \"Setting\" = 'missing_choices'")
-    assert t == {"Model": "perfect", "Setting": "missing_choices", "Acc_b^1": 100.0, "SR1": 100.0, "GR1": 100.0,
+    assert t == {"model": "perfect", "setting": "missing_choices", "Acc_b^1": 100.0, "SR1": 100.0, "GR1": 100.0,
                  "Acc_b^2": 100.0, "SR2": 100.0, "GR2": 100.0, "GR3": 100.0}
 
 

@@ -151,7 +151,7 @@ def test_table2_sweeps_the_listed_models_at_three_temperatures_on_the_final_item
     items = wh.scalar("SELECT count(*) FROM s1.items")
     assert modes[("small", "t=0.2")] == 2 * items and ("stub", "t=0.2") not in modes
     [t2] = wh.rows("SELECT * FROM s1.table2")
-    assert t2["Model"] == "small" and (t2["t=0.0"], t2["t=0.2"], t2["t=0.4"]) == (100.0, 100.0, 100.0)
+    assert t2["model"] == "small" and (t2["t=0.0"], t2["t=0.2"], t2["t=0.4"]) == (100.0, 100.0, 100.0)
     temps = {r["t"] for r in wh.rows("SELECT DISTINCT CAST(request->'$.params.temperature' AS DOUBLE) AS t "
                                      "FROM llm.calls WHERE model = 'small'")}
     assert {0.0, 0.2, 0.4} <= temps

@@ -226,10 +226,10 @@ def test_s1_views_in_the_papers_layout(tmp_path):
     wh = Warehouse(tmp_path / "wh.duckdb")
     wh.replace_partition("s1.metrics", metric_rows("m", rows, 5))
     [t3] = wh.rows("SELECT * FROM s1.table3")
-    assert t3 == {"Model": "m", "pass@1": 90.0, "acc@k": 50.0, "f-acc": 90.0, "Tokens": 20.0}
+    assert t3 == {"model": "m", "pass@1": 90.0, "acc@k": 50.0, "f-acc": 90.0, "Tokens": 20.0}
     [t8] = wh.rows("SELECT * FROM s1.table8")
-    assert t8 == {"Model": "m", "acc": 50.0, "f-acc": 50.0, "tokens": 10.0}
-    [t5] = wh.rows('SELECT "EN Kno", "EN Avg", "ZH Kno", "Avg" FROM s1.table5 WHERE "Model" = \'m\'')
+    assert t8 == {"model": "m", "acc": 50.0, "f-acc": 50.0, "tokens": 10.0}
+    [t5] = wh.rows('SELECT "EN Kno", "EN Avg", "ZH Kno", "Avg" FROM s1.table5 WHERE model = \'m\'')
     assert t5 == {"EN Kno": 20.0, "EN Avg": 20.0, "ZH Kno": None, "Avg": 20.0}  # top-p: no zh samples
     [t19] = wh.rows('SELECT "100", "301", "207" FROM s1.table19')
     assert t19 == {"100": 90.0, "301": 10.0, "207": 0.0}
@@ -258,10 +258,10 @@ def test_table5_column_averages_and_improvement_as_the_paper_computes_them(tmp_p
     wh = Warehouse(tmp_path / "wh.duckdb")
     wh.replace_partition("s1.metrics", rows("gemma", 74.8) + rows("llama", 74.4)
                          + rows("r1", 700.0, "f-acc") + rows("o4-mini", 727.6, "hidden"))
-    t5 = {r["Model"]: r["EN Rsn"] for r in wh.rows('SELECT "Model", "EN Rsn" FROM s1.table5')}
+    t5 = {r["model"]: r["EN Rsn"] for r in wh.rows('SELECT model, "EN Rsn" FROM s1.table5')}
     assert t5["Column Avg (LLMs)"] == 74.6 and t5["Column Avg (LRMs)"] == 713.8
     assert t5["Improvement"] == round(713.8 / 74.6, 1) == 9.6
-    assert [r["Model"] for r in wh.rows('SELECT "Model" FROM s1.table5')] == [
+    assert [r["model"] for r in wh.rows('SELECT model FROM s1.table5')] == [
         "gemma", "llama", "o4-mini", "r1", "Column Avg (LLMs)", "Column Avg (LRMs)", "Improvement"]
-    [t4] = wh.rows("""SELECT "EN Rsn" FROM s1.table4 WHERE "Model" = 'r1'""")
+    [t4] = wh.rows("""SELECT "EN Rsn" FROM s1.table4 WHERE model = 'r1'""")
     assert t4["EN Rsn"] == 50.0

@@ -61,11 +61,11 @@ def test_items_outcomes_and_metrics_for_every_dataset(setup):
         {"dataset": "fld", "sample_type": "solvable", "n": 2}, {"dataset": "fld", "sample_type": "unsolvable", "n": 2},
         {"dataset": "folio", "sample_type": "solvable", "n": 2}, {"dataset": "folio", "sample_type": "unsolvable", "n": 1}]
     # a model that always says Unknown: every solvable item is vague perception, none converts
-    t3 = {r["Dataset"]: r for r in wh.rows("SELECT * FROM waken.table3")}
+    t3 = {r["dataset"]: r for r in wh.rows("SELECT * FROM waken.table3")}
     assert set(t3) == {"fld", "folio"} and t3["fld"]["TCR1"] == 50.0  # percent, as printed: the Unknown items
-    t8 = {r["Dataset"]: r for r in wh.rows("SELECT * FROM waken.table8")}
+    t8 = {r["dataset"]: r for r in wh.rows("SELECT * FROM waken.table8")}
     assert t8["fld"]["V"] == 100.0 and t8["fld"]["U"] == 100.0
-    [t6] = wh.rows("""SELECT "Direct", "CoT", "Few-shot", "WakenLLM" FROM waken.table6 WHERE "Dataset" = 'fld'""")
+    [t6] = wh.rows("""SELECT "Direct", "CoT", "Few-shot", "WakenLLM" FROM waken.table6 WHERE dataset = 'fld'""")
     assert t6["Direct"] == 50.0 and t6["CoT"] is not None and t6["Few-shot"] is None  # few-shot not configured
     for view in ("table5", "table9_11", "table12"):
         assert wh.rows(f"SELECT * FROM waken.{view} WHERE \"Dataset\" = 'fld'"), view

@@ -97,7 +97,7 @@ VIEWS: dict[str, str] = {
                    max(value) FILTER (form = 'single' AND metric = 'GR') AS gr2,
                    max(value) FILTER (form = 'multiple' AND metric = 'GR') AS gr3
             FROM ib.metrics WHERE category = '-' GROUP BY model, setting)
-        SELECT model AS "Model", setting AS "Setting",
+        SELECT model, setting,
                round(100 * (sr1 + gr1) / 2, 2) AS "Acc_b^1", round(100 * sr1, 2) AS "SR1", round(100 * gr1, 2) AS "GR1",
                round(100 * (sr2 + gr2 + gr3) / 3, 2) AS "Acc_b^2", round(100 * sr2, 2) AS "SR2",
                round(100 * gr2, 2) AS "GR2", round(100 * gr3, 2) AS "GR3"
@@ -105,12 +105,12 @@ VIEWS: dict[str, str] = {
     """,
     # Figure 7: the robustness score, the judging harmonic mean of SR and GR (percent).
     "ib.figure7": """
-        SELECT model AS "Model", setting AS "Setting", round(100 * value, 2) AS "RS"
+        SELECT model, setting, round(100 * value, 2) AS "RS"
         FROM ib.metrics WHERE form = 'judging' AND metric = 'RS' AND category = '-' ORDER BY model, setting
     """,
     # Paper table 6 layout: disturbing-miscellany accuracy (percent) by the number of wrong options kept
     # beside the correct one (its columns 1..9); `ib.miscellany_items` has the counts behind each.
-    "ib.miscellany": "SELECT model AS \"Model\", " + ", ".join(
+    "ib.miscellany": "SELECT model, " + ", ".join(
         f"round(100 * max(value) FILTER (metric = 'Acc_by_options' AND category = '{k + 1}'), 2) AS \"{k}\""
         for k in range(1, 10)) + " FROM ib.metrics WHERE metric = 'Acc_by_options' GROUP BY model ORDER BY model",
     "ib.miscellany_items": """
@@ -119,7 +119,7 @@ VIEWS: dict[str, str] = {
         FROM ib.metrics WHERE metric = 'Acc_by_options' ORDER BY model, n_options
     """,
     # Paper table 7: how often the judge was needed (percent of answered replies), pooled over the forms.
-    "ib.table7": "SELECT model AS \"Model\", " + ", ".join(
+    "ib.table7": "SELECT model, " + ", ".join(
         f"round(100 * sum(numerator) FILTER (setting = '{s}') / nullif(sum(denominator) FILTER (setting = '{s}'), 0), "
         f"2) AS \"{label}\"" for s, label in (
             ("vanilla", "Vanilla Scenario"), ("missing_choices", "Missing-Choices"), ("few_shot", "Few-shot Learning"),
@@ -128,9 +128,9 @@ VIEWS: dict[str, str] = {
         + " FROM ib.metrics WHERE metric = 'judge_share' AND form <> 'all' GROUP BY model ORDER BY model",
     # Paper figure 6: the output distribution (percent), judging outputs over the judging items and choice
     # outputs over the single- and multiple-choice items, per model and setting (the figure does not say
-    # which settings it pools; filter "Setting").
+    # which settings it pools; filter setting).
     "ib.figure6": """
-        SELECT model AS "Model", setting AS "Setting",
+        SELECT model, setting,
                round(100 * sum(numerator) FILTER (form = 'judging' AND category = 'Unknown')
                      / nullif(sum(numerator) FILTER (form = 'judging'), 0), 2) AS "Unknown (%)",
                round(100 * sum(numerator) FILTER (form = 'judging' AND category = 'True')

@@ -106,8 +106,8 @@ TABLES: dict[str, str] = {
 VIEWS: dict[str, str] = {
     # Table 1: behaviour in the recheck turn per paradigm: CSR (retention), ESC (correction), NSD (discovery).
     "muso.table1": f"""
-        SELECT model AS "Model", CASE paradigm WHEN 'short_cot' THEN 'Short-CoT' ELSE 'Long-CoT' END AS "Paradigm",
-               temperature AS "Temperature",
+        SELECT model, CASE paradigm WHEN 'short_cot' THEN 'Short-CoT' ELSE 'Long-CoT' END AS "Paradigm",
+               temperature,
                {_pct("max(retention) FILTER (task = 'timetabling')")} AS "TimeTabling CSR (%)",
                {_pct("max(correction) FILTER (task = 'timetabling')")} AS "TimeTabling ESC (%)",
                {_pct("max(discovery) FILTER (task = 'timetabling')")} AS "TimeTabling NSD (%)",
@@ -119,8 +119,8 @@ VIEWS: dict[str, str] = {
     """,
     # Table 2: self-consistency aggregation against the single-path answer.
     "muso.table2": f"""
-        SELECT model AS "Model", CASE paradigm WHEN 'short_cot' THEN 'Short-CoT' ELSE 'Long-CoT' END AS "Paradigm",
-               temperature AS "Temperature",
+        SELECT model, CASE paradigm WHEN 'short_cot' THEN 'Short-CoT' ELSE 'Long-CoT' END AS "Paradigm",
+               temperature,
                CASE task WHEN 'timetabling' THEN 'TimeTabling' ELSE 'SubsetSum' END AS "Task",
                CASE variant WHEN 'standard' THEN CASE paradigm WHEN 'short_cot' THEN 'Short-CoT' ELSE 'Long-CoT' END
                             WHEN 'sc_median' THEN 'w/ Median Conf' ELSE 'w/ Voting' END AS "Method",

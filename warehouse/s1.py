@@ -139,13 +139,13 @@ def _s1_table5() -> str:
     q = lambda c: f'"{c}"'  # noqa: E731
     return f"""
         WITH per_model AS (
-            SELECT model AS "Model", {_s1_tokens()},
+            SELECT model, {_s1_tokens()},
                    bool_or((metric = 'f-acc' AND level = 'all' AND value IS NOT NULL) OR metric = 'reasoning_hidden')
                        AS lrm
             FROM s1.metrics GROUP BY model),
         groups AS (
             SELECT lrm, {", ".join(f"avg({q(c)}) AS {q(c)}" for c in cols)} FROM per_model GROUP BY lrm)
-        SELECT "Model", {", ".join(q(c) for c in cols)}, 0 AS o FROM per_model
+        SELECT model, {", ".join(q(c) for c in cols)}, 0 AS o FROM per_model
         UNION ALL
         SELECT CASE WHEN lrm THEN 'Column Avg (LRMs)' ELSE 'Column Avg (LLMs)' END,
                {", ".join(f"round({q(c)}, 1)" for c in cols)}, CASE WHEN lrm THEN 2 ELSE 1 END FROM groups
@@ -153,7 +153,7 @@ def _s1_table5() -> str:
         SELECT 'Improvement', {", ".join(
             f"round(max({q(c)}) FILTER (lrm) / nullif(max({q(c)}) FILTER (NOT lrm), 0), 1)" for c in cols)}, 3
         FROM groups HAVING count(*) FILTER (lrm) > 0 AND count(*) FILTER (NOT lrm) > 0
-        ORDER BY o, "Model"
+        ORDER BY o, model
     """
 
 
@@ -161,7 +161,7 @@ def _s1_table5() -> str:
 VIEWS: dict[str, str] = {
     # Table 3 (top-p sampling): pass@1, acc@k, f-acc (NULL: not a reasoning model), tokens.
     "s1.table3": f"""
-        SELECT model AS "Model", {_pct("max(value) FILTER (metric = 'pass@1' AND level = 'all')")} AS "pass@1",
+        SELECT model, {_pct("max(value) FILTER (metric = 'pass@1' AND level = 'all')")} AS "pass@1",
                {_pct("max(value) FILTER (metric LIKE 'acc@%' AND level = 'all')")} AS "acc@k",
                {_pct("max(value) FILTER (metric = 'f-acc' AND level = 'all')")} AS "f-acc",
                round(max(value) FILTER (metric = 'mean_tokens' AND level = 'all'), 2) AS "Tokens"
@@ -172,7 +172,7 @@ VIEWS: dict[str, str] = {
     "s1.table5": f"SELECT * EXCLUDE (o) FROM ({_s1_table5()})",
     # Table 2: acc@n (percent) of the models in s1.table2_models at each swept temperature, and tokens.
     "s1.table2": f"""
-        SELECT model AS "Model",
+        SELECT model,
                {_pct("max(value) FILTER (metric = 'table2_acc' AND level = 'all' AND category = '0.0')")} AS "t=0.0",
                {_pct("max(value) FILTER (metric = 'table2_acc' AND level = 'all' AND category = '0.2')")} AS "t=0.2",
                {_pct("max(value) FILTER (metric = 'table2_acc' AND level = 'all' AND category = '0.4')")} AS "t=0.4",
@@ -181,22 +181,22 @@ VIEWS: dict[str, str] = {
     """,
     # Table 4: pass@1 (percent) per language and category.
     "s1.table4": f"""
-        SELECT model AS "Model", {_s1_tokens(metric="pass@1", scale="100")}
+        SELECT model, {_s1_tokens(metric="pass@1", scale="100")}
         FROM s1.metrics GROUP BY model ORDER BY model
     """,
     # Table 8 (greedy decoding): accuracy, f-acc, tokens.
     "s1.table8": f"""
-        SELECT model AS "Model", {_pct("max(value) FILTER (metric = 'greedy_acc' AND level = 'all')")} AS "acc",
+        SELECT model, {_pct("max(value) FILTER (metric = 'greedy_acc' AND level = 'all')")} AS "acc",
                {_pct("max(value) FILTER (metric = 'greedy_f-acc' AND level = 'all')")} AS "f-acc",
                round(max(value) FILTER (metric = 'greedy_mean_tokens' AND level = 'all'), 2) AS "tokens"
         FROM s1.metrics GROUP BY model ORDER BY model
     """,
     # Tables 19 and 20: the rate of each format type (table 9) under top-p sampling and greedy decoding.
     "s1.table19": f"""
-        SELECT model AS "Model", {_s1_formats("")} FROM s1.metrics GROUP BY model ORDER BY model
+        SELECT model, {_s1_formats("")} FROM s1.metrics GROUP BY model ORDER BY model
     """,
     "s1.table20": f"""
-        SELECT model AS "Model", {_s1_formats("greedy_")} FROM s1.metrics GROUP BY model ORDER BY model
+        SELECT model, {_s1_formats("greedy_")} FROM s1.metrics GROUP BY model ORDER BY model
     """,
 }
 

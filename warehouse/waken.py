@@ -92,7 +92,7 @@ def _waken(metric: str, t: str = "all", stage: str = "-", setting: str = "vanill
 VIEWS: dict[str, str] = {
     # Table 3: vanilla TCR1, TCR2, OCR; RtG (label) Conf_s, Conf_u; RtG (RP) CGR, RPC.
     "waken.table3": f"""
-        SELECT model AS "Model", dataset AS "Dataset",
+        SELECT model, dataset,
                {_pct(_waken('TCR', stage='1'))} AS "TCR1", {_pct(_waken('TCR', stage='2'))} AS "TCR2",
                {_pct(_waken('OCR', stage='all'))} AS "OCR",
                {_pct(_waken('Conf', 's', 'all', 'rtg_label'))} AS "Conf_s",
@@ -103,13 +103,13 @@ VIEWS: dict[str, str] = {
     """,
     # Table 5: degradation analysis.
     "waken.table5": f"""
-        SELECT model AS "Model", dataset AS "Dataset", {_pct(_waken('TCR', stage='2'))} AS "TCR2",
+        SELECT model, dataset, {_pct(_waken('TCR', stage='2'))} AS "TCR2",
                {_pct(_waken('Deg', stage='2'))} AS "Deg"
         FROM waken.metrics GROUP BY model, dataset ORDER BY model, dataset
     """,
     # Table 6: accuracy of the direct pass, the prompt baselines and WakenLLM (no SFT/DPO: not trained here).
     "waken.table6": f"""
-        SELECT model AS "Model", dataset AS "Dataset", {_pct(_waken('acc_direct'))} AS "Direct",
+        SELECT model, dataset, {_pct(_waken('acc_direct'))} AS "Direct",
                {_pct(_waken('acc_baseline', setting='cot'))} AS "CoT",
                {_pct(_waken('acc_baseline', setting='few_shot'))} AS "Few-shot",
                {_pct(_waken('acc_baseline', setting='tree_of_thought'))} AS "Tree-of-Thought",
@@ -121,13 +121,13 @@ VIEWS: dict[str, str] = {
     """,
     # Table 8: shares of items showing vague perception (V: solvable, U: unsolvable).
     "waken.table8": f"""
-        SELECT model AS "Model", dataset AS "Dataset", {_pct(_waken('vague_perception_share', 's'))} AS "V",
+        SELECT model, dataset, {_pct(_waken('vague_perception_share', 's'))} AS "V",
                {_pct(_waken('vague_perception_share', 'u'))} AS "U"
         FROM waken.metrics GROUP BY model, dataset ORDER BY model, dataset
     """,
     # Tables 9-11: Remind-then-Guide per misguiding rate, TCR1 and TCR2 split by sample type.
     "waken.table9_11": """
-        SELECT model AS "Model", dataset AS "Dataset",
+        SELECT model, dataset,
                round(100 * CAST(substr(setting, 3) AS DOUBLE), 2) AS "M (%)",
                round(100 * max(value) FILTER (metric = 'TCR' AND stage = '1' AND sample_type = 's'), 2) AS "TCR1 S",
                round(100 * max(value) FILTER (metric = 'TCR' AND stage = '1' AND sample_type = 'u'), 2) AS "TCR1 U",
@@ -138,7 +138,7 @@ VIEWS: dict[str, str] = {
     """,
     # Table 12: vanilla TCR1 and TCR2 split into solvable (V) and unsolvable (U) samples.
     "waken.table12": f"""
-        SELECT model AS "Model", dataset AS "Dataset",
+        SELECT model, dataset,
                {_pct(_waken('TCR', 's', '1'))} AS "TCR1 V", {_pct(_waken('TCR', 'u', '1'))} AS "TCR1 U",
                {_pct(_waken('TCR', 's', '2'))} AS "TCR2 V", {_pct(_waken('TCR', 'u', '2'))} AS "TCR2 U"
         FROM waken.metrics GROUP BY model, dataset ORDER BY model, dataset

@@ -56,7 +56,7 @@ class Writer:
 
 
 def model_rows(wh: Warehouse, view: str, model: str) -> list[dict]:
-    return wh.rows(f'SELECT * FROM {view} WHERE "Model" = ?', [model])
+    return wh.rows(f"SELECT * FROM {view} WHERE model = ?", [model])
 
 
 def evaluated(wh: Warehouse, table: str, model: str) -> int:
