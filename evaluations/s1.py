@@ -16,7 +16,7 @@ from typing import Any
 from configuration import Config
 from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query
 from generators.s1 import built_subcategories, load_registry
-from generators.s1_construction import programmatic_candidates
+from generators.s1_construction import DISCRIMINATE, GENERATE, REDUCE, VALIDATE, programmatic_candidates
 from llm_calls import CallRequest, Ledger
 from validators.judge import Judge
 from validators.outcomes import CALL_FAILED, FAILED
@@ -24,6 +24,9 @@ from validators.s1 import count_tokens, difficulty_awareness, redundancy
 from validators.s1_read import FORMAT_TYPES, HIDDEN_REASONING, STRICT_FORMATS, UNREADABLE_FORMATS, check_answer, format_type
 
 # -- evaluation ------------------------------------------------------------------------------------
+
+EVALUATE = "s1.evaluate"  # the evaluation's calls (k samples and a greedy answer); its judge's add ".judge"
+
 
 def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge: Judge, k: int, temperature: float,
              top_p: float, max_tokens: int, reasoning: bool = True,
@@ -52,7 +55,7 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
         return {"temperature": float(mode[2:]), "max_tokens": max_tokens}
 
     requests = [CallRequest([{"role": "user", "content": it["question"]}], params(mode), s) for it, mode, s in plan]
-    results = ledger.complete(model, requests, purpose="s1.evaluate")
+    results = ledger.complete(model, requests, purpose=EVALUATE)
     rows = []
     for (it, mode, s), r in zip(plan, results):
         hidden = r.reasoning_hidden
@@ -77,7 +80,7 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
                      "reply": r.reply, "call_key": r.key, "_target": target, "_check": it["check_spec"],
                      "_question": it["question"], "_answer": it["answer"]})
     to_judge = [row for row in rows if row["method"] is None and json.loads(row["_check"]) is None and row["_target"]]
-    verdicts = judge.grade([(row["_question"], row["_target"], row["_answer"]) for row in to_judge], "s1.evaluate")
+    verdicts = judge.grade([(row["_question"], row["_target"], row["_answer"]) for row in to_judge], EVALUATE)
     for row, v in zip(to_judge, verdicts):
         row["correct"], row["method"], row["detail"] = v.answer, v.method, v.evidence
     for row in rows:
@@ -223,21 +226,21 @@ def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
     rounds = 1 + s.max_rounds.at(cfg.scale)
     validators = s.validators or [cfg.judge]
     per_validator = len(s.temperatures) * s.samples_per_temperature
-    out = [Line("s1", g, "s1.generate", c["subcategories"]) for g in s.generators]
+    out = [Line("s1", g, GENERATE, c["subcategories"]) for g in s.generators]
     for d in s.discriminators:
-        out.append(Line("s1", d, "s1.discriminate", candidates * rounds, AT_MOST))
+        out.append(Line("s1", d, DISCRIMINATE, candidates * rounds, AT_MOST))
     for v in validators:
         # round 0: the candidates that discrimination and near-duplicate removal leave
-        out.append(Line("s1", v, "s1.validate", candidates * per_validator, AT_MOST))
+        out.append(Line("s1", v, VALIDATE, candidates * per_validator, AT_MOST))
         if rounds > 1:
-            out.append(Line("s1", v, "s1.validate (reduced)", candidates * per_validator * (rounds - 1), AT_MOST))
-    out.append(Line("s1", s.reducer or cfg.judge, "s1.reduce", candidates * (rounds - 1), AT_MOST))
-    out.append(Line("s1", cfg.judge, "s1.validate.judge", candidates * rounds * per_validator * len(validators), AT_MOST))
+            out.append(Line("s1", v, f"{VALIDATE} (reduced)", candidates * per_validator * (rounds - 1), AT_MOST))
+    out.append(Line("s1", s.reducer or cfg.judge, REDUCE, candidates * (rounds - 1), AT_MOST))
+    out.append(Line("s1", cfg.judge, f"{VALIDATE}.judge", candidates * rounds * per_validator * len(validators), AT_MOST))
     items, src = counts.by_partition["evaluation"]["items"], counts.source["evaluation"]
     per_model = items * (s.k + 1)
     kind = EXACT if src == "warehouse" else AT_MOST
     for model in cfg.evaluate:
         calls = per_model + (items * per_validator if model in s.table2_models else 0)  # table 2's sweep
-        out.append(Line("s1", model, "s1.evaluate", calls, kind, src, for_model=model))
-        out.append(Line("s1", cfg.judge, "s1.evaluate.judge", 3 * calls, AT_MOST, src, for_model=model))
+        out.append(Line("s1", model, EVALUATE, calls, kind, src, for_model=model))
+        out.append(Line("s1", cfg.judge, f"{EVALUATE}.judge", 3 * calls, AT_MOST, src, for_model=model))
     return out

@@ -213,6 +213,33 @@ class Answer:
         return outcomes.failed(self.extraction.method)
 
 
+@dataclass(frozen=True)
+class Step:
+    purpose: str  # the ledger purpose of its calls
+    over: str  # "items": one call per item at most; "unknown": per item labelled Unknown
+    kind: str  # EXACT: made whatever the replies; AT_MOST: only for the items earlier replies select
+    counted: bool = True  # False: the same requests as an earlier step, answered by the ledger from it
+
+
+def steps(baselines: Sequence[str], misguiding_rates: Sequence[float], ablation_temperature: float) -> list[Step]:
+    """Every call `Pipeline.run` makes with the evaluated model, in its order (sections 3.2 and 5,
+    appendix H): the run refuses a purpose missing here, and `planned_calls` counts these.
+    Self-reflection's first turn is the direct request itself (the ledger answers it from there);
+    its reflection, the diagnosis, the stages, Remind-then-Guide and the ablation run only on the
+    items the replies before them select."""
+    out = [Step("waken.direct", "items", EXACT)]
+    out += [Step(f"waken.baseline.{b}", "items", EXACT, counted=b != "self_reflection") for b in baselines]
+    out += [Step("waken.baseline.self_reflection.reflect", "items", AT_MOST)] if "self_reflection" in baselines else []
+    out += [Step("waken.diagnosis", "unknown", AT_MOST), Step("waken.stage1.vanilla", "items", AT_MOST),
+            Step("waken.stage2.vanilla", "items", AT_MOST)]
+    for rate in misguiding_rates:
+        out += [Step(f"waken.rtg_label_stage1.M={rate:.3f}", "items", AT_MOST),
+                Step(f"waken.rtg_label_stage2.M={rate:.3f}", "items", AT_MOST)]
+    return out + [Step("waken.rtg_rp_stage1.reasoning", "items", AT_MOST),
+                  Step("waken.rtg_rp_stage2.reasoning", "items", AT_MOST),
+                  Step(f"waken.ablation.T={ablation_temperature}", "items", AT_MOST)]
+
+
 class Pipeline:
     """One model on one dataset's items; every step returns rows for `waken.outcomes`."""
 
@@ -225,6 +252,7 @@ class Pipeline:
         self.ablation_params = {"temperature": ablation_temperature, "max_tokens": max_tokens}
         self.seed = seed
         self.rows: list[dict[str, Any]] = []
+        self.declared: set[str] | None = None  # during `run`: the purposes `steps` declares
 
     # -- asking -----------------------------------------------------------------------
 
@@ -232,6 +260,8 @@ class Pipeline:
             labels_only: bool = False, items: Sequence[Item] | None = None) -> list[Answer]:
         """One batch; each reply's answer extracted (as True/False for `labels_only` questions, else by
         the item's answer format), the judge asked only for replies no keyword decided."""
+        if self.declared is not None and f"waken.{purpose}" not in self.declared:
+            raise RuntimeError(f"waken.{purpose}: a call `steps` does not declare (the plan would not count it)")
         results = self.ledger.complete(self.model, [CallRequest(c, params or self.params) for c in convs],
                                        purpose=f"waken.{purpose}")
         kinds: list[Item | None] = list(items) if items is not None and not labels_only else [None] * len(convs)
@@ -299,6 +329,7 @@ class Pipeline:
         return dict(zip((it.item_id for it in items), answers))
 
     def run(self, misguiding_rates: Sequence[float], baselines: Sequence[str]) -> list[dict[str, Any]]:
+        self.declared = {s.purpose for s in steps(baselines, misguiding_rates, self.ablation_params["temperature"])}
         direct = self.direct()
         vp = self.vague_perception(direct)
         style = {it.item_id: STIMULATION["detailed" if it.form == "fact" else "concise"] for it in vp}
@@ -390,23 +421,16 @@ def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
     items the replies select, at most all of them; the judge reads at most every reply. ScienceQA
     items need one judge verification per Unknown draft (more when drafts are rejected)."""
     w = cfg.waken
+    declared = [s for s in steps(w.baselines, w.misguiding_rates, w.ablation_temperature) if s.counted]
     out: list[Line] = []
     for name, c in counts.by_partition.items():
-        src, n, u = counts.source[name], c["items"], c["unknown"]
+        src = counts.source[name]
         if c["scienceqa"] and counts.source[name].startswith("configuration"):
             out.append(Line("waken", cfg.judge, "waken.unknown_verification", c["drafts"], AT_LEAST, src, name))
+        over = {"items": c["items"], "unknown": c["unknown"]}
         for model in cfg.evaluate:
-            # self-reflection's first turn is the direct request itself: the ledger answers it from there
-            fixed = [("waken.direct", n)] + [(f"waken.baseline.{b}", n) for b in w.baselines if b != "self_reflection"]
-            bounded = [("waken.baseline.self_reflection.reflect", n)] if "self_reflection" in w.baselines else []
-            bounded += [("waken.diagnosis", u), ("waken.stage1.vanilla", n), ("waken.stage2.vanilla", n)]
-            for rate in w.misguiding_rates:
-                bounded += [(f"waken.rtg_label_stage1.M={rate:.3f}", n), (f"waken.rtg_label_stage2.M={rate:.3f}", n)]
-            bounded += [("waken.rtg_rp_stage1.reasoning", n), ("waken.rtg_rp_stage2.reasoning", n),
-                        (f"waken.ablation.T={w.ablation_temperature}", n)]
-            out += [Line("waken", model, step, k, EXACT, src, name, model) for step, k in fixed]
-            out += [Line("waken", model, step, k, AT_MOST, src, name, model) for step, k in bounded]
-            out.append(Line("waken", cfg.judge, "waken.cause", n, AT_MOST, src, name, model))
-            out.append(Line("waken", cfg.judge, "waken.judge", sum(k for _, k in fixed + bounded), AT_MOST, src,
+            out += [Line("waken", model, s.purpose, over[s.over], s.kind, src, name, model) for s in declared]
+            out.append(Line("waken", cfg.judge, "waken.cause", c["items"], AT_MOST, src, name, model))
+            out.append(Line("waken", cfg.judge, "waken.judge", sum(over[s.over] for s in declared), AT_MOST, src,
                             name, model))
     return out

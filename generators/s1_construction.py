@@ -55,6 +55,10 @@ DISCRIMINATION_PROMPT = (
 )
 
 
+# The construction's calls, one ledger purpose per step (paper section 2); its judge's calls add
+# ".judge". `evaluations.s1.planned_calls` counts these same steps.
+GENERATE, DISCRIMINATE, VALIDATE, REDUCE = "s1.generate", "s1.discriminate", "s1.validate", "s1.reduce"
+
 @dataclass
 class Record:
     cid: str
@@ -131,7 +135,7 @@ class Construction:
             prompts = [generation_prompt(self.reg, sub, per) for sub in subcategories]
             results = self.ledger.complete(model, [CallRequest([{"role": "user", "content": p}],
                                                                {"temperature": 0.7, "max_tokens": self.budgets.generation})
-                                                   for p in prompts], purpose="s1.generate")
+                                                   for p in prompts], purpose=GENERATE)
             for sub, r in zip(subcategories, results):
                 slug = sub.replace(" ", "_")
                 pairs = parse_pairs(answer_part(r.text)[1]) if r.ok else []
@@ -196,7 +200,7 @@ class Construction:
                                                             question=c.question, answer=c.answer, others=others or "(none)"))
             sampling = {"temperature": 0.0, "max_tokens": self.budgets.discrimination}
             results = self.ledger.complete(model, [CallRequest([{"role": "user", "content": p}], sampling) for p in prompts],
-                                           purpose="s1.discriminate")
+                                           purpose=DISCRIMINATE)
             for r, res in zip(records, results):
                 decision, reasons = read_verdict(res.reply) if res.ok else (CALL_FAILED, res.error or "")
                 verdicts[r.cid].append(decision)
@@ -266,7 +270,7 @@ class Construction:
                 break
             requests = [CallRequest([{"role": "user", "content": r.candidate.question}],
                                     {"temperature": t, "max_tokens": self.budgets.validation}, s) for r, t, s in index]
-            results = self.ledger.complete(model, requests, purpose="s1.validate")
+            results = self.ledger.complete(model, requests, purpose=VALIDATE)
             verdicts = self._judge_until_wrong(index, results)
             for k, ((rec, t, s), res) in enumerate(zip(index, results)):
                 if not res.ok:
@@ -304,7 +308,7 @@ class Construction:
             if not batch:
                 continue
             judged = self.judge.grade([(index[k][0].candidate.question, results[k].text or "", index[k][0].candidate.answer)
-                                       for k in batch], "s1.validate")
+                                       for k in batch], VALIDATE)
             for k, v in zip(batch, judged):
                 verdicts[k] = v
                 if v.answer is not True:
@@ -316,7 +320,7 @@ class Construction:
         results = self.ledger.complete(self.reducer, [
             CallRequest([{"role": "user", "content": reduction_prompt(self.reg, rec.candidate)}],
                         {"temperature": 0.0, "max_tokens": self.budgets.reduction}) for rec in records],
-            purpose="s1.reduce")
+            purpose=REDUCE)
         children = []
         for rec, r in zip(records, results):
             pairs = parse_pairs(answer_part(r.text)[1]) if r.ok else []

@@ -158,3 +158,19 @@ def test_the_cause_prompt_of_an_unknown_item_asks_about_its_failing_explanation(
     assert about_u1 and all("wrong Unknown" not in t and "failing explanation" in t for t in about_u1)
     assert about_s and all("wrong Unknown" in t and "The correct label is" in t for t in about_s)
     assert set(outcomes(rows, "cause", "judge")) == {"s1", "s2", "u1"}
+
+
+def test_the_pipeline_makes_only_the_calls_its_steps_declare(tmp_path):
+    """`steps` is what the plan counts; a run that asks a step it does not declare stops at once."""
+    from evaluations.waken import steps
+
+    declared = {s.purpose for s in steps(["cot"], [1.0], 1.0)}
+    assert {"waken.direct", "waken.baseline.cot", "waken.rtg_label_stage1.M=1.000", "waken.ablation.T=1.0"} <= declared
+    with StubServer(responder=scripted) as stub:
+        cfg = stub_config(stub, tmp_path)
+        with ModelRegistry(cfg) as reg:
+            pipeline = Pipeline(Ledger(Warehouse(cfg.warehouse_path()), reg), "stub", "stub", ITEMS, 0.5, 1.0, 64, seed=1)
+            pipeline.declared = {"waken.direct"}
+            with pytest.raises(RuntimeError, match="waken.baseline.cot: a call `steps` does not declare"):
+                pipeline.baseline("cot")
+            assert stub.requests == []  # refused before anything was sent
