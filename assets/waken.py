@@ -16,7 +16,7 @@ from assets.versions import code_version
 from configuration import Config
 from evaluations.waken import Item, Pipeline
 from evaluations.waken_metrics import all_metric_rows, coverage, identity_violations
-from generators.waken import ITEMS_VERSION, ItemsError, build_items, fol_checks, item_checks, load_records
+from generators.waken import ITEMS_VERSION, ItemsError, build_items, fol_checks, item_checks, load_records, stored_rows
 from reporting.panels.waken import RATE_COLOURS
 from validators import outcomes
 from validators.judge import Judge, unknown_verifier
@@ -62,8 +62,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
             if drafts:  # the verdicts are kept; the dataset's items are left as they were
                 wh.replace_partitions({"waken.unknown_drafts": drafts}, {"dataset": name})
             raise
-        for r in rows:
-            r["extra"] = json.dumps(r["extra"], default=str)
+        rows = stored_rows(rows)
         source_rows = [{**rec.row(), "dataset": f"waken:{name}", "source": rec.dataset} for rec in records]
         checks = fol_checks(name, records) if spec.kind == "folio" else []
         wh.replace_partitions({"waken.items": rows, "waken.fol_checks": checks, "waken.unknown_drafts": drafts},

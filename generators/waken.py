@@ -326,6 +326,11 @@ def sample_records(name: str, spec: WakenDataset, records: Sequence[SourceRecord
     return rows
 
 
+def stored_rows(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Items as `waken.items` holds them: their details as JSON text."""
+    return [{**r, "extra": json.dumps(r["extra"], default=str)} for r in items]
+
+
 # -- a stored dataset's quality checks (the `waken_items` asset reports them) ------------------------
 
 def item_checks(stored: Sequence[dict[str, Any]], fol: Sequence[dict[str, Any]], kind: str) -> list[Check]:
