@@ -3,7 +3,6 @@
 Partitions: one per configured dataset (`waken.datasets` keys).
 """
 
-import json
 from collections import Counter
 
 import dagster as dg
@@ -14,7 +13,7 @@ from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from assets.versions import code_version
 from configuration import Config
-from evaluations.waken import Item, Pipeline
+from evaluations.waken import Pipeline, items_from_rows
 from evaluations.waken_metrics import all_metric_rows, coverage, identity_violations
 from generators.waken import ITEMS_VERSION, ItemsError, build_items, fol_checks, item_checks, load_records, stored_rows
 from reporting.panels.waken import RATE_COLOURS
@@ -94,10 +93,9 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         cfg = settings.load()
         name, model = model_slice(context, "dataset")
         wh = warehouse.get()
-        items = [Item(r["item_id"], r["form"], r["label"], r["context"], r["question"],
-                      tuple(json.loads(r["extra"]).get("choices") or ()) or None) for r in wh.rows(
+        items = items_from_rows(wh.rows(
             "SELECT item_id, form, label, context, question, extra FROM waken.items WHERE dataset = ? ORDER BY item_id",
-            [name])]
+            [name]))
         ledger = llm.ledger(context, wh)
         w = cfg.waken
         pipe = Pipeline(ledger, model, cfg.judge, items, w.temperature, w.ablation_temperature,

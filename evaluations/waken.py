@@ -36,6 +36,7 @@ stage denominators count decided items only; the counts are stored).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -211,6 +212,12 @@ class Answer:
     @property
     def failed(self) -> bool:
         return outcomes.failed(self.extraction.method)
+
+
+def items_from_rows(rows: Sequence[dict[str, Any]]) -> list[Item]:
+    """The pipeline's items from stored `waken.items` rows (the choices of multiple choice in `extra`)."""
+    return [Item(r["item_id"], r["form"], r["label"], r["context"], r["question"],
+                 tuple(json.loads(r["extra"]).get("choices") or ()) or None) for r in rows]
 
 
 @dataclass(frozen=True)
