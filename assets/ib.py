@@ -7,7 +7,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import check_results, column_schema, figure_markdown, headline, legend, pyplot, stacked_bar_chart, table
+from assets.metadata import check_results, column_schema, figure_markdown, headline, stacked_bar_chart, table
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -15,6 +15,7 @@ from assets.versions import code_version
 from configuration import Config
 from evaluations.ib import Item, Runner, all_metric_rows, coverage
 from generators import ib as gen
+from reporting.figures import legend, pyplot
 from validators import outcomes
 from warehouse.schema import current
 

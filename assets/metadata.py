@@ -9,9 +9,7 @@ from typing import Any
 
 import dagster as dg
 
-from reporting.figures import draw_reliability, draw_stacked_bars, legend, pyplot
-
-__all__ = ["draw_reliability", "draw_stacked_bars", "legend", "pyplot"]  # the figures, for the assets
+from reporting.figures import draw_stacked_bars, pyplot
 
 
 def table(rows: Sequence[Mapping[str, Any]]) -> dg.MetadataValue:

@@ -11,7 +11,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import check_results, column_schema, draw_reliability, figure_markdown, headline, pyplot, table
+from assets.metadata import check_results, column_schema, figure_markdown, headline, table
 from assets.partitions import by_model, model_slice
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -21,6 +21,7 @@ from evaluations import muso as protocol
 from evaluations import scoring
 from generators import muso as gen
 from generators.muso import partitions, task_bins, task_params
+from reporting.figures import draw_reliability, pyplot
 from validators import outcomes
 from validators.outcomes import CALL_FAILED
 from warehouse.schema import current

@@ -4,7 +4,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import check_results, column_schema, figure_markdown, headline, pyplot, table
+from assets.metadata import check_results, column_schema, figure_markdown, headline, table
 from assets.partitions import models_partitions
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -13,6 +13,7 @@ from configuration import Config
 from evaluations.s1 import evaluate, metric_rows
 from generators.s1 import built_subcategories, load_registry, load_release
 from generators.s1_construction import Budgets, Construction, item_checks
+from reporting.figures import pyplot
 from validators import outcomes
 from validators.judge import Judge
 from warehouse.s1 import LINEAGE_BROKEN, NOT_ALL_CORRECT

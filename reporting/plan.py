@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from configuration import Config
 from configuration.families import FAMILIES as FAMILY_LIST
 from evaluations.calls import AT_LEAST, AT_MOST, EXACT, Line, Query
+from reporting.summary import stored_items
 from warehouse import Warehouse
 
 __all__ = ["AT_LEAST", "AT_MOST", "EXACT", "Line", "plan_lines"]
@@ -111,14 +112,7 @@ def _selected(ln: Line, partitions: Sequence[str] | None, models: Sequence[str] 
 
 def _built(wh: Warehouse | None) -> set[tuple[str, str | None]]:
     """(family, partition) whose items the warehouse holds."""
-    out: set[tuple[str, str | None]] = set()
-    for family, table, column in ((f.key, f.items_table, f.partition_column) for f in FAMILY_LIST):
-        if column is None:
-            if _stored(wh, f"SELECT 1 FROM {table} LIMIT 1"):
-                out.add((family, None))
-        else:
-            out |= {(family, r["p"]) for r in _stored(wh, f"SELECT DISTINCT {column} AS p FROM {table}")}
-    return out
+    return {(family, part or None) for family, parts in stored_items(wh).items() for part in parts}
 
 
 # -- cache, latency, time ------------------------------------------------------------------------

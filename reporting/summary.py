@@ -13,14 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from configuration import Config
-from configuration.families import FAMILIES, KEYS, title
+from configuration.families import BY_KEY, FAMILIES, KEYS, title
 from llm_calls.ledger import TOTALS
 from warehouse import Warehouse
-
-# Each family's items table and the column naming its partition (None: one unpartitioned table).
-ITEMS = {f.key: (f.items_table, f.partition_column) for f in FAMILIES}
-ITEMS_SQL = {family: f"SELECT count(*) FROM {table}" for family, (table, _) in ITEMS.items()}
-NAMES = {**{f.key: f.title for f in FAMILIES}, "": title("")}
 
 
 @dataclass
@@ -102,13 +97,13 @@ def clock(seconds: float) -> str:
         else f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def stored_items(wh: Warehouse) -> dict[str, set[str]]:
+def stored_items(wh: Warehouse | None) -> dict[str, set[str]]:
     """Per family, the item partitions the warehouse holds ('' for an unpartitioned family)."""
-    if not Path(wh.path).exists():
-        return {family: set() for family in ITEMS}
+    if wh is None or not Path(wh.path).exists():
+        return {f.key: set() for f in FAMILIES}
     empty = "''"  # an unpartitioned family's one partition
-    return {family: {r["p"] for r in wh.rows(f"SELECT DISTINCT {column or empty} AS p FROM {table}")}
-            for family, (table, column) in ITEMS.items()}
+    return {f.key: {r["p"] for r in wh.rows(f"SELECT DISTINCT {f.partition_column or empty} AS p FROM {f.items_table}")}
+            for f in FAMILIES}
 
 
 def left_out_at_demo(config: Config) -> list[str]:
@@ -134,7 +129,7 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
     for d in done:
         by_family.setdefault(d.step.family, []).append(d)
     for family, ds in by_family.items():
-        items = wh.scalar(ITEMS_SQL[family]) if family in ITEMS_SQL else ""
+        items = wh.scalar(f"SELECT count(*) FROM {BY_KEY[family].items_table}") if family in BY_KEY else ""
         cached, answered, failed = (sum(d.calls[i] for d in ds) for i in range(3))
         bad = [d for d in ds if not d.ok]
         warned = sorted({c for d in ds for c in d.warned_checks})
@@ -146,7 +141,7 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
             status += f" (failed checks: {', '.join(unmet)})"
         if warned:
             status += f" (warnings: {', '.join(warned)})"
-        out.append(f"{NAMES[family]:<22}{items!s:>7}{cached:>8}{answered + failed:>7}{failed:>8}  "
+        out.append(f"{title(family):<22}{items!s:>7}{cached:>8}{answered + failed:>7}{failed:>8}  "
                    f"{clock(sum(d.seconds for d in ds)):>7}  {status}")
     out.append(f"{'total':<22}{'':>7}{sum(d.calls[0] for d in done):>8}"
                f"{sum(d.calls[1] + d.calls[2] for d in done):>7}{sum(d.calls[2] for d in done):>8}  "
@@ -169,13 +164,13 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
         for model, parts in cells.items():
             shown = "; ".join(parts[:6]) + (f"; ... {len(parts) - 6} more" if len(parts) > 6 else "")
             mark = " (no longer configured: rows of an earlier configuration)" if model in gone else ""
-            out.append(f"  {NAMES[family]} [{model}]{mark}: {shown}")
+            out.append(f"  {title(family)} [{model}]{mark}: {shown}")
     stale = wh.rows("SELECT * FROM report.stale WHERE family IN (SELECT unnest(?::VARCHAR[]))",
                     [families]) if families else []
     if stale:
         out += ["", "stale replies, left out of every metric (report.stale): made on items since rebuilt "
                     "differently or removed; run those slices again (--model NAME):"]
-        out += [f"  {NAMES[r['family']]} [{r['model']}] {r['scope']}: {r['replies']} replies in {r['table']} "
+        out += [f"  {title(r['family'])} [{r['model']}] {r['scope']}: {r['replies']} replies in {r['table']} "
                 f"({r['item_changed']} on changed items, {r['item_gone']} on items no longer stored)" for r in stale]
     missed = wh.rows("SELECT * FROM report.mechanisms WHERE family IN (SELECT unnest(?::VARCHAR[])) AND NOT reached",
                      [families]) if families else []
@@ -184,8 +179,8 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
     if families:
         out += ["", "mechanisms not exercised (report.mechanisms):" if missed or nothing else
                 "every family's main mechanism was exercised (report.mechanisms)"]
-        out += [f"  {NAMES[r['family']]} [{r['model']}] {r['scope']}: {r['mechanism']}: {r['detail']}" for r in missed]
-        out += [f"  {NAMES[f]}: nothing measured (no current replies or items)" for f in nothing]
+        out += [f"  {title(r['family'])} [{r['model']}] {r['scope']}: {r['mechanism']}: {r['detail']}" for r in missed]
+        out += [f"  {title(f)}: nothing measured (no current replies or items)" for f in nothing]
     left_out = left_out_at_demo(config)
     if left_out:
         out += ["", "left out at demo scale (configured, not built):"] + [f"  {line}" for line in left_out]

@@ -329,7 +329,7 @@ def test_the_reliability_diagram_marks_confident_replies_at_recall_zero():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from assets.metadata import draw_reliability
+    from reporting.figures import draw_reliability
 
     fig, ax = plt.subplots()
     draw_reliability(ax, {"short_cot": ([0.85, 0.85, 0.85, 0.3], [0.0, 0.0, 0.0, 0.5])})

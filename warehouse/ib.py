@@ -183,16 +183,16 @@ MECHANISMS = f"""
 
 # The view columns this family's views name.
 VIEW_COLUMN_DOCS: dict[str, str] = {
-    'Acc_b^1': 'judging balanced accuracy (SR1 + GR1) / 2, percent',
-    'Acc_b^2': 'choice balanced accuracy (SR2 + GR2 + GR3) / 3, percent',
-    'SR1': 'judging accuracy on tense-label items, percent',
-    'GR1': 'judging accuracy on sparse-label items, percent',
-    'SR2': 'single-choice accuracy on tense-label items, percent',
-    'GR2': 'single-choice accuracy on sparse-label items, percent',
-    'GR3': 'multiple-choice accuracy on sparse-label items, percent',
-    'RS': 'robustness score: harmonic mean of SR and GR, percent',
-    'accuracy': 'accuracy (fraction)',
-    'items': 'items behind the accuracy',
+    "Acc_b^1": "judging balanced accuracy (SR1 + GR1) / 2, percent",
+    "Acc_b^2": "choice balanced accuracy (SR2 + GR2 + GR3) / 3, percent",
+    "SR1": "judging accuracy on tense-label items, percent",
+    "GR1": "judging accuracy on sparse-label items, percent",
+    "SR2": "single-choice accuracy on tense-label items, percent",
+    "GR2": "single-choice accuracy on sparse-label items, percent",
+    "GR3": "multiple-choice accuracy on sparse-label items, percent",
+    "RS": "robustness score: harmonic mean of SR and GR, percent",
+    "accuracy": "accuracy (fraction)",
+    "items": "items behind the accuracy",
 }
 
 # The replies a headline scope rests on (scopes as `report.headline` names them), each with its item,

@@ -172,12 +172,12 @@ MECHANISMS = """
 
 # The view columns this family's views name.
 VIEW_COLUMN_DOCS: dict[str, str] = {
-    'Task': 'TimeTabling or SubsetSum',
-    'Paradigm': 'Short-CoT or Long-CoT',
-    'Method': 'single path or aggregation',
-    'Precision (%)': 'mean precision',
-    'Recall (%)': 'mean recall',
-    'ECE (r)': 'calibration error against recall, percent',
+    "Task": "TimeTabling or SubsetSum",
+    "Paradigm": "Short-CoT or Long-CoT",
+    "Method": "single path or aggregation",
+    "Precision (%)": "mean precision",
+    "Recall (%)": "mean recall",
+    "ECE (r)": "calibration error against recall, percent",
 }
 
 

@@ -240,13 +240,13 @@ MECHANISMS = """
 
 # The view columns this family's views name.
 VIEW_COLUMN_DOCS: dict[str, str] = {
-    'pass@1': 'mean correctness over k samples, percent',
-    'acc@k': 'share of items with all k samples correct, percent',
-    'f-acc': 'share of well formatted replies, percent',
-    'Tokens': 'mean response tokens (endless replies left out)',
-    'tokens': 'mean response tokens (endless replies left out)',
-    'acc': 'greedy accuracy, percent',
-    'Avg': 'mean response tokens over all items',
+    "pass@1": "mean correctness over k samples, percent",
+    "acc@k": "share of items with all k samples correct, percent",
+    "f-acc": "share of well formatted replies, percent",
+    "Tokens": "mean response tokens (endless replies left out)",
+    "tokens": "mean response tokens (endless replies left out)",
+    "acc": "greedy accuracy, percent",
+    "Avg": "mean response tokens over all items",
 }
 
 

@@ -191,17 +191,17 @@ MECHANISMS = """
 
 # The view columns this family's views name.
 VIEW_COLUMN_DOCS: dict[str, str] = {
-    'OCR': 'overall converting rate: Vague Perception items converted in stage 1 or 2, percent',
-    'Conf_s': 'label conformity on solvable samples (M=0% minus M=100%), percent',
-    'Conf_u': 'label conformity on unsolvable samples (M=0% minus M=100%), percent',
-    'CGR': 'stage-2 true conversions with the earlier reasoning shown minus without, percent',
-    'RPC': 'stage-1 true conversions with the stage-1 reasoning shown minus without, percent',
-    'Deg': 'degradation: stage-1 false conversions answered Unknown in stage 2, percent',
-    'V': 'solvable samples answered Unknown, percent',
-    'U': 'Unknown samples whose explanation failed, percent',
-    'M (%)': 'misguiding rate: share of assigned labels that are wrong',
-    'WakenLLM': 'Acc(WakenLLM), percent',
-    'Direct': 'accuracy of the direct pass, percent',
+    "OCR": "overall converting rate: Vague Perception items converted in stage 1 or 2, percent",
+    "Conf_s": "label conformity on solvable samples (M=0% minus M=100%), percent",
+    "Conf_u": "label conformity on unsolvable samples (M=0% minus M=100%), percent",
+    "CGR": "stage-2 true conversions with the earlier reasoning shown minus without, percent",
+    "RPC": "stage-1 true conversions with the stage-1 reasoning shown minus without, percent",
+    "Deg": "degradation: stage-1 false conversions answered Unknown in stage 2, percent",
+    "V": "solvable samples answered Unknown, percent",
+    "U": "Unknown samples whose explanation failed, percent",
+    "M (%)": "misguiding rate: share of assigned labels that are wrong",
+    "WakenLLM": "Acc(WakenLLM), percent",
+    "Direct": "accuracy of the direct pass, percent",
 }
 
 
