@@ -2,6 +2,8 @@
 
     python -m assets.materialize_all [--select FAMILY ...] [--partition KEY ...] [--model NAME ...]
     python -m assets.materialize_all --plan [--latency SECONDS] [--select FAMILY ...]
+    python -m assets.materialize_all --export-batch DIR [--select FAMILY ...]   # calls as batch files
+    python -m assets.materialize_all --import-batch FILE [--import-batch FILE ...]
 
 FAMILY is a key of configuration/families.py; KEY a dataset or level (`fld`, `timetabling_1-50`) or one
 slice (`fld|smollm2`); NAME an evaluated model. The steps (assets/jobs.py): the models probe,
@@ -19,6 +21,14 @@ At the end, a summary per family: items, calls (cached, new, failed), failed ste
 time, the headline numbers per model, and where to look next. Every step runs even when an
 earlier one failed; the command exits 1 if any step failed. `--plan` makes no run: it prints the
 calls the configured run will make per family and model, cached and new, and their time.
+
+Batch mode (llm_calls/batch.py): `--export-batch DIR` makes every model call of the run a line of a
+batch input file under DIR instead of a request; a step stops at its first turn that needs calls, and
+the summary lists the files. Run them where the model is served (vLLM's `run_batch`), then
+`--import-batch FILE` reads each output file into the ledger (refusing any line that is not a pending
+request of this configuration, with its line number), and the same command run again continues
+with the next turn. A model with `batch: {mode: api}` in the configuration goes through its
+provider's Batch API within the run instead.
 """
 
 from __future__ import annotations
@@ -32,6 +42,8 @@ from pathlib import Path
 import dagster as dg
 
 from assets.jobs import FAMILIES, SelectionError, plan_steps, run_tags
+from llm_calls import batch
+from llm_calls.batch import EXPORT_ENV
 from llm_calls.ledger import TOTALS
 from reporting.summary import Done, Progress, clock, left_out_at_demo, stored_items, summary
 from warehouse import Warehouse
@@ -63,7 +75,28 @@ def main(argv: list[str] | None = None) -> int:
                              "calls, else measured from --probe-calls calls)")
     parser.add_argument("--probe-calls", type=int, default=3, metavar="N",
                         help="with --plan: short calls that measure a model's latency when none is stored (0: none)")
+    parser.add_argument("--export-batch", metavar="DIR",
+                        help="write the run's model calls as OpenAI batch input files under DIR instead of calling; "
+                             "each step stops at its first turn that needs calls")
+    parser.add_argument("--import-batch", action="append", metavar="FILE",
+                        help="read a batch output file (OpenAI's or vLLM run_batch's layout) into the ledger; run nothing")
     args = parser.parse_args(argv)
+    if args.import_batch:
+        return _import_batches(args.import_batch)
+    if not args.export_batch:
+        return _run(args, parser)
+    previous = os.environ.get(EXPORT_ENV)
+    os.environ[EXPORT_ENV] = str(Path(args.export_batch).resolve())  # the ledgers of this process read it
+    try:
+        return _run(args, parser)
+    finally:
+        if previous is None:
+            os.environ.pop(EXPORT_ENV, None)
+        else:
+            os.environ[EXPORT_ENV] = previous
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from assets.definitions import build_definitions
 
     defs = build_definitions()  # from the configuration named now (BENCHSMITH_CONFIG), not at first import
@@ -122,12 +155,41 @@ def main(argv: list[str] | None = None) -> int:
         progress.stop()
     try:
         print(summary(done, wh, config, defs.resources["warehouse"].path))
+        waiting = batch.exported(wh)
+        if waiting:
+            print(f"\nwaiting on batch files: {sum(w['n_requests'] for w in waiting)} requests in {len(waiting)} "
+                  "file(s); run each (e.g. vLLM: python -m vllm.entrypoints.openai.run_batch -i FILE -o OUT --model M), "
+                  "then --import-batch OUT, then this command again:")
+            for w in waiting:
+                print(f"  {w['input_file']}  ({w['model']}, {w['purpose']}, {w['n_requests']} requests)")
     except Exception as exc:  # the warehouse cannot be read: the steps' own outcomes still stand
         print(f"\nno summary: the warehouse {defs.resources['warehouse'].path} could not be read "
               f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
               f"{sum(d.ok for d in done)} of {len(done)} steps ok", file=sys.stderr)
         return 1
     return 0 if all(d.ok for d in done) else 1
+
+
+def _import_batches(files: list[str]) -> int:
+    """`--import-batch`: each file read into the ledger whole, or refused whole with its bad lines."""
+    from configuration import ConfigError, load_config
+    from llm_calls.endpoints import ModelRegistry
+
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    wh = Warehouse(config.warehouse_path(), config.warehouse.lock_timeout_s)
+    registry = ModelRegistry(config)
+    status = 0
+    for name in files:
+        try:
+            print(batch.import_file(wh, registry, Path(name)).line())
+        except batch.BatchImportError as exc:
+            print(exc, file=sys.stderr)
+            status = 1
+    return status
 
 
 def _failure(result: dg.ExecuteInProcessResult, wh: Warehouse) -> str:

@@ -33,7 +33,7 @@ from configuration.s1 import S1Config
 from configuration.waken import WAKEN_BASELINES, FLDGenerator, WakenConfig, WakenDataset
 
 __all__ = ["CONFIG_ENV_VAR", "Config", "ConfigError", "FLDGenerator", "IBConfig", "IBDataset", "IBSource",
-           "IB_GENERATOR_FORMS", "IB_SETTINGS", "LedgerConfig", "ModelConfig", "MusoConfig", "MusoSubsetSum",
+           "BatchConfig", "IB_GENERATOR_FORMS", "IB_SETTINGS", "LedgerConfig", "ModelConfig", "MusoConfig", "MusoSubsetSum",
            "MusoTimetabling", "PerScale", "ReplyCheckThresholds", "S1Config", "Section", "SourceSpec",
            "WAKEN_BASELINES", "WakenConfig", "WakenDataset", "WakenSource", "WarehouseConfig", "config_path",
            "derived_seed", "load_config", "parse_config"]
@@ -71,6 +71,22 @@ class Sampling(Strict):
     top_p: float | None = Field(None, gt=0, le=1)
     max_tokens: int = Field(256, ge=1)
     stop: list[str] | None = None
+
+
+class BatchConfig(Strict):
+    """A model's calls as OpenAI batch files (`llm_calls/batch.py`): each ledger batch (one turn of
+    one step) becomes one batch input file. `api`: sent through the endpoint's Files and Batches
+    endpoints and polled until done (OpenAI's Batch API costs half the live price). `files`: written
+    under `dir` for a user to carry to a cluster (vLLM's `run_batch`), then read back with
+    `materialize_all --import-batch FILE`; the step stops until then."""
+
+    mode: Literal["api", "files"]
+    dir: str = Field("data/batches", description="files mode: where the batch input files are written "
+                                                 "(relative paths beside the configuration file)")
+    completion_window: str = Field("24h", description="api mode: the window the provider is given")
+    poll_s: float = Field(5.0, gt=0, description="api mode: the first wait between status checks")
+    poll_max_s: float = Field(60.0, gt=0, description="api mode: the longest wait between status checks "
+                                                       "(the wait doubles up to it)")
 
 
 EMBEDDED_MODELS = {
@@ -112,6 +128,9 @@ class ModelConfig(Strict):
     extra_body: dict[str, Any] = Field(default_factory=dict, description=(
         "fields added to every request's body and to its cache key: vLLM's chat_template_kwargs "
         "({enable_thinking: false} for Qwen3), reasoning_effort, ..."))
+    batch: BatchConfig | None = Field(None, description=(
+        "send this model's calls as OpenAI batch files (api: the provider's Batch API; files: written for "
+        "a cluster's run_batch, imported back); null = live calls"))
 
     @property
     def openai_reasoning(self) -> bool:
@@ -149,6 +168,9 @@ class ModelConfig(Strict):
         if self.embedded is not None:
             if self.base_url or self.api_key_env:
                 raise ValueError("an embedded model takes no base_url or api_key_env")
+            if self.batch is not None:
+                raise ValueError("an embedded model answers live only; `batch` is for a remote endpoint "
+                                 "or a cluster's run_batch")
         else:
             if not self.base_url or not self.model:
                 raise ValueError(
@@ -205,11 +227,15 @@ class _Spine(Strict):
                     raise _RefError(f"{family.key}.{key}", name, allowed)
         return self
 
-    def warehouse_path(self) -> Path:
-        p = Path(self.warehouse.path)
+    def beside(self, path: str) -> Path:
+        """`path` as the configuration means it: a relative path lies beside the configuration file."""
+        p = Path(path)
         if not p.is_absolute() and self.source != "<defaults>":
             p = Path(self.source).resolve().parent / p
         return p
+
+    def warehouse_path(self) -> Path:
+        return self.beside(self.warehouse.path)
 
     def model(self, name: str) -> ModelConfig:
         try:

@@ -54,6 +54,7 @@ import httpx2
 import openai
 
 from configuration import LedgerConfig
+from llm_calls import batch
 from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling, model_messages, redact, wire_params
 from warehouse import Warehouse
 
@@ -221,6 +222,64 @@ def backoff_delay(attempt: int, base_s: float, max_s: float, retry_after: float 
     return ceiling / 2 + rng.uniform(0, ceiling / 2)
 
 
+def sent_params(ep: Endpoint, key: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters a request is sent with: a per-key seed where the endpoint takes one, then the
+    endpoint's names for them (`wire_params`). Live calls and batch lines send the same."""
+    sent = dict(params)
+    if ep.send_seed and "seed" not in sent:
+        sent["seed"] = int(key[:8], 16) & 0x7FFFFFFF
+    return wire_params(sent, ep.token_param, ep.refused)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one request came to, however it was made (live, or a line of a batch output file)."""
+
+    ok: bool
+    text: str | None = None
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, resp: Any, secrets: Sequence[str] = ()) -> Answer:
+        """An answer from a chat completion (the openai client's object); a body without an answer
+        is a failure that says why."""
+        try:
+            text, reasoning, finish, ptok, ctok, rtok = _read_response(resp)
+        except _Failed as exc:
+            return cls(False, error=str(exc))
+        return cls(True, redact(text, secrets, key_like=False), redact(reasoning, secrets, key_like=False),
+                   finish, ptok, ctok, rtok)
+
+    def stored(self, *, key: str, ep: Endpoint, identity: str, purpose: str, messages: Sequence[Mapping[str, str]],
+               sent: Mapping[str, Any], sample_index: int, latency: float | None, attempts: int,
+               run_id: str | None, created: datetime) -> tuple[CallResult, dict[str, Any]]:
+        """The `CallResult` and the `llm.calls` row of this answer: one definition for every way of calling."""
+        ok = self.ok
+        row = {
+            "key": key, "model": ep.name, "model_identity": identity, "served_model": ep.served_model,
+            "endpoint_host": ep.host, "purpose": purpose,
+            "request": json.dumps({"messages": list(messages), "params": dict(sent)}, ensure_ascii=False),
+            "sample_index": sample_index, "status": "ok" if ok else "failed",
+            "response_text": self.text if ok else None, "finish_reason": self.finish_reason if ok else None,
+            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "latency_s": latency,
+            "reasoning_text": self.reasoning if ok else None, "reasoning_tokens": self.reasoning_tokens if ok else None,
+            "attempts": attempts, "total_attempts": attempts, "error": None if ok else self.error,
+            "run_id": run_id, "created_at": created, "finished_at": datetime.now(UTC).replace(tzinfo=None),
+        }
+        result = CallResult(
+            key=key, ok=ok, text=self.text if ok else None, finish_reason=self.finish_reason if ok else None,
+            prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens, latency_s=latency,
+            attempts=attempts, error=None if ok else self.error, cached=False,
+            reasoning=self.reasoning if ok else None, reasoning_tokens=self.reasoning_tokens if ok else None,
+        )
+        return result, row
+
+
 class _Retryable(Exception):
     def __init__(self, message: str, retry_after: float | None = None):
         super().__init__(message)
@@ -335,7 +394,19 @@ class Ledger:
     async def _fetch(self, model: str, identity: str, purpose: str, keyed: dict[str, tuple[CallRequest, dict[str, Any]]],
                      cached: dict[str, CallResult], known: set[str], writer: Any) -> dict[str, CallResult]:
         misses = {k: v for k, v in keyed.items() if k not in cached}
+        how = batch.mode(self.registry.config, model, purpose)
+        if how is not None and how.mode == "files":  # written for a cluster; the step waits for the import
+            ep = batch.offline_endpoint(self.registry, model)
+            raise await asyncio.to_thread(batch.export, ep, identity, purpose, misses, writer,
+                                          self.registry.config.beside(how.dir))
         endpoint = await asyncio.to_thread(self.registry.endpoint, model)
+        if how is not None:
+            out = await batch.run_api(self, endpoint, identity, purpose, misses, writer, how)
+            progress = _Progress(endpoint.name, total=len(keyed), cached=len(keyed) - len(misses))
+            for r in out.values():
+                progress.record(r.ok)
+            self.log.info(progress.line(final=True))
+            return out
         if endpoint.base_url in _DOWN:  # down for an earlier batch: back now?
             why = await asyncio.to_thread(endpoint_unreachable, endpoint.base_url)
             if why is None:
@@ -415,10 +486,7 @@ class Ledger:
         self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, ep: Endpoint, identity: str,
         purpose: str, key: str, req: CallRequest, params: dict[str, Any], secrets: Sequence[str] = (),
     ) -> tuple[CallResult, dict[str, Any]]:
-        sent = dict(params)
-        if ep.send_seed and "seed" not in sent:
-            sent["seed"] = int(key[:8], 16) & 0x7FFFFFFF
-        sent = wire_params(sent, ep.token_param, ep.refused)
+        sent = sent_params(ep, key, params)
         named = {k: v for k, v in sent.items() if k in _CLIENT_PARAMS}
         extra = {k: v for k, v in sent.items() if k not in _CLIENT_PARAMS}
         messages = [{"role": m["role"], "content": m["content"]} for m in req.messages]
@@ -510,26 +578,10 @@ class Ledger:
                 error = f"malformed response: {type(exc).__name__}: {_brief(exc)}"
                 break
 
-        error = ep.redact(error)
-        finished = datetime.now(UTC).replace(tzinfo=None)
-        row = {
-            "key": key, "model": ep.name, "model_identity": identity, "served_model": ep.served_model,
-            "endpoint_host": ep.host, "purpose": purpose,
-            "request": json.dumps({"messages": messages, "params": sent}, ensure_ascii=False),
-            "sample_index": req.sample_index, "status": "ok" if ok else "failed",
-            "response_text": text if ok else None, "finish_reason": finish if ok else None,
-            "prompt_tokens": ptok, "completion_tokens": ctok, "latency_s": latency,
-            "reasoning_text": reasoning if ok else None, "reasoning_tokens": rtok if ok else None,
-            "attempts": attempts, "total_attempts": attempts, "error": None if ok else error,
-            "run_id": self.run_id, "created_at": created, "finished_at": finished,
-        }
-        result = CallResult(
-            key=key, ok=ok, text=text if ok else None, finish_reason=finish if ok else None,
-            prompt_tokens=ptok, completion_tokens=ctok, latency_s=latency, attempts=attempts,
-            error=None if ok else error, cached=False,
-            reasoning=reasoning if ok else None, reasoning_tokens=rtok if ok else None,
-        )
-        return result, row
+        answer = Answer(ok, text, reasoning, finish, ptok, ctok, rtok, ep.redact(error))
+        return answer.stored(key=key, ep=ep, identity=identity, purpose=purpose, messages=messages, sent=sent,
+                             sample_index=req.sample_index, latency=latency, attempts=attempts,
+                             run_id=self.run_id, created=created)
 
     def _refused(self, ep: Endpoint, param: str, error: str) -> str:
         """Record that `ep`'s model refuses `param`: the error every call that sends it gets, with

@@ -29,19 +29,31 @@ carries no reasoning text but counts `hidden_reasoning_tokens` in
 controlled replies passes `responder(body) -> str | None`; None falls back to
 the default reply. Every request is
 logged (`requests`) with its body and whether an Authorization header came, so
-tests can assert what reached the server. Run standalone for a benchmark:
+tests can assert what reached the server.
+
+It also serves OpenAI's Files and Batches endpoints (`POST /v1/files`, `GET /v1/files/{id}/content`,
+`POST /v1/batches`, `GET /v1/batches/{id}`): a batch's lines are answered as live requests are
+(directives included), non-200 answers go to the error file, and `batch_expire_after=N` makes every
+batch expire with only its first N lines done (the rest as `batch_expired` error lines, as OpenAI
+writes them); a batch reports `in_progress` for its first `batch_polls` status checks. `run_batch`
+writes an output file from an input file in vLLM's `run_batch` layout, as a cluster would.
+Run standalone for a benchmark, or as a cluster's run_batch for a dry run:
 
     python -m llm_calls.stub_server --delay 0.5      # prints its base URL
+    python -m llm_calls.stub_server --run-batch -i requests.jsonl -o results.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import email.parser
 import hashlib
+import itertools
 import json
 import re
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -89,8 +101,13 @@ class StubServer:
     def __init__(self, delay_s: float = 0.0, hang_s: float = 5.0, model: str = "stub-model", port: int = 0,
                  responder: Callable[[dict[str, Any]], str | None] | None = None, fail_share: float = 0.0,
                  echo_key_401: bool = False, cut_every_reply: bool = False, hosted_reasoning: bool = False,
-                 hidden_reasoning_tokens: int = 96):
+                 hidden_reasoning_tokens: int = 96, batch_expire_after: int | None = None, batch_polls: int = 1):
         self.responder = responder
+        self.batch_expire_after = batch_expire_after
+        self.batch_polls = batch_polls
+        self.files: dict[str, bytes] = {}  # uploaded and written files by id
+        self.batches: dict[str, dict[str, Any]] = {}  # created batches by id
+        self._ids = itertools.count(1)
         self.hosted_reasoning = hosted_reasoning
         self.hidden_reasoning_tokens = hidden_reasoning_tokens
         self.echo_key_401 = echo_key_401  # reject every request with 401, quoting the key it was sent
@@ -199,6 +216,65 @@ class StubServer:
             payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": hidden}
         return 200, {"Content-Type": "application/json"}, json.dumps(payload).encode(), delay
 
+    # -- Files and Batches ------------------------------------------------------------
+
+    def _new_id(self, prefix: str) -> str:
+        return f"{prefix}-{next(self._ids)}"
+
+    def _upload(self, content_type: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+        """`POST /files`, multipart: the `file` part is stored under a new id."""
+        message = email.parser.BytesParser().parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+        parts = {p.get_param("name", header="content-disposition"): p for p in message.walk() if not p.is_multipart()}
+        if "file" not in parts:
+            return 400, {"error": {"message": "no file part", "type": "invalid_request_error"}}
+        data = parts["file"].get_payload(decode=True) or b""
+        fid = self._new_id("file")
+        with self._lock:
+            self.files[fid] = data
+        purpose = parts["purpose"].get_payload(decode=True).decode() if "purpose" in parts else None
+        return 200, {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                     "filename": parts["file"].get_filename(), "purpose": purpose, "status": "processed"}
+
+    def _create_batch(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        file_id = body.get("input_file_id")
+        if file_id not in self.files:
+            return 404, {"error": {"message": f"No such File object: {file_id}", "type": "invalid_request_error"}}
+        batch = {"id": self._new_id("batch"), "object": "batch", "endpoint": body.get("endpoint"),
+                 "input_file_id": file_id, "completion_window": body.get("completion_window"),
+                 "status": "validating", "output_file_id": None, "error_file_id": None,
+                 "created_at": int(time.time()), "metadata": body.get("metadata"), "errors": None,
+                 "request_counts": {"total": 0, "completed": 0, "failed": 0}, "_polls": 0}
+        with self._lock:
+            self.batches[batch["id"]] = batch
+        return 200, _public(batch)
+
+    def _retrieve_batch(self, batch_id: str) -> tuple[int, dict[str, Any]]:
+        batch = self.batches.get(batch_id)
+        if batch is None:
+            return 404, {"error": {"message": f"No such batch: {batch_id}", "type": "invalid_request_error"}}
+        with self._lock:
+            batch["_polls"] += 1
+            run = batch["status"] in ("validating", "in_progress") and batch["_polls"] > self.batch_polls
+            if batch["status"] == "validating":
+                batch["status"] = "in_progress"
+        if run:
+            self._finish_batch(batch)
+        return 200, _public(batch)
+
+    def _finish_batch(self, batch: dict[str, Any]) -> None:
+        """Answer the batch's lines; write its output and error files."""
+        lines = [json.loads(x) for x in self.files[batch["input_file_id"]].decode().splitlines() if x.strip()]
+        out, errors = answer_lines(self, lines, self.batch_expire_after)
+        with self._lock:
+            for name, rows in (("output_file_id", out), ("error_file_id", errors)):
+                if rows:
+                    fid = self._new_id("file")
+                    self.files[fid] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                    batch[name] = fid
+            expired = self.batch_expire_after is not None and self.batch_expire_after < len(lines)
+            batch["status"] = "expired" if expired else "completed"
+            batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(errors)}
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         stub = self
 
@@ -233,15 +309,32 @@ class StubServer:
                     stub.get_requests.append({"path": self.path, "authorization": self.headers.get("Authorization")})
                 if self._reject_echoing_key():
                     return
-                if self.path.rstrip("/").endswith("/models"):
+                path = self.path.split("?", 1)[0].rstrip("/")
+                batch = re.search(r"/batches/([\w-]+)$", path)
+                content = re.search(r"/files/([\w-]+)/content$", path)
+                if path.endswith("/models"):
                     data = json.dumps({"object": "list", "data": [{"id": stub.model, "object": "model"}]}).encode()
                     self._send(200, {"Content-Type": "application/json"}, data)
+                elif batch:
+                    status, body = stub._retrieve_batch(batch.group(1))
+                    self._send(status, {"Content-Type": "application/json"}, json.dumps(body).encode())
+                elif content and content.group(1) in stub.files:
+                    self._send(200, {"Content-Type": "application/octet-stream"}, stub.files[content.group(1)])
                 else:
                     self._send(404, {"Content-Type": "application/json"}, b'{"error": "not found"}')
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
+                path = self.path.split("?", 1)[0].rstrip("/")
+                if path.endswith("/files"):
+                    status, reply = stub._upload(self.headers.get("Content-Type") or "", raw)
+                    self._send(status, {"Content-Type": "application/json"}, json.dumps(reply).encode())
+                    return
+                if path.endswith("/batches"):
+                    status, reply = stub._create_batch(json.loads(raw or b"{}"))
+                    self._send(status, {"Content-Type": "application/json"}, json.dumps(reply).encode())
+                    return
                 try:
                     body = json.loads(raw)
                 except json.JSONDecodeError:
@@ -265,11 +358,70 @@ class StubServer:
         return Handler
 
 
+def _public(batch: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+
+def answer_lines(stub: StubServer, lines: list[dict[str, Any]], expire_after: int | None = None
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A batch's output and error lines, each request answered by `stub` as it answers a live one
+    (no delay): 200 to the output file, anything else to the error file; with `expire_after`, the
+    lines past the first N as OpenAI writes requests a batch expired before."""
+    out, errors = [], []
+    for n, line in enumerate(lines):
+        if expire_after is not None and n >= expire_after:
+            errors.append({"id": f"batch_req_{uuid.uuid4().hex[:24]}", "custom_id": line["custom_id"], "response": None,
+                           "error": {"code": "batch_expired",
+                                     "message": "This request could not be executed before the completion window expired."}})
+            continue
+        status, _, data, _ = stub._respond(line["body"])
+        try:
+            body = json.loads(data)
+        except json.JSONDecodeError:
+            body = {"error": {"message": "stub: the answer was not JSON", "type": "stub"}}
+            status = 500
+        row = {"id": f"batch_req_{uuid.uuid4().hex[:24]}", "custom_id": line["custom_id"],
+               "response": {"status_code": status, "request_id": f"req_{uuid.uuid4().hex[:16]}", "body": body},
+               "error": None}
+        (out if status == 200 else errors).append(row)
+    return out, errors
+
+
+def run_batch(input_path: str, output_path: str, stub: StubServer | None = None) -> int:
+    """What vLLM's `run_batch` does, answered by the stub: every line of the input file gets one line
+    in the output file, in vLLM's layout (`id`, `custom_id`, `response` with `status_code`,
+    `request_id` and `body`; a failed request has status 400, no body and its `error` as text)."""
+    stub = stub or StubServer()
+    lines = [json.loads(x) for x in open(input_path, encoding="utf-8") if x.strip()]
+    with open(output_path, "w", encoding="utf-8") as f:
+        for line in lines:
+            status, _, data, _ = stub._respond(line["body"])
+            if status == 200:
+                row = {"id": f"vllm-{uuid.uuid4().hex}", "custom_id": line["custom_id"], "error": None,
+                       "response": {"status_code": 200, "request_id": f"vllm-batch-{uuid.uuid4().hex}",
+                                    "body": json.loads(data)}}
+            else:
+                row = {"id": f"vllm-{uuid.uuid4().hex}", "custom_id": line["custom_id"],
+                       "response": {"status_code": 400, "request_id": f"vllm-batch-{uuid.uuid4().hex}", "body": None},
+                       "error": f"stub HTTP {status}: {data.decode(errors='replace')[:200]}"}
+            f.write(json.dumps(row) + "\n")
+    return len(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--run-batch", action="store_true", help="answer a batch input file (-i) into an output file "
+                                                                 "(-o) in vLLM's run_batch layout, then exit")
+    parser.add_argument("-i", "--input-file")
+    parser.add_argument("-o", "--output-file")
     args = parser.parse_args()
+    if args.run_batch:
+        if not (args.input_file and args.output_file):
+            parser.error("--run-batch needs -i INPUT and -o OUTPUT")
+        print(f"{run_batch(args.input_file, args.output_file)} requests answered into {args.output_file}")
+        return
     server = StubServer(delay_s=args.delay, port=args.port)
     print(server.base_url, flush=True)
     try:

@@ -62,6 +62,36 @@ TABLES: dict[str, str] = {
         probe_cached    BOOLEAN,
         checked_at      TIMESTAMP NOT NULL
     """,
+    # Batch mode (llm_calls/batch.py): one row per batch file made of one ledger batch's pending requests.
+    "llm.batches": """
+        batch_id          VARCHAR PRIMARY KEY,  -- <model>.<purpose>.<digest of its keys>: the same requests, the same id
+        model             VARCHAR NOT NULL,
+        model_identity    VARCHAR NOT NULL,
+        purpose           VARCHAR,
+        mode              VARCHAR NOT NULL,     -- 'api' (the provider's Batch API) or 'files' (exported, imported by hand)
+        n_requests        INTEGER NOT NULL,
+        input_file        VARCHAR,              -- files: the path written; api: the provider's file id
+        provider_batch_id VARCHAR,              -- api: the provider's batch id (a resumed run polls it, never creates twice)
+        status            VARCHAR NOT NULL,     -- exported, submitted, the provider's status, imported, or read
+        output_file       VARCHAR,              -- the provider's output file id, or the imported file's path
+        error_file        VARCHAR,              -- the provider's error file id
+        n_ok              INTEGER,              -- requests answered once the results were read
+        n_failed          INTEGER,              -- requests stored as failures (error lines, expired, missing)
+        error             VARCHAR,              -- why the batch itself failed, if it did
+        created_at        TIMESTAMP NOT NULL,
+        finished_at       TIMESTAMP             -- when its results were read into llm.calls
+    """,
+    "llm.batch_requests": """
+        batch_id          VARCHAR NOT NULL,     -- see llm.batches
+        line              INTEGER NOT NULL,     -- 1-based line of the batch input file
+        key               VARCHAR NOT NULL,     -- the ledger key, the line's custom_id
+        model             VARCHAR NOT NULL,
+        model_identity    VARCHAR NOT NULL,
+        purpose           VARCHAR,
+        sample_index      INTEGER NOT NULL,
+        request           JSON NOT NULL,        -- messages and the parameters sent, as llm.calls.request
+        PRIMARY KEY (batch_id, key)
+    """,
     # Loaded source datasets, normalised (generators/sources.py). One partition = one configured dataset.
     "sources.records": """
         dataset         VARCHAR NOT NULL,     -- the configured dataset name that loaded it
@@ -225,6 +255,8 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
 TABLE_DOCS: dict[str, str] = {
     "llm.calls": "One row per distinct model call (the ledger and cache): request, response, tokens, status, error.",
     "llm.models": "One row per configured model: whether its endpoint answered a probe, and why not.",
+    "llm.batches": "One row per batch file (batch mode): its model, mode, status and how many of its requests were answered.",
+    "llm.batch_requests": "The requests of each batch file, by ledger key (the custom_id of its line).",
     "sources.records": "Rows loaded from source datasets (hub or local files) for WakenLLM and Instruction Boundary.",
     "llm.call_summary": "Calls per model x purpose x status: counts, truncated, tokens, latency, attempts.",
     **{k: v for m in FAMILY_MODULES.values() for k, v in m.TABLE_DOCS.items()},

@@ -1,0 +1,405 @@
+"""Batch mode: a ledger batch's pending requests as one OpenAI batch file, its results read back
+into `llm.calls` exactly as live answers are.
+
+Tens of thousands of calls per model are what provider batch APIs are for (OpenAI's costs half the
+live price), and the same file format is how a GPU cluster runs a model without a server (vLLM's
+`run_batch` reads a batch input file and writes the output file). A model's `batch:` section in
+the configuration chooses the mode (`configuration.BatchConfig`):
+
+- `api`: the requests are uploaded (`POST /files`, purpose `batch`), one batch is created for them
+  (`POST /batches`, endpoint `/v1/chat/completions`), its status is polled with a doubling wait, and
+  its output and error files are read. The batch is recorded in `llm.batches` before the first
+  poll, so a run killed while it waits resumes by polling the same provider batch, never creating
+  it twice.
+- `files`: the requests are written to `<dir>/<batch id>.jsonl` and the step stops with
+  `BatchPending`, saying what to run next. `import_file` (`materialize_all --import-batch FILE`)
+  reads an output file back, refusing any line whose `custom_id` is not a pending request of this
+  configuration, naming the line; nothing is written unless every line is good.
+
+One line per request: `custom_id` is the ledger key, `method` POST, `url` /v1/chat/completions, and
+`body` what a live call would send (the served model, the messages, the sampling parameters with
+the per-key seed, under the endpoint's names). A multi-turn protocol proceeds turn by turn: every
+`Ledger.complete` of a step is one batch, and the next turn's batch is made once the previous one's
+answers are stored. The model probe (`models.probe`) always asks live.
+
+Results are stored as the ledger stores live ones: usage, finish reason, the reasoning fields, an
+answer without choices or content as a failure; an error line (a non-200 status, an `error`
+field) is a failure with its message; a request the batch has no line for (it expired or failed
+first) is a failure that says so, and is asked again by the next run. `latency_s` is NULL (a batch
+has no per-request latency) and `endpoint_host` names the batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from configuration import BatchConfig, Config
+from llm_calls.endpoints import Endpoint, ModelRegistry
+
+URL = "/v1/chat/completions"
+# `materialize_all --export-batch DIR` sets this: every model of the run writes batch files under DIR
+EXPORT_ENV = "BENCHSMITH_BATCH_EXPORT"
+LIVE_PURPOSES = ("models.",)  # asked live whatever the mode: the probe says whether the endpoint answers
+_TERMINAL = {"completed", "failed", "expired", "cancelled"}
+_UPSERT_NEW = "ON CONFLICT DO NOTHING"
+
+
+class BatchPending(RuntimeError):
+    """Requests were written to a batch input file: the step stops until their results are imported."""
+
+    def __init__(self, model: str, path: Path, n: int, served_model: str):
+        self.model, self.path, self.n = model, path, n
+        super().__init__(
+            f"{model}: {n} requests written to {path} (batch files); run them where the model is served, e.g. "
+            f"`python -m vllm.entrypoints.openai.run_batch -i {path} -o {path.with_suffix('.out.jsonl')} "
+            f"--model {served_model}`, then `python -m assets.materialize_all --import-batch "
+            f"{path.with_suffix('.out.jsonl')}` and run this command again for the next turn")
+
+
+class BatchImportError(ValueError):
+    """A batch output file was refused; the message names the file and each bad line."""
+
+
+def mode(config: Config, model: str, purpose: str) -> BatchConfig | None:
+    """How `model`'s calls of `purpose` are made: None = live; else its batch configuration
+    (`--export-batch DIR` puts every model into files mode under DIR)."""
+    if purpose.startswith(LIVE_PURPOSES):
+        return None
+    export = os.environ.get(EXPORT_ENV)
+    if export:
+        return BatchConfig(mode="files", dir=export)
+    return config.model(model).batch
+
+
+def keys_digest(keys: Iterable[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
+
+
+def batch_id(model: str, purpose: str, keys: Iterable[str]) -> str:
+    """`<model>.<purpose>.<digest of its keys>`: the same pending requests make the same id."""
+    return re.sub(r"[^\w.-]", "_", f"{model}.{purpose or 'call'}.{keys_digest(keys)[:16]}")
+
+
+def input_line(key: str, served_model: str, messages: Sequence[Mapping[str, str]], sent: Mapping[str, Any]) -> dict[str, Any]:
+    """One line of a batch input file: the body a live call sends (extra parameters at the top
+    level, as the openai client puts `extra_body`)."""
+    return {"custom_id": key, "method": "POST", "url": URL,
+            "body": {"model": served_model, "messages": [dict(m) for m in messages], **sent}}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A pending request as it goes into a batch file."""
+
+    key: str
+    messages: list[dict[str, str]]
+    sent: dict[str, Any]
+    sample_index: int
+
+
+def prepare(ep: Endpoint, todo: Mapping[str, tuple[Any, Mapping[str, Any]]]) -> list[Prepared]:
+    from llm_calls.ledger import sent_params
+
+    return [Prepared(key, [{"role": m["role"], "content": m["content"]} for m in req.messages],
+                     sent_params(ep, key, params), req.sample_index) for key, (req, params) in todo.items()]
+
+
+def file_text(ep: Endpoint, lines: Sequence[Prepared]) -> str:
+    return "".join(json.dumps(input_line(p.key, ep.served_model, p.messages, p.sent), ensure_ascii=False) + "\n"
+                   for p in lines)
+
+
+def answer_of_line(line: Mapping[str, Any], secrets: Sequence[str] = ()):
+    """The `Answer` of one output or error line (OpenAI's layout and vLLM's `run_batch`'s)."""
+    from llm_calls.ledger import Answer
+
+    response = line.get("response") or None
+    status = response.get("status_code") if isinstance(response, Mapping) else None
+    body = response.get("body") if isinstance(response, Mapping) else None
+    if status == 200 and isinstance(body, Mapping) and not line.get("error"):
+        try:
+            completion = ChatCompletion.model_validate(body)
+        except Exception as exc:  # a body that is no chat completion
+            return Answer(False, error=f"malformed response: {type(exc).__name__}: {str(exc)[:300]}")
+        return Answer.of(completion, secrets)
+    error = line.get("error")
+    if isinstance(error, Mapping):
+        why = f"{error.get('code') or 'error'}: {error.get('message') or ''}".strip()
+    elif error:
+        why = str(error)
+    elif isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        why = str(body["error"].get("message") or body["error"])
+    else:
+        why = "no response body"
+    return Answer(False, error=f"batch line: HTTP {status} {why}" if status else f"batch line: {why}")
+
+
+def read_lines(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) of a JSONL file; a line that is not a JSON object is refused by number."""
+    out, bad = [], []
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            bad.append(f"{source}: line {n}: not JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("custom_id"), str):
+            bad.append(f"{source}: line {n}: expected an object with a string `custom_id`")
+            continue
+        out.append((n, obj))
+    if bad:
+        raise BatchImportError("\n".join(bad[:20]) + (f"\n... and {len(bad) - 20} more" if len(bad) > 20 else ""))
+    return out
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _record(writer: Any, bid: str, ep: Endpoint, identity: str, purpose: str, how: str, lines: Sequence[Prepared],
+            **fields: Any) -> None:
+    """The batch and its requests in `llm.batches` / `llm.batch_requests` (kept if already there)."""
+    writer.upsert("llm.batches", [{
+        "batch_id": bid, "model": ep.name, "model_identity": identity, "purpose": purpose, "mode": how,
+        "n_requests": len(lines), "status": "exported", "created_at": _now(), "input_file": None,
+        "provider_batch_id": None, "output_file": None, "error_file": None, "n_ok": None, "n_failed": None,
+        "error": None, "finished_at": None, **fields}], _UPSERT_NEW)
+    writer.upsert("llm.batch_requests", [{
+        "batch_id": bid, "line": n, "key": p.key, "model": ep.name, "model_identity": identity, "purpose": purpose,
+        "sample_index": p.sample_index,
+        "request": json.dumps({"messages": p.messages, "params": p.sent}, ensure_ascii=False)}
+        for n, p in enumerate(lines, 1)], _UPSERT_NEW)
+
+
+def _update(writer: Any, bid: str, **fields: Any) -> None:
+    sets = ", ".join(f"{k} = ?" for k in fields)
+    writer.query(f"UPDATE llm.batches SET {sets} WHERE batch_id = ?", [*fields.values(), bid])
+
+
+# -- files mode ---------------------------------------------------------------------------------
+
+def export(ep: Endpoint, identity: str, purpose: str, todo: Mapping[str, tuple[Any, Mapping[str, Any]]],
+           writer: Any, directory: Path) -> BatchPending:
+    """Write the pending requests to `<directory>/<batch id>.jsonl` (atomically; the same requests
+    rewrite the same file) and record them; the `BatchPending` to raise."""
+    lines = prepare(ep, todo)
+    bid = batch_id(ep.name, purpose, (p.key for p in lines))
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{bid}.jsonl"
+    text = file_text(ep, lines)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    _record(writer, bid, ep, identity, purpose, "files", lines, input_file=str(path))
+    _update(writer, bid, status="exported", finished_at=None)  # written again: waiting again
+    return BatchPending(ep.name, path, len(lines), ep.served_model)
+
+
+@dataclass
+class ImportReport:
+    path: Path
+    answered: int
+    failed: int
+    batches: list[str]
+    still_pending: int  # requests of those batches the file has no line for
+
+    def line(self) -> str:
+        left = f"; {self.still_pending} requests of these batches have no line in it and stay pending" \
+            if self.still_pending else ""
+        return (f"{self.path}: {self.answered + self.failed} results read into llm.calls ({self.answered} answered, "
+                f"{self.failed} failed) for {len(self.batches)} batch file(s){left}")
+
+
+def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str | None = None) -> ImportReport:
+    """Read a batch output file (OpenAI's layout or vLLM's `run_batch`'s) into `llm.calls`. Every
+    line's `custom_id` must be a request this configuration exported and has no answer for yet;
+    otherwise the whole file is refused, each bad line named, and nothing is written."""
+    from llm_calls.ledger import _UPSERT
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BatchImportError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    lines = read_lines(text, str(path))
+    identities = {registry.identity(name): name for name in registry.config.models}
+    keys = [obj["custom_id"] for _, obj in lines]
+    writer = warehouse.writer()
+    try:
+        pending = {}
+        for row in writer.query(
+                """SELECT br.key, br.batch_id, br.model, br.model_identity, br.purpose, br.sample_index, br.request,
+                          c.status
+                   FROM llm.batch_requests br JOIN llm.batches b USING (batch_id)
+                   LEFT JOIN llm.calls c ON c.key = br.key
+                   WHERE b.mode = 'files' AND br.key IN (SELECT unnest(?::VARCHAR[]))
+                   ORDER BY b.created_at""", [keys]):
+            pending[row[0]] = row  # the latest batch a key was exported in
+        bad, seen = [], set()
+        for n, obj in lines:
+            key = obj["custom_id"]
+            got = pending.get(key)
+            if key in seen:
+                bad.append(f"{path}: line {n}: custom_id {key} appears twice in the file")
+            elif got is None:
+                bad.append(f"{path}: line {n}: custom_id {key} is not a request any batch file of this warehouse holds")
+            elif got[3] not in identities:
+                bad.append(f"{path}: line {n}: custom_id {key} is a request of {got[2]} ({got[3]}), which this "
+                           f"configuration does not have (configured: {sorted(registry.config.models)})")
+            elif got[7] == "ok":
+                bad.append(f"{path}: line {n}: custom_id {key} is already answered in llm.calls (imported before?)")
+            seen.add(key)
+        if bad:
+            more = f"\n... and {len(bad) - 20} more" if len(bad) > 20 else ""
+            raise BatchImportError(f"{path}: refused, nothing written:\n" + "\n".join(bad[:20]) + more)
+        secrets = registry.secrets()
+        rows, answered = [], 0
+        for _, obj in lines:
+            key, bid, model, identity, purpose, sample_index, request, _ = pending[obj["custom_id"]]
+            request = json.loads(request)
+            answer = answer_of_line(obj, secrets)
+            ep = offline_endpoint(registry, identities[identity], f"batch file {path.name}")
+            _, row = answer.stored(key=key, ep=ep, identity=identity, purpose=purpose or "",
+                                   messages=request["messages"], sent=request["params"], sample_index=sample_index,
+                                   latency=None, attempts=1, run_id=run_id, created=_now())
+            rows.append(row)
+            answered += answer.ok
+        writer.upsert("llm.calls", rows, _UPSERT)
+        batches = sorted({pending[k][1] for k in keys})
+        left = 0
+        for bid in batches:
+            n_ok, n_failed, n_none = writer.query(
+                """SELECT count(*) FILTER (c.status = 'ok'), count(*) FILTER (c.status = 'failed'),
+                          count(*) FILTER (c.key IS NULL)
+                   FROM llm.batch_requests br LEFT JOIN llm.calls c USING (key) WHERE br.batch_id = ?""", [bid])[0]
+            left += n_none
+            _update(writer, bid, status="imported" if n_none == 0 else "exported", output_file=str(path),
+                    n_ok=n_ok, n_failed=n_failed, finished_at=_now() if n_none == 0 else None)
+    finally:
+        writer.close()
+    return ImportReport(path, answered, len(rows) - answered, batches, left)
+
+
+def offline_endpoint(registry: ModelRegistry, name: str, host: str = "batch file") -> Endpoint:
+    """The model's endpoint as a batch file stands for it: what its requests are sent with, but no
+    URL is called, no server started, no key read."""
+    from llm_calls.endpoints import default_sampling
+
+    m = registry.config.model(name)
+    return Endpoint(name=name, base_url="", served_model=m.served_model, identity=registry.identity(name),
+                    host=host, concurrency=1, sampling=default_sampling(m), send_seed=m.send_seed,
+                    token_param=m.sent_token_param, refused=m.refused_params)
+
+
+# -- api mode -----------------------------------------------------------------------------------
+
+async def run_api(ledger: Any, ep: Endpoint, identity: str, purpose: str,
+                  todo: Mapping[str, tuple[Any, Mapping[str, Any]]], writer: Any, cfg: BatchConfig) -> dict[str, Any]:
+    """Send the pending requests as one provider batch, wait for it, store its results; the
+    `CallResult`s by key. A batch of the same requests already submitted (a killed run) is polled,
+    not created again."""
+    from llm_calls.ledger import _UPSERT, Answer, _tls_context
+
+    lines = prepare(ep, todo)
+    prefix = batch_id(ep.name, purpose, (p.key for p in lines))
+    client = openai.AsyncOpenAI(
+        base_url=ep.base_url, api_key=ep.api_key or "not-needed", max_retries=max(0, ledger.config.max_attempts - 1),
+        timeout=ledger.config.timeout_s, http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()))
+    created = _now()
+    try:
+        earlier = await asyncio.to_thread(writer.query,
+                                          "SELECT batch_id, provider_batch_id, status FROM llm.batches "
+                                          "WHERE batch_id LIKE ? || '%' AND mode = 'api' ORDER BY created_at", [prefix])
+        live = [r for r in earlier if r[1] and r[2] not in _TERMINAL | {"read"}]
+        error = None
+        if live:
+            bid, provider_id = live[-1][0], live[-1][1]
+            ledger.log.info(f"llm batch [{ep.name}]: resuming {provider_id} ({len(lines)} requests, {purpose})")
+        else:
+            bid = prefix if not earlier else f"{prefix}-{len(earlier) + 1}"
+            provider_id = None
+            try:
+                upload = await client.files.create(file=(f"{bid}.jsonl", file_text(ep, lines).encode()), purpose="batch")
+                batch = await client.batches.create(input_file_id=upload.id, endpoint=URL,
+                                                    completion_window=cfg.completion_window,
+                                                    metadata={"benchsmith_batch": bid[:512]})
+                provider_id = batch.id
+                ledger.log.info(f"llm batch [{ep.name}]: created {provider_id} ({len(lines)} requests, {purpose})")
+            except openai.OpenAIError as exc:
+                error = ep.redact(f"batch API: {type(exc).__name__}: {str(exc)[:300]}")
+            await asyncio.to_thread(_record, writer, bid, ep, identity, purpose, "api", lines,
+                                    input_file=None if error else upload.id, provider_batch_id=provider_id,
+                                    status="failed" if error else "submitted", error=error)
+        await asyncio.to_thread(writer.close)  # nothing is held while the provider works
+        texts: list[tuple[str, str]] = []
+        status = "failed"
+        if error is None:
+            batch, status = await _wait(client, provider_id, cfg, ledger.log, ep.name)
+            for name in ("output_file_id", "error_file_id"):
+                fid = getattr(batch, name, None)
+                if fid:
+                    texts.append((fid, (await client.files.content(fid)).text))
+            if status == "failed" and not texts:
+                errors = getattr(getattr(batch, "errors", None), "data", None) or []
+                error = "; ".join(f"{e.code}: {e.message}" for e in errors[:3]) or "the provider failed the batch"
+    finally:
+        await client.close()
+    secrets = ledger.registry.secrets()
+    answers: dict[str, Any] = {}
+    for fid, text in texts:
+        for _, obj in read_lines(text, f"{provider_id} file {fid}"):
+            if obj["custom_id"] in todo:
+                answers[obj["custom_id"]] = answer_of_line(obj, secrets)
+    missing = Answer(False, error=ep.redact(f"batch {provider_id or bid} {status}: "
+                                            f"{error or 'it has no result for this request'}; asked again next run"))
+    out, rows = {}, []
+    for p in lines:
+        result, row = answers.get(p.key, missing).stored(
+            key=p.key, ep=ep, identity=identity, purpose=purpose, messages=p.messages, sent=p.sent,
+            sample_index=p.sample_index, latency=None, attempts=1, run_id=ledger.run_id, created=created)
+        row["endpoint_host"] = f"{ep.host} batch {provider_id or bid}"
+        out[p.key] = result
+        rows.append(row)
+    await asyncio.to_thread(writer.upsert, "llm.calls", rows, _UPSERT)
+    n_ok = sum(r.ok for r in out.values())
+    await asyncio.to_thread(_update, writer, bid, status="read", output_file=",".join(f for f, _ in texts) or None,
+                            n_ok=n_ok, n_failed=len(out) - n_ok, error=error, finished_at=_now())
+    return out
+
+
+async def _wait(client: openai.AsyncOpenAI, provider_id: str, cfg: BatchConfig, log: Any, model: str) -> tuple[Any, str]:
+    """Poll until the batch ends: the wait starts at `poll_s` and doubles up to `poll_max_s`."""
+    delay, t0, said = cfg.poll_s, time.monotonic(), ""
+    while True:
+        batch = await client.batches.retrieve(provider_id)
+        if batch.status in _TERMINAL:
+            return batch, batch.status
+        counts = getattr(batch, "request_counts", None)
+        line = f"{batch.status}" + (f", {counts.completed}/{counts.total} done" if counts and counts.total else "")
+        if line != said:
+            log.info(f"llm batch [{model}]: {provider_id} {line} after {time.monotonic() - t0:.0f} s")
+            said = line
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, cfg.poll_max_s)
+
+
+def exported(warehouse: Any) -> list[dict[str, Any]]:
+    """Batch files written and not yet (fully) imported: what a files-mode run waits on."""
+    return warehouse.rows("""SELECT batch_id, model, purpose, n_requests, input_file, created_at FROM llm.batches
+                             WHERE mode = 'files' AND status = 'exported' ORDER BY created_at, batch_id""")

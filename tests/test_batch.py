@@ -1,0 +1,284 @@
+"""Batch mode (llm_calls/batch.py): requests as OpenAI batch files, through a Batch API or by hand,
+stored as live answers are."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from llm_calls import CallRequest, Ledger, ModelRegistry, call_key
+from llm_calls.batch import BatchImportError, BatchPending, import_file
+from llm_calls.stub_server import StubServer, run_batch
+from tests.conftest import stub_config, user
+from tests.tables_digest import digests
+from warehouse import Warehouse
+
+REQUESTS = [CallRequest(user("What is 2 + 2?")), CallRequest(user("Name a prime. [[stub: reasoning]]")),
+            CallRequest(user("Say a long thing. [[stub: length]]")), CallRequest(user("Fail me. [[stub: status=400]]")),
+            CallRequest(user("What is 2 + 2?"))]  # asked twice: one key, one line
+SHAPE = ["status", "response_text", "finish_reason", "prompt_tokens", "completion_tokens", "reasoning_text",
+         "reasoning_tokens", "model_identity", "served_model", "purpose", "request", "sample_index"]
+
+
+def _ledger(stub, tmp_path, name="wh", batch=None):
+    models = {"stub": {"base_url": stub.base_url, "model": "stub-model", "concurrency": 4,
+                       "sampling": {"temperature": 0.0, "max_tokens": 64}, **({"batch": batch} if batch else {})}}
+    cfg = stub_config(stub, tmp_path, warehouse={"path": str(tmp_path / f"{name}.duckdb")}, models=models)
+    return Ledger(Warehouse(cfg.warehouse_path(), lock_timeout_s=30), ModelRegistry(cfg)), cfg
+
+
+def _shape(wh, where="TRUE"):
+    return wh.rows(f"SELECT key, {', '.join(SHAPE)} FROM llm.calls WHERE {where} ORDER BY key")
+
+
+def _files(tmp_path):
+    return {"mode": "files", "dir": str(tmp_path / "batches")}
+
+
+def test_files_mode_writes_one_line_per_pending_request_with_the_body_a_live_call_sends(stub, tmp_path):
+    live, _ = _ledger(stub, tmp_path, "live")
+    live.complete("stub", REQUESTS, purpose="t.ask")
+    sent = {json.dumps(r["body"], sort_keys=True) for r in stub.requests}
+    ledger, cfg = _ledger(stub, tmp_path, batch=_files(tmp_path))
+    before = len(stub.requests)
+    with pytest.raises(BatchPending) as caught:
+        ledger.complete("stub", REQUESTS, purpose="t.ask")
+    assert len(stub.requests) == before  # nothing was sent
+    path = caught.value.path
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    identity = ledger.registry.identity("stub")
+    params = {"temperature": 0.0, "max_tokens": 64}
+    assert [x["custom_id"] for x in lines] == list(dict.fromkeys(
+        call_key(identity, r.messages, params, r.sample_index) for r in REQUESTS))
+    assert {(x["method"], x["url"]) for x in lines} == {("POST", "/v1/chat/completions")}
+    assert {json.dumps(x["body"], sort_keys=True) for x in lines} == sent  # the seed and parameters as sent live
+    assert "import-batch" in str(caught.value) and str(path) in str(caught.value)
+    wh = ledger.warehouse
+    assert wh.scalar("SELECT count(*) FROM llm.calls") == 0
+    assert wh.rows("SELECT mode, status, n_requests, input_file FROM llm.batches") == [
+        {"mode": "files", "status": "exported", "n_requests": 4, "input_file": str(path)}]
+    with pytest.raises(BatchPending):  # asked again before the import: the same file, the same batch
+        ledger.complete("stub", REQUESTS, purpose="t.ask")
+    assert wh.scalar("SELECT count(*) FROM llm.batches") == 1 and wh.scalar("SELECT count(*) FROM llm.batch_requests") == 4
+
+
+def test_a_vllm_run_batch_output_is_stored_as_the_live_answers_are(stub, tmp_path):
+    live, _ = _ledger(stub, tmp_path, "live")
+    live_results = live.complete("stub", REQUESTS, purpose="t.ask")
+    ledger, _ = _ledger(stub, tmp_path, batch=_files(tmp_path))
+    with pytest.raises(BatchPending) as caught:
+        ledger.complete("stub", REQUESTS, purpose="t.ask")
+    out = tmp_path / "results.jsonl"
+    run_batch(str(caught.value.path), str(out), StubServer())  # the cluster's run_batch
+    report = import_file(ledger.warehouse, ledger.registry, out)
+    assert (report.answered, report.failed, report.still_pending) == (3, 1, 0)
+    ok = "status = 'ok'"
+    assert _shape(ledger.warehouse, ok) == _shape(live.warehouse, ok)  # content, reasoning, length, usage alike
+    failed = ledger.warehouse.rows("SELECT status, error, latency_s, endpoint_host FROM llm.calls WHERE status <> 'ok'")
+    assert len(failed) == 1 and "HTTP 400" in failed[0]["error"] and failed[0]["latency_s"] is None
+    assert failed[0]["endpoint_host"] == "batch file results.jsonl"
+    assert ledger.warehouse.scalar("SELECT status FROM llm.batches") == "imported"
+    # the answers are the ledger's now: the same requests are answered from it, the failed one exported again
+    with pytest.raises(BatchPending) as again:
+        ledger.complete("stub", REQUESTS, purpose="t.ask")
+    assert again.value.n == 1
+    cached = ledger.complete("stub", REQUESTS[:3], purpose="t.ask")
+    assert all(r.cached for r in cached)
+    assert [(r.reply, r.truncated, r.reasoning) for r in cached] == [(r.reply, r.truncated, r.reasoning)
+                                                                     for r in live_results[:3]]
+
+
+def test_an_import_refuses_every_line_that_is_not_a_pending_request_naming_it_and_writes_nothing(stub, tmp_path):
+    ledger, _ = _ledger(stub, tmp_path, batch=_files(tmp_path))
+    with pytest.raises(BatchPending) as caught:
+        ledger.complete("stub", REQUESTS[:2], purpose="t.ask")
+    out = tmp_path / "results.jsonl"
+    run_batch(str(caught.value.path), str(out), StubServer())
+    good = out.read_text().splitlines()
+    stranger = json.loads(good[0]) | {"custom_id": "0" * 64}
+    out.write_text("\n".join([good[0], json.dumps(stranger), "{not json", good[0]]) + "\n")
+    with pytest.raises(BatchImportError) as refused:
+        import_file(ledger.warehouse, ledger.registry, out)
+    text = str(refused.value)
+    assert "line 3: not JSON" in text
+    out.write_text("\n".join([good[0], json.dumps(stranger), good[0]]) + "\n")
+    with pytest.raises(BatchImportError) as refused:
+        import_file(ledger.warehouse, ledger.registry, out)
+    text = str(refused.value)
+    assert "nothing written" in text and "line 2: custom_id 000" in text and "line 3:" in text and "twice" in text
+    assert ledger.warehouse.scalar("SELECT count(*) FROM llm.calls") == 0
+    out.write_text("\n".join(good) + "\n")
+    assert import_file(ledger.warehouse, ledger.registry, out).answered == 2
+    with pytest.raises(BatchImportError, match="line 1: .* already answered"):  # the same file twice
+        import_file(ledger.warehouse, ledger.registry, out)
+    # another configuration's models cannot take these answers
+    other = StubServer().start()
+    try:
+        stranger_ledger, _ = _ledger(other, tmp_path, batch=_files(tmp_path))
+        with pytest.raises(BatchImportError, match="does not have"):
+            import_file(ledger.warehouse, stranger_ledger.registry, _third_answered(ledger, tmp_path))
+    finally:
+        other.stop()
+
+
+def _third_answered(ledger, tmp_path):
+    """An output file for a request exported and not answered yet (a third request)."""
+    with pytest.raises(BatchPending) as caught:
+        ledger.complete("stub", [CallRequest(user("A third question."))], purpose="t.ask")
+    path = tmp_path / "third.jsonl"
+    run_batch(str(caught.value.path), str(path), StubServer())
+    return path
+
+
+def test_api_mode_sends_each_turn_as_one_batch_and_stores_answers_as_live_ones(tmp_path):
+    with StubServer() as stub:
+        live, _ = _ledger(stub, tmp_path, "live")
+        live.complete("stub", REQUESTS, purpose="t.ask")
+        direct = len(stub.requests)
+        ledger, _ = _ledger(stub, tmp_path, batch={"mode": "api", "poll_s": 0.01, "poll_max_s": 0.05})
+        results = ledger.complete("stub", REQUESTS, purpose="t.ask")
+        assert len(stub.requests) == direct  # no live chat request: every line went through the batch
+        assert len(stub.batches) == 1
+        assert [r.ok for r in results] == [True, True, True, False, True]
+        assert "HTTP 400" in results[3].error
+        ok = "status = 'ok'"
+        assert _shape(ledger.warehouse, ok) == _shape(live.warehouse, ok)
+        row = ledger.warehouse.rows("SELECT status, n_ok, n_failed, provider_batch_id FROM llm.batches")[0]
+        assert (row["status"], row["n_ok"], row["n_failed"]) == ("read", 3, 1)
+        assert row["provider_batch_id"] in stub.batches
+        # a second turn built on the first one's answers is its own batch
+        second = [CallRequest([*r.messages, {"role": "assistant", "content": res.text}, *user("And why?")])
+                  for r, res in zip(REQUESTS[:2], results[:2])]
+        assert all(r.ok for r in ledger.complete("stub", second, purpose="t.why"))
+        assert len(stub.batches) == 2
+        assert ledger.complete("stub", REQUESTS[:3], purpose="t.ask")[0].cached  # cached: no third batch
+        assert len(stub.batches) == 2
+
+
+def test_an_expired_batch_keeps_the_answers_it_has_and_the_rest_are_asked_again(tmp_path):
+    with StubServer(batch_expire_after=2) as stub:
+        ledger, _ = _ledger(stub, tmp_path, batch={"mode": "api", "poll_s": 0.01, "poll_max_s": 0.05})
+        asked = [CallRequest(user(f"Question {i}")) for i in range(5)]
+        first = ledger.complete("stub", asked, purpose="t.ask")
+        assert [r.ok for r in first] == [True, True, False, False, False]
+        assert all("batch_expired" in r.error for r in first[2:])
+        stub.batch_expire_after = None
+        second = ledger.complete("stub", asked, purpose="t.ask")
+        assert all(r.ok for r in second) and [r.cached for r in second] == [True, True, False, False, False]
+        inputs = [b["input_file_id"] for b in stub.batches.values()]
+        assert [len(stub.files[f].splitlines()) for f in inputs] == [5, 3]  # only the unanswered went again
+
+
+def test_a_batch_api_that_refuses_batches_fails_the_calls_and_says_why(tmp_path):
+    with StubServer() as stub:
+        ledger, _cfg = _ledger(stub, tmp_path, batch={"mode": "api", "poll_s": 0.01})
+        stub.files = None  # every upload now fails inside the server: HTTP 500
+        ledger.config = ledger.config.model_copy(update={"max_attempts": 1})
+        results = ledger.complete("stub", REQUESTS[:2], purpose="t.ask")
+        assert not any(r.ok for r in results) and all("batch API" in r.error for r in results)
+        assert ledger.warehouse.scalar("SELECT count(*) FROM llm.calls WHERE status = 'failed'") == 2
+
+
+_KILLED = """
+import sys
+from configuration import load_config
+from llm_calls import CallRequest, Ledger, ModelRegistry
+from warehouse import Warehouse
+cfg = load_config(sys.argv[1])
+ledger = Ledger(Warehouse(cfg.warehouse_path(), lock_timeout_s=30), ModelRegistry(cfg))
+ledger.complete("stub", [CallRequest([{"role": "user", "content": f"Question {i}"}]) for i in range(3)], purpose="t.ask")
+"""
+
+
+def test_a_run_killed_while_its_batch_is_in_flight_resumes_it_and_never_creates_it_twice(tmp_path):
+    with StubServer(batch_polls=10**9) as stub:  # the batch stays in progress until the test lets it end
+        ledger, cfg = _ledger(stub, tmp_path, batch={"mode": "api", "poll_s": 0.01, "poll_max_s": 0.05})
+        root = Path(__file__).resolve().parent.parent
+        proc = subprocess.Popen([sys.executable, "-c", _KILLED, cfg.source], cwd=root,
+                                env={**os.environ, "PYTHONPATH": str(root)})
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not any(b["_polls"] >= 2 for b in stub.batches.values()):
+                time.sleep(0.05)
+            assert len(stub.batches) == 1, "the run never got as far as polling its batch"
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        assert ledger.warehouse.scalar("SELECT status FROM llm.batches") == "submitted"
+        stub.batch_polls = 0
+        results = ledger.complete("stub", [CallRequest(user(f"Question {i}")) for i in range(3)], purpose="t.ask")
+        assert all(r.ok for r in results)
+        assert len(stub.batches) == 1  # polled the batch the killed run created
+        assert ledger.warehouse.scalar("SELECT count(*) FROM llm.calls") == 3
+
+
+def _answer(body):
+    """Replies that differ per conversation (equal replies would merge follow-up requests)."""
+    import zlib
+
+    return f"Answer: 1 (reply {zlib.crc32(json.dumps(body['messages']).encode())})"
+
+
+def test_a_run_through_batch_files_turn_by_turn_makes_the_tables_a_live_run_makes(tmp_path, monkeypatch, capsys):
+    """Export, run the files as a cluster would, import, run again: until nothing waits. Every
+    family table then equals the live run's (MuSoBench's three turns, IB's two-turn setting and its judge)."""
+    from assets.materialize_all import main as materialize_all
+    from tests.test_plan import SMALL
+
+    small = {**SMALL, "muso": {**SMALL["muso"], "timetabling": {"bins": [[1, 50]]}, "temperature": [0.0]},
+             "ib": {**SMALL["ib"], "settings": ["vanilla", "multi_turn"]}}
+    dbs = {}
+    with StubServer(responder=_answer) as stub:
+        for how in ("live", "files"):
+            home = tmp_path / how
+            home.mkdir()
+            cfg = stub_config(stub, home, **small)
+            monkeypatch.setenv("BENCHSMITH_CONFIG", cfg.source)
+            monkeypatch.setenv("DAGSTER_HOME", str(home))
+            dbs[how] = cfg.warehouse_path()
+            if how == "live":
+                assert materialize_all(["--select", "muso", "--select", "ib"]) == 0
+                continue
+            rounds = 0
+            while True:
+                status = materialize_all(["--select", "muso", "--select", "ib", "--export-batch", str(home / "out")])
+                printed = capsys.readouterr().out
+                waiting = sorted((home / "out").glob("*.jsonl"))
+                fresh = [p for p in waiting if not p.name.endswith(".out.jsonl") and not p.with_suffix(".out.jsonl").exists()]
+                if not fresh:
+                    break
+                assert status == 1 and "waiting on batch files" in printed
+                rounds += 1
+                assert rounds < 12, "the batch rounds never ended"
+                for p in fresh:
+                    run_batch(str(p), str(p.with_suffix(".out.jsonl")), StubServer(responder=_answer))
+                    assert materialize_all(["--import-batch", str(p.with_suffix(".out.jsonl"))]) == 0
+            assert status == 0 and "waiting on batch files" not in printed
+            assert rounds >= 3  # solve, confidence, recheck: one turn per round
+    live, files = ([x for x in digests(dbs[k]) if not x.startswith("llm.")] for k in ("live", "files"))
+    assert files == live
+    wh = Warehouse(dbs["files"])
+    assert wh.scalar("SELECT count(*) FROM muso.responses") > 0 and wh.scalar("SELECT count(*) FROM ib.responses") > 0
+    assert wh.scalar("SELECT count(*) FROM ib.responses WHERE setting = 'multi_turn'") > 0
+    assert wh.scalar("SELECT count(*) FROM llm.batches WHERE status <> 'imported'") == 0
+
+
+def test_the_configuration_refuses_batch_mode_for_the_embedded_model(tmp_path):
+    from configuration import ConfigError, load_config
+    from tests.conftest import write_config
+
+    path = write_config(tmp_path, {"models": {"smollm2": {"embedded": "smollm2-135m-instruct",
+                                                          "batch": {"mode": "api"}}}})
+    with pytest.raises(ConfigError, match="models.smollm2.*live only"):
+        load_config(path)
+    path = write_config(tmp_path, {"models": {"m": {"base_url": "http://h/v1", "model": "x", "batch": {"mode": "mail"}}},
+                                   "evaluate": ["m"], "judge": "m"})
+    with pytest.raises(ConfigError, match="models.m.batch.mode"):
+        load_config(path)
