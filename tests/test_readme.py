@@ -1,6 +1,7 @@
 """The README and the families' documents stay true: their SQL runs against the warehouse schema,
 their links lead somewhere, the commands exist."""
 
+import os
 import re
 from pathlib import Path
 
@@ -64,9 +65,9 @@ def test_readme_names_the_commands_ci_and_the_makefile_run():
     assert "make test" in ci
 
 
-def recipe_commands() -> list[list[str]]:
-    """The commands of the README's recipes block, as argument lists after `assets.materialize_all`."""
-    block = README.split("<!-- recipes:", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+def recipe_commands(marker: str = "recipes") -> list[list[str]]:
+    """The commands of a README recipes block (`<!-- recipes: ...`, `<!-- batch-recipes: ...`), as argument lists."""
+    block = README.split(f"<!-- {marker}:", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
     return [line.split() for line in block.splitlines() if line.strip() and not line.startswith("#")]
 
 
@@ -124,3 +125,48 @@ def test_the_readme_recipes_do_what_they_say(tmp_path, monkeypatch):
     # open the report: the file the README names exists, beside the warehouse
     report = cfg.warehouse_path().parent / Path(opens[0][1]).relative_to("data")
     assert report.name == "qwen7b.html" and "<h1>Benchsmith report: qwen7b</h1>" in report.read_text()
+
+
+def test_the_readme_batch_recipes_export_run_import_and_continue_until_nothing_waits(tmp_path, monkeypatch, capsys):
+    """The README's batch-file commands, as written: export, the stub's run_batch for each file (the
+    command line itself, FILE replaced), import, and the export again until no file waits; MuSoBench's
+    responses are then all there."""
+    import subprocess
+    import sys
+
+    from assets.materialize_all import main as materialize_all
+    from llm_calls.stub_server import StubServer
+    from tests.conftest import stub_config
+    from tests.test_plan import SMALL
+
+    export, run, load, again = recipe_commands("batch-recipes")
+    assert export == again and export[3:5] == ["--select", "muso"] and "--export-batch" in export
+    assert run[:4] == [".venv/bin/python", "-m", "llm_calls.stub_server", "--run-batch"] and "--import-batch" in load
+    with StubServer(responder=lambda body: "Solutions: [[1]]\nConfidence: 50") as stub:
+        small = {**SMALL, "muso": {**SMALL["muso"], "timetabling": {"bins": [[1, 50]]}, "temperature": [0.0]}}
+        cfg = stub_config(stub, tmp_path, **small)
+        monkeypatch.setenv("BENCHSMITH_CONFIG", cfg.source)
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        monkeypatch.chdir(tmp_path)
+        for _ in range(8):
+            status = materialize_all(export[3:])
+            if "waiting on batch files" not in capsys.readouterr().out:
+                break
+            assert status == 1
+            waiting = Warehouse(cfg.warehouse_path()).rows(
+                "SELECT input_file FROM llm.batches WHERE status = 'exported'")
+            assert waiting
+            for w in waiting:
+                name = Path(w["input_file"]).stem
+                assert Path(w["input_file"]).parent == tmp_path / "data" / "batches"
+                line = [sys.executable if a == ".venv/bin/python" else a.replace("FILE", name) for a in run]
+                subprocess.run(line, check=True, cwd=tmp_path, capture_output=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+                assert materialize_all([a.replace("FILE", name) for a in load[3:]]) == 0
+        else:
+            raise AssertionError("files still waited after 8 rounds")
+        assert status == 0
+        wh = Warehouse(cfg.warehouse_path())
+        assert wh.scalar("SELECT count(*) FROM muso.responses") > 0
+        assert wh.scalar("SELECT count(*) FROM llm.calls WHERE purpose LIKE 'muso.%' AND endpoint_host LIKE 'batch file %'") \
+            == wh.scalar("SELECT count(*) FROM llm.calls WHERE purpose LIKE 'muso.%'")

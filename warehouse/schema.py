@@ -65,11 +65,11 @@ TABLES: dict[str, str] = {
     # Batch mode (llm_calls/batch.py): one row per batch file made of one ledger batch's pending requests.
     "llm.batches": """
         batch_id          VARCHAR PRIMARY KEY,  -- <model>.<purpose>.<digest of its keys>: the same requests, the same id
-        model             VARCHAR NOT NULL,
-        model_identity    VARCHAR NOT NULL,
-        purpose           VARCHAR,
+        model             VARCHAR NOT NULL,     -- configured model name
+        model_identity    VARCHAR NOT NULL,     -- what its requests' keys hash (llm.calls.model_identity)
+        purpose           VARCHAR,              -- the step its requests are for, e.g. 'muso.standard.solve'
         mode              VARCHAR NOT NULL,     -- 'api' (the provider's Batch API) or 'files' (exported, imported by hand)
-        n_requests        INTEGER NOT NULL,
+        n_requests        INTEGER NOT NULL,     -- lines of its input file
         input_file        VARCHAR,              -- files: the path written; api: the provider's file id
         provider_batch_id VARCHAR,              -- api: the provider's batch id (a resumed run polls it, never creates twice)
         status            VARCHAR NOT NULL,     -- exported, submitted, the provider's status, imported, or read
@@ -85,10 +85,10 @@ TABLES: dict[str, str] = {
         batch_id          VARCHAR NOT NULL,     -- see llm.batches
         line              INTEGER NOT NULL,     -- 1-based line of the batch input file
         key               VARCHAR NOT NULL,     -- the ledger key, the line's custom_id
-        model             VARCHAR NOT NULL,
-        model_identity    VARCHAR NOT NULL,
-        purpose           VARCHAR,
-        sample_index      INTEGER NOT NULL,
+        model             VARCHAR NOT NULL,     -- configured model name
+        model_identity    VARCHAR NOT NULL,     -- an import takes the line only for a model of this identity
+        purpose           VARCHAR,              -- as in llm.calls
+        sample_index      INTEGER NOT NULL,     -- as in llm.calls
         request           JSON NOT NULL,        -- messages and the parameters sent, as llm.calls.request
         PRIMARY KEY (batch_id, key)
     """,
