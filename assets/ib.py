@@ -13,7 +13,7 @@ from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from assets.versions import code_version
 from configuration import Config
-from evaluations.ib import Item, Runner, all_metric_rows, coverage
+from evaluations.ib import Item, Runner, all_metric_rows, coverage, slice_args
 from generators import ib as gen
 from reporting.figures import legend, pyplot
 from validators import outcomes
@@ -85,13 +85,9 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         wh = warehouse.get()
         items = [Item.from_row(r) for r in wh.rows("SELECT * FROM ib.items WHERE dataset = ? ORDER BY item_id", [name])]
         ledger = llm.ledger(context, wh)
-        params = {"temperature": cfg.ib.temperature, "max_tokens": cfg.ib.max_tokens.at(cfg.scale)}
-        if name == gen.MISCELLANY:
-            settings_here = [s for s in cfg.ib.settings if s == "disturbing_miscellany"]
-        else:
-            settings_here = [s for s in cfg.ib.settings if s != "disturbing_miscellany"]
+        asked, miscellany, settings_here, params = slice_args(cfg, name, items)
         runner = Runner(ledger, model, cfg.judge, cfg.ib.polisher or cfg.judge, params)
-        runner.run([] if name == gen.MISCELLANY else items, items if name == gen.MISCELLANY else [], settings_here)
+        runner.run(asked, miscellany, settings_here)
         prompts, responses = runner.prompts, runner.responses
         for r in (*prompts, *responses):
             r["dataset"] = name

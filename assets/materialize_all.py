@@ -45,6 +45,7 @@ from assets.jobs import FAMILIES, SelectionError, plan_steps, run_tags
 from llm_calls import batch
 from llm_calls.batch import EXPORT_ENV
 from llm_calls.ledger import TOTALS
+from reporting import cost
 from reporting.summary import Done, Progress, clock, left_out_at_demo, stored_items, summary
 from warehouse import Warehouse
 
@@ -135,6 +136,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     TOTALS.reset()
     progress.start()
     done: list[Done] = []
+    run_ids: list[str] = []
     try:
         for step in steps:
             progress.begin(step.label)
@@ -143,6 +145,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             result = defs.resolve_job_def(step.job).execute_in_process(
                 instance=instance, partition_key=step.partition, raise_on_error=False,
                 tags=run_tags(step, config), run_config=None if args.verbose else QUIET)
+            run_ids.append(result.run_id)
             evals = result.get_asset_check_evaluations()
             calls = (TOTALS.cached - before[0], TOTALS.answered - before[1], TOTALS.failed - before[2])
             done.append(Done(step, result.success, time.monotonic() - t0, calls,
@@ -155,6 +158,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         progress.stop()
     try:
         print(summary(done, wh, config, defs.resources["warehouse"].path))
+        paid = cost.spent(config, wh, run_ids)
+        if paid:
+            print(paid)
         waiting = batch.exported(wh)
         if waiting:
             print(f"\nwaiting on batch files: {sum(w['n_requests'] for w in waiting)} requests in {len(waiting)} "
@@ -228,7 +234,7 @@ def _planned_calls(config, wh: Warehouse, families) -> tuple[int, int, int] | No
 def _plan(args: argparse.Namespace, steps: int) -> int:
     """Print the capacity plan (no asset runs; calls only the latency probes it needs)."""
     from configuration import load_config
-    from reporting import plan
+    from reporting import cost, plan
 
     cfg = load_config()
     wh = Warehouse(cfg.warehouse_path())
@@ -251,6 +257,8 @@ def _plan(args: argparse.Namespace, steps: int) -> int:
                 latency[model] = (measured, f"median of {args.probe_calls} probe calls")
     by_step = {} if args.latency is not None else per_step
     print(plan.render(cfg, rows, latency, by_step, _overhead(steps)))
+    estimates = cost.estimates(cfg, wh, plan.query_of(wh), {(r.line.model, r.line.step.split(" (")[0]) for r in rows})
+    print(cost.render(cfg, cost.step_costs(cfg, rows, estimates)))
     for line in left_out_at_demo(cfg):
         print(f"Left out at demo scale: {line}")
     return 0

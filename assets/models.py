@@ -9,8 +9,9 @@ import openai
 from assets.metadata import table
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import ConfigError
-from llm_calls import CallRequest, redact
+from llm_calls import redact
 from llm_calls.embedded import EmbeddedModelError
+from llm_calls.ledger import probe_request
 
 GROUP = "llm"
 
@@ -49,10 +50,7 @@ def models(
             row["endpoint_host"] = ep.host
             row["served_ids"] = _served_ids(ep.base_url, ep.api_key)
             row["reachable"] = True
-            probe = ledger.complete(
-                name, [CallRequest([{"role": "user", "content": cfg.probe_prompt}], {"max_tokens": 32})],
-                purpose="models.probe",
-            )[0]
+            probe = ledger.complete(name, [probe_request(cfg.probe_prompt)], purpose="models.probe")[0]
             row.update(probe_answer=probe.text, probe_latency_s=probe.latency_s, probe_cached=probe.cached)
             if not probe.ok:
                 row["error"] = f"probe failed: {probe.error}"

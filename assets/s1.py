@@ -10,7 +10,7 @@ from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from assets.versions import code_version
 from configuration import Config
-from evaluations.s1 import evaluate, metric_rows
+from evaluations.s1 import evaluate, evaluation_args, metric_rows
 from generators.s1 import built_subcategories, load_registry, load_release
 from generators.s1_construction import Budgets, Construction, item_checks
 from reporting.figures import pyplot
@@ -109,15 +109,12 @@ def s1_responses(context: dg.AssetExecutionContext, settings: SettingsResource, 
     model's malformed replies are not correct and not judged), tokens, difficulty awareness and
     redundancy per response, into `s1.responses` (paper section 3)."""
     cfg = settings.load()
-    s = cfg.s1
     wh = warehouse.get()
     items = wh.rows("SELECT * FROM s1.items ORDER BY item_id")
     ledger = llm.ledger(context, wh)
     judge = Judge(ledger, cfg.judge)
     model = context.partition_key
-    rows = evaluate(ledger, model, items, judge, s.k, s.eval_temperature, s.eval_top_p,
-                    s.eval_max_tokens.at(cfg.scale), reasoning=cfg.models[model].reasoning,
-                    sweep=(s.temperatures, s.samples_per_temperature) if model in s.table2_models else None)
+    rows = evaluate(ledger, model, items, judge, **evaluation_args(cfg, model))
     wh.replace_partition("s1.responses", rows, {"model": model})
     return dg.MaterializeResult(
         metadata={"dagster/row_count": len(rows), "items": len(items),

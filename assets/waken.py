@@ -13,7 +13,7 @@ from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from assets.versions import code_version
 from configuration import Config
-from evaluations.waken import Pipeline, items_from_rows
+from evaluations.waken import Pipeline, items_from_rows, pipeline_params
 from evaluations.waken_metrics import all_metric_rows, coverage, identity_violations
 from generators.waken import ITEMS_VERSION, ItemsError, build_items, fol_checks, item_checks, load_records, stored_rows
 from reporting.panels.waken import RATE_COLOURS
@@ -98,8 +98,9 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
             [name]))
         ledger = llm.ledger(context, wh)
         w = cfg.waken
-        pipe = Pipeline(ledger, model, cfg.judge, items, w.temperature, w.ablation_temperature,
-                        w.max_tokens.at(cfg.scale), cfg.seed)
+        params = pipeline_params(cfg)
+        pipe = Pipeline(ledger, model, cfg.judge, items, params["temperature"], w.ablation_temperature,
+                        params["max_tokens"], cfg.seed)
         rows = pipe.run(w.misguiding_rates, w.baselines)
         for r in rows:
             r["dataset"] = name

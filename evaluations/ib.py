@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,6 +207,70 @@ def output_category(item: Item, selected: frozenset[int] | str | None) -> str:
 SPARSE_OUTPUTS = {"Unknown", "none", "all_wrong", "combined"}
 
 
+def pools(items: Sequence[Item], miscellany: Sequence[Item]) -> dict[str, list[Item]]:
+    """The items each kind of setting asks (`asked_items`): complete, insufficient, miscellany."""
+    return {"complete": [i for i in items if i.variant == "complete"],
+            "insufficient": [i for i in items if i.variant == "insufficient"], "miscellany": list(miscellany)}
+
+
+def setting_prompts(setting: str, asked: Sequence[Item]) -> tuple[list[str], list[dict[str, Any]] | None]:
+    """The prompt each item is asked under a one-call setting, and what its `ib.prompts` row
+    records of it (section 3, table 2): the run and the plan's token count read this one definition."""
+    if setting in ("vanilla", "disturbing_miscellany"):
+        return [question_text(i) for i in asked], None
+    if setting == "vagueness":
+        return [question_text(i, vague=True) for i in asked], None
+    if setting == "missing_choices":
+        return [question_text(i, no_correct=i.form != "judging") for i in asked], None
+    if setting in FEW_SHOT_LABELS:
+        shown = FEW_SHOT_LABELS[setting]
+        return ([few_shot_prefix(i.form, shown) + question_text(i) for i in asked],
+                [{"example_label_types": list(shown)}] * len(asked))
+    if setting in ("conformity", "conformity_tense"):
+        kind = "sparse" if setting == "conformity" else "tense"
+        sugg = [suggestion(i, kind) for i in asked]
+        return ([f"{question_text(i)}\nThe answer is {s}." for i, s in zip(asked, sugg)],
+                [{"suggested": s, "suggested_label_type": kind} for s in sugg])
+    raise ValueError(f"setting {setting!r} is named in the configuration but not implemented here")
+
+
+def polish_request(prompt: str) -> CallRequest:
+    """The polisher's request to rewrite a prompt (greedy, 512 tokens)."""
+    return CallRequest([{"role": "user", "content": POLISH.format(prompt=prompt)}], {"temperature": 0.0, "max_tokens": 512})
+
+
+def slice_args(cfg: Config, dataset: str, items: Sequence[Item]) -> tuple[list[Item], list[Item], list[str], dict[str, Any]]:
+    """What one (dataset, model) slice asks: its items, its miscellany items, its settings (the
+    miscellany set is asked only `disturbing_miscellany`, every other dataset everything else) and
+    the sampling parameters; the asset and the plan both read it."""
+    params = {"temperature": cfg.ib.temperature, "max_tokens": cfg.ib.max_tokens.at(cfg.scale)}
+    if dataset == ib_gen.MISCELLANY:
+        return [], list(items), [s for s in cfg.ib.settings if s == "disturbing_miscellany"], params
+    return list(items), [], [s for s in cfg.ib.settings if s != "disturbing_miscellany"], params
+
+
+def planned_requests(cfg: Config, query: Query) -> Iterator[tuple[str, str, CallRequest]]:
+    """(model, purpose, request) of every request whose text the stored items fix: each one-call
+    setting's, multi-turn's first turn and the polisher's rewrites (the second turns, the polished
+    prompts and the judge's carry replies). Nothing before the items are built."""
+    by_dataset: dict[str, list[Item]] = defaultdict(list)
+    for r in query("SELECT * FROM ib.items ORDER BY item_id"):
+        by_dataset[r["dataset"]].append(Item.from_row(r))
+    polisher = cfg.ib.polisher or cfg.judge
+    for dataset, stored in by_dataset.items():
+        items, miscellany, settings, params = slice_args(cfg, dataset, stored)
+        by_pool = pools(items, miscellany)
+        for model in cfg.evaluate:
+            for setting in settings:
+                asked = by_pool[asked_items(setting)]
+                if setting == "prompt_polishing":
+                    yield from ((polisher, FIRST_CALL[setting], polish_request(question_text(i))) for i in asked)
+                    continue
+                purpose = FIRST_CALL.get(setting, f"ib.{setting}")
+                prompts = [question_text(i) for i in asked] if setting == "multi_turn" else setting_prompts(setting, asked)[0]
+                yield from ((model, purpose, CallRequest([{"role": "user", "content": p}], params)) for p in prompts)
+
+
 class Runner:
     """Asks one model every setting; returns rows for `ib.prompts` and `ib.responses`."""
 
@@ -217,35 +281,18 @@ class Runner:
         self.responses: list[dict[str, Any]] = []
 
     def run(self, items: Sequence[Item], miscellany: Sequence[Item], settings: Sequence[str]) -> None:
-        pools = {"complete": [i for i in items if i.variant == "complete"],
-                 "insufficient": [i for i in items if i.variant == "insufficient"], "miscellany": list(miscellany)}
+        by_pool = pools(items, miscellany)
         for setting in settings:
             if setting not in SETTINGS:
                 raise ValueError(f"unknown setting {setting!r}; expected one of {SETTINGS}")
-            asked = pools[asked_items(setting)]
-            if setting == "vanilla":
-                self._ask(setting, asked, [question_text(i) for i in asked])
-            elif setting == "vagueness":
-                self._ask(setting, asked, [question_text(i, vague=True) for i in asked])
-            elif setting == "missing_choices":
-                self._ask(setting, asked, [question_text(i, no_correct=i.form != "judging") for i in asked])
-            elif setting in FEW_SHOT_LABELS:
-                shown = FEW_SHOT_LABELS[setting]
-                self._ask(setting, asked, [few_shot_prefix(i.form, shown) + question_text(i) for i in asked],
-                          meta=[{"example_label_types": list(shown)}] * len(asked))
-            elif setting in ("conformity", "conformity_tense"):
-                kind = "sparse" if setting == "conformity" else "tense"
-                sugg = [suggestion(i, kind) for i in asked]
-                self._ask(setting, asked, [f"{question_text(i)}\nThe answer is {s}." for i, s in zip(asked, sugg)],
-                          meta=[{"suggested": s, "suggested_label_type": kind} for s in sugg])
-            elif setting == "disturbing_miscellany":
-                self._ask(setting, asked, [question_text(i) for i in asked])
-            elif setting == "multi_turn":
+            asked = by_pool[asked_items(setting)]
+            if setting == "multi_turn":
                 self._multi_turn(asked)
             elif setting == "prompt_polishing":
                 self._polished(asked)
             else:
-                raise ValueError(f"setting {setting!r} is named in the configuration but not implemented here")
+                prompts, meta = setting_prompts(setting, asked)
+                self._ask(setting, asked, prompts, meta=meta)
 
     def _multi_turn(self, items: Sequence[Item]) -> None:
         first = [question_text(i) for i in items]
@@ -264,9 +311,8 @@ class Runner:
 
     def _polished(self, items: Sequence[Item]) -> None:
         originals = [question_text(i) for i in items]
-        rewrites = self.ledger.complete(self.polisher, [CallRequest([{"role": "user", "content": POLISH.format(prompt=p)}],
-                                                                    {"temperature": 0.0, "max_tokens": 512})
-                                                        for p in originals], purpose=FIRST_CALL["prompt_polishing"])
+        rewrites = self.ledger.complete(self.polisher, [polish_request(p) for p in originals],
+                                        purpose=FIRST_CALL["prompt_polishing"])
         keep, prompts, metas = [], [], []
         for item, original, r in zip(items, originals, rewrites):
             if not r.ok or not (r.text or "").strip():

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,6 +144,11 @@ class _Conversation:
         return result
 
 
+def turn_params(temperature: float, max_tokens: int) -> dict[str, Any]:
+    """A turn's sampling: the variant's temperature and the turn's budget."""
+    return {"temperature": temperature, "max_tokens": max_tokens}
+
+
 def _turn(ledger: Ledger, model: str, convs: list[_Conversation], user: str | None,
           params: dict[str, Any], purpose: str, user_of: Any = None) -> list[CallResult]:
     """One turn for every conversation: `user` (or `user_of(conv)`) appended, one ledger batch."""
@@ -163,8 +168,8 @@ def run(
     if variant not in TURNS:
         raise ValueError(f"unknown variant {variant!r}; expected one of {tuple(TURNS)}")
     turns = TURNS[variant]
-    solve = {"temperature": temperature, "max_tokens": solve_max_tokens}
-    confid = {"temperature": temperature, "max_tokens": confidence_max_tokens}
+    solve = turn_params(temperature, solve_max_tokens)
+    confid = turn_params(temperature, confidence_max_tokens)
     n_paths = paths if variant == "self_consistency" else 1
     convs = [_Conversation(item, p, [], []) for item in items for p in range(n_paths)]
     tag = f"muso.{variant}"
@@ -456,6 +461,26 @@ def coverage(evaluated: Sequence[str], built: set[tuple[str, int, int | None]], 
                  "the configuration no longer has")
 
 # -- the calls this protocol makes, declared for `--plan` (evaluations/calls.py) -------------------
+
+def planned_requests(cfg: Config, query: Query) -> Iterator[tuple[str, str, CallRequest]]:
+    """(model, purpose, request) of every solve turn `run` starts, from the stored instances, as
+    the asset runs them (paradigm x variant x temperature x instance x path); the later turns
+    carry the solve reply, unknown before the run. Nothing before the instances are built."""
+    m = cfg.muso
+    items = items_from_rows(query("SELECT instance_id, task, level, level_lo, level_hi, question, parameters "
+                                  "FROM muso.instances ORDER BY partition_key, instance_id"), [])
+    paths = max(1, m.self_consistency.at(cfg.scale))
+    for model in cfg.evaluate:
+        for paradigm in m.paradigms_for(model):
+            for variant in variants(cfg):
+                n_paths = paths if variant == "self_consistency" else 1
+                for temperature in m.temperatures:
+                    solve = turn_params(temperature, m.solve_max_tokens.at(cfg.scale))
+                    for item in items:
+                        for path in range(n_paths):
+                            yield model, f"muso.{variant}.solve", CallRequest(
+                                [{"role": "user", "content": solve_prompt(item, paradigm)}], solve, path)
+
 
 def planned_calls(cfg: Config, query: Query) -> list[Line]:
     """Every call a run of this family makes, per step, model and partition (see `_planned_lines`)."""

@@ -10,7 +10,7 @@ model (Qwen2.5's, section 3.2), the server's usage counts beside them; difficult
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from configuration import Config
@@ -42,19 +42,7 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
     and so is a reply whose reasoning the API hid (counted in `reasoning_tokens`, no text: o4-mini,
     Claude, Gemini, which table 3 scores with f-acc "–"): format `HIDDEN_REASONING`, not malformed.
     """
-    plan = [(it, "sample", s) for it in items for s in range(k)] + [(it, "greedy", 0) for it in items]
-    if sweep is not None:  # table 2: n samples at each temperature (mode "t=<temperature>")
-        temps, n = sweep
-        plan += [(it, f"t={t}", s) for t in temps for it in items for s in range(n)]
-
-    def params(mode: str) -> dict[str, Any]:
-        if mode == "sample":
-            return {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
-        if mode == "greedy":
-            return {"temperature": 0.0, "max_tokens": max_tokens}
-        return {"temperature": float(mode[2:]), "max_tokens": max_tokens}
-
-    requests = [CallRequest([{"role": "user", "content": it["question"]}], params(mode), s) for it, mode, s in plan]
+    plan, requests = evaluation_requests(items, k, temperature, top_p, max_tokens, sweep)
     results = ledger.complete(model, requests, purpose=EVALUATE)
     rows = []
     for (it, mode, s), r in zip(plan, results):
@@ -95,6 +83,45 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
     return rows
 
 
+
+
+def evaluation_requests(items: Sequence[dict[str, Any]], k: int, temperature: float, top_p: float, max_tokens: int,
+                        sweep: tuple[Sequence[float], int] | None = None
+                        ) -> tuple[list[tuple[dict[str, Any], str, int]], list[CallRequest]]:
+    """(item, mode, sample) per request, and the requests: k top-p samples and one greedy answer per
+    item, and table 2's sweep (n samples at each temperature, mode "t=<temperature>") when asked."""
+    plan = [(it, "sample", s) for it in items for s in range(k)] + [(it, "greedy", 0) for it in items]
+    if sweep is not None:
+        temps, n = sweep
+        plan += [(it, f"t={t}", s) for t in temps for it in items for s in range(n)]
+
+    def params(mode: str) -> dict[str, Any]:
+        if mode == "sample":
+            return {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+        if mode == "greedy":
+            return {"temperature": 0.0, "max_tokens": max_tokens}
+        return {"temperature": float(mode[2:]), "max_tokens": max_tokens}
+
+    return plan, [CallRequest([{"role": "user", "content": it["question"]}], params(mode), s) for it, mode, s in plan]
+
+
+def evaluation_args(cfg: Config, model: str) -> dict[str, Any]:
+    """How `model` is evaluated (the asset passes these to `evaluate`): k, the sampling, the budget,
+    whether it reasons, and table 2's temperature sweep for the models it names."""
+    s = cfg.s1
+    return {"k": s.k, "temperature": s.eval_temperature, "top_p": s.eval_top_p,
+            "max_tokens": s.eval_max_tokens.at(cfg.scale), "reasoning": cfg.models[model].reasoning,
+            "sweep": (s.temperatures, s.samples_per_temperature) if model in s.table2_models else None}
+
+
+def planned_requests(cfg: Config, query: Query) -> Iterator[tuple[str, str, CallRequest]]:
+    """(model, purpose, request) of every evaluation request over the stored accepted items; the
+    construction's calls and the judge's carry replies. Nothing before the items are built."""
+    items = query("SELECT item_id, question FROM s1.items ORDER BY item_id")
+    for model in cfg.evaluate:
+        a = evaluation_args(cfg, model)
+        _, requests = evaluation_requests(items, a["k"], a["temperature"], a["top_p"], a["max_tokens"], a["sweep"])
+        yield from ((model, EVALUATE, r) for r in requests)
 
 
 def reply_tokens(r: Any) -> int | None:

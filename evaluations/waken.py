@@ -37,7 +37,7 @@ stage denominators count decided items only; the counts are stored).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,7 +255,7 @@ class Pipeline:
         self.ledger, self.model = ledger, model
         self.judge = Judge(ledger, judge, max_tokens=8)
         self.items = list(items)
-        self.params = {"temperature": temperature, "max_tokens": max_tokens}
+        self.params = {"temperature": temperature, "max_tokens": max_tokens}  # `pipeline_params` in a run
         self.ablation_params = {"temperature": ablation_temperature, "max_tokens": max_tokens}
         self.seed = seed
         self.rows: list[dict[str, Any]] = []
@@ -305,8 +305,7 @@ class Pipeline:
     # -- the steps ----------------------------------------------------------------------
 
     def direct(self) -> dict[str, Answer]:
-        answers = self.ask([self.user(task_text(it) + answer_format(it)) for it in self.items], "direct",
-                           items=self.items)
+        answers = self.ask([self.user(direct_prompt(it)) for it in self.items], "direct", items=self.items)
         for it, a in zip(self.items, answers):
             self.record("direct", "vanilla", it, a, _outcome(it, a))
         return dict(zip((it.item_id for it in self.items), answers))
@@ -402,6 +401,27 @@ class Pipeline:
             })
 
 # -- the calls this protocol makes, declared for `--plan` (evaluations/calls.py) -------------------
+
+def direct_prompt(item: Item) -> str:
+    """The direct pass's question (section 3.1): the task and the answer format."""
+    return task_text(item) + answer_format(item)
+
+
+def pipeline_params(cfg: Config) -> dict[str, Any]:
+    """The pipeline's sampling (its `params`): the configured temperature and budget."""
+    return {"temperature": cfg.waken.temperature, "max_tokens": cfg.waken.max_tokens.at(cfg.scale)}
+
+
+def planned_requests(cfg: Config, query: Query) -> Iterator[tuple[str, str, CallRequest]]:
+    """(model, purpose, request) of the direct pass over the stored items; every later step asks
+    the items the replies select, with prompts that carry them. Nothing before the items are built."""
+    items = items_from_rows(query("SELECT item_id, form, label, context, question, extra FROM waken.items "
+                                  "ORDER BY dataset, item_id"))
+    params = pipeline_params(cfg)
+    for model in cfg.evaluate:
+        for it in items:
+            yield model, "waken.direct", CallRequest([{"role": "user", "content": direct_prompt(it)}], params)
+
 
 def planned_calls(cfg: Config, query: Query) -> list[Line]:
     """Every call a run of this family makes, per step, model and partition (see `_planned_lines`)."""

@@ -163,6 +163,11 @@ class CallResult:
         return reply
 
 
+def probe_request(prompt: str) -> CallRequest:
+    """The models probe's one short call (its answer shows the endpoint answers)."""
+    return CallRequest([{"role": "user", "content": prompt}], {"max_tokens": 32})
+
+
 def reply_with_reasoning(content: str | None, reasoning: str | None, finish_reason: str | None) -> str | None:
     """A reply with its separate reasoning field put back inline, as the model produced it. An empty
     field ("") is an empty think block: the model thought nothing and answered (S1-Bench's format
@@ -243,17 +248,18 @@ class Answer:
     completion_tokens: int | None = None
     reasoning_tokens: int | None = None
     error: str | None = None
+    cached_prompt_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens (the provider's prompt cache)
 
     @classmethod
     def of(cls, resp: Any, secrets: Sequence[str] = ()) -> Answer:
         """An answer from a chat completion (the openai client's object); a body without an answer
         is a failure that says why."""
         try:
-            text, reasoning, finish, ptok, ctok, rtok = _read_response(resp)
+            text, reasoning, finish, ptok, ctok, rtok, cached = _read_response(resp)
         except _Failed as exc:
             return cls(False, error=str(exc))
         return cls(True, redact(text, secrets, key_like=False), redact(reasoning, secrets, key_like=False),
-                   finish, ptok, ctok, rtok)
+                   finish, ptok, ctok, rtok, cached_prompt_tokens=cached)
 
     def stored(self, *, key: str, ep: Endpoint, identity: str, purpose: str, messages: Sequence[Mapping[str, str]],
                sent: Mapping[str, Any], sample_index: int, latency: float | None, attempts: int,
@@ -268,6 +274,7 @@ class Answer:
             "response_text": self.text if ok else None, "finish_reason": self.finish_reason if ok else None,
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "latency_s": latency,
             "reasoning_text": self.reasoning if ok else None, "reasoning_tokens": self.reasoning_tokens if ok else None,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
             "attempts": attempts, "total_attempts": attempts, "error": None if ok else self.error,
             "run_id": run_id, "created_at": created, "finished_at": datetime.now(UTC).replace(tzinfo=None),
         }
@@ -493,8 +500,7 @@ class Ledger:
         created = datetime.now(UTC).replace(tzinfo=None)
 
         attempts, latency = 0, None
-        text = finish = error = reasoning = None
-        ptok = ctok = rtok = None
+        error = None
         ok = False
         while True:
             error = _unsendable(ep, sent)
@@ -524,9 +530,8 @@ class Ledger:
                         raise _ServerDied(died) from exc
                     finally:
                         latency = time.monotonic() - t0
-                text, reasoning, finish, ptok, ctok, rtok = _read_response(resp)
-                text, reasoning = redact(text, secrets, key_like=False), redact(reasoning, secrets, key_like=False)
-                ok = True
+                got = Answer.of(resp, secrets)
+                ok, error = got.ok, got.error
                 break
             except (_Failed, _ServerDied) as exc:
                 error = str(exc)
@@ -578,7 +583,7 @@ class Ledger:
                 error = f"malformed response: {type(exc).__name__}: {_brief(exc)}"
                 break
 
-        answer = Answer(ok, text, reasoning, finish, ptok, ctok, rtok, ep.redact(error))
+        answer = got if ok else Answer(False, error=ep.redact(error))
         return answer.stored(key=key, ep=ep, identity=identity, purpose=purpose, messages=messages, sent=sent,
                              sample_index=req.sample_index, latency=latency, attempts=attempts,
                              run_id=self.run_id, created=created)
@@ -641,7 +646,7 @@ class Ledger:
 _UPDATED = (
     "status", "response_text", "finish_reason", "prompt_tokens", "completion_tokens", "latency_s",
     "attempts", "error", "run_id", "finished_at", "request", "purpose", "endpoint_host",
-    "reasoning_text", "reasoning_tokens",
+    "reasoning_text", "reasoning_tokens", "cached_prompt_tokens",
 )
 _UPSERT = (
     "ON CONFLICT (key) DO UPDATE SET "
@@ -658,8 +663,9 @@ def _tls_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
-def _read_response(resp: Any) -> tuple[str, str | None, str | None, int | None, int | None, int | None]:
-    """(content, reasoning, finish_reason, prompt tokens, completion tokens, reasoning tokens).
+def _read_response(resp: Any) -> tuple[str, str | None, str | None, int | None, int | None, int | None, int | None]:
+    """(content, reasoning, finish_reason, prompt tokens, completion tokens, reasoning tokens,
+    prompt tokens served from the provider's prompt cache).
     Reasoning comes from `reasoning_content` (vLLM, DeepSeek) or `reasoning` (Ollama, OpenRouter);
     content may be empty when the reply was cut inside its reasoning."""
     choices = getattr(resp, "choices", None)
@@ -680,6 +686,7 @@ def _read_response(resp: Any) -> tuple[str, str | None, str | None, int | None, 
         content = ""
     usage = getattr(resp, "usage", None)
     details = getattr(usage, "completion_tokens_details", None)
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
     return (
         content,
         reasoning,
@@ -687,6 +694,7 @@ def _read_response(resp: Any) -> tuple[str, str | None, str | None, int | None, 
         getattr(usage, "prompt_tokens", None),
         getattr(usage, "completion_tokens", None),
         getattr(details, "reasoning_tokens", None),
+        getattr(prompt_details, "cached_tokens", None),
     )
 
 

@@ -14,6 +14,8 @@ message's content, so one batch can mix healthy and faulty calls:
     [[stub: reasoning]]                         the reply's reasoning in a separate `reasoning_content`
                                                 field (with `length`: cut inside it, content null)
     [[stub: empty_reasoning]]                   `reasoning_content: ""` (a reasoning parser found nothing)
+    [[stub: cached=N]]                          N prompt tokens served from a prompt cache
+                                                (`usage.prompt_tokens_details.cached_tokens`)
 
 `fail_share` (0-1) makes a fixed share of distinct prompts fail with HTTP 400 on every
 request (chosen by a hash of the messages, so a rerun fails the same ones): a model
@@ -209,6 +211,8 @@ class StubServer:
         }
         if "reasoning" in directive:
             payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": 8}
+        if directive.get("cached"):
+            payload["usage"]["prompt_tokens_details"] = {"cached_tokens": int(directive["cached"])}
         if self.hosted_reasoning:  # thought, counted, not shown
             hidden = self.hidden_reasoning_tokens
             payload["usage"]["completion_tokens"] += hidden

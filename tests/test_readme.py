@@ -68,7 +68,7 @@ def test_readme_names_the_commands_ci_and_the_makefile_run():
 def recipe_commands(marker: str = "recipes") -> list[list[str]]:
     """The commands of a README recipes block (`<!-- recipes: ...`, `<!-- batch-recipes: ...`), as argument lists."""
     block = README.split(f"<!-- {marker}:", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
-    return [line.split() for line in block.splitlines() if line.strip() and not line.startswith("#")]
+    return [line.split("#")[0].split() for line in block.splitlines() if line.strip() and not line.startswith("#")]
 
 
 def test_the_readme_recipes_do_what_they_say(tmp_path, monkeypatch):
@@ -170,3 +170,39 @@ def test_the_readme_batch_recipes_export_run_import_and_continue_until_nothing_w
         assert wh.scalar("SELECT count(*) FROM muso.responses") > 0
         assert wh.scalar("SELECT count(*) FROM llm.calls WHERE purpose LIKE 'muso.%' AND endpoint_host LIKE 'batch file %'") \
             == wh.scalar("SELECT count(*) FROM llm.calls WHERE purpose LIKE 'muso.%'")
+
+
+def test_the_readme_plan_recipes_print_calls_time_tokens_and_cost(tmp_path, monkeypatch, capsys):
+    """The README's plan commands, as written, after a small run of `smollm2`, with `qwen7b` priced as
+    the README's price line shows: each prints the calls, the time and the tokens, and the one for
+    `qwen7b` prices its calls."""
+    import yaml
+
+    from assets.materialize_all import main as materialize_all
+    from llm_calls.stub_server import StubServer
+    from tests.conftest import stub_config
+    from tests.test_plan import SMALL
+
+    price = yaml.safe_load(README.split("    price: ", 1)[1].split("\n", 1)[0])
+    commands = recipe_commands("plan-recipes")
+    assert [c[3:] for c in commands] == [["--plan"], ["--plan", "--select", "waken", "--latency", "2.5"],
+                                         ["--plan", "--model", "qwen7b"]]
+    with StubServer(responder=lambda body: "Answer: 1") as stub:
+        cfg = stub_config(stub, tmp_path, **{**SMALL, "ib": {**SMALL["ib"], "settings": ["vanilla"]}})
+        data = yaml.safe_load(Path(cfg.source).read_text())
+        data["models"] = {"smollm2": {"base_url": stub.base_url, "model": "stub-model"},
+                          "qwen7b": {"base_url": stub.base_url, "model": "second-model", "price": price}}
+        data["evaluate"], data["judge"] = ["smollm2"], "smollm2"
+        Path(cfg.source).write_text(yaml.safe_dump(data, sort_keys=False))
+        monkeypatch.setenv("BENCHSMITH_CONFIG", cfg.source)
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        assert materialize_all(["--select", "ib"]) == 0
+        data["evaluate"].append("qwen7b")
+        Path(cfg.source).write_text(yaml.safe_dump(data, sort_keys=False))
+        capsys.readouterr()
+        for command in commands:
+            assert materialize_all(command[3:]) == 0
+            text = capsys.readouterr().out
+            assert "Capacity plan for" in text and "prompt tokens" in text and "Total cost of the new calls:" in text
+        qwen = [ln for ln in text.splitlines() if ln.startswith("ib ") and "qwen7b" in ln and "ib.vanilla" in ln]
+        assert any("counted" in ln and "USD" in ln for ln in qwen)

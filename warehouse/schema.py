@@ -44,8 +44,10 @@ TABLES: dict[str, str] = {
         created_at        TIMESTAMP NOT NULL,
         finished_at       TIMESTAMP NOT NULL,
         reasoning_text    VARCHAR,              -- reasoning the server returned in a separate field ('' = empty think block)
-        reasoning_tokens  INTEGER               -- usage.completion_tokens_details.reasoning_tokens; with reasoning_text
+        reasoning_tokens  INTEGER,              -- usage.completion_tokens_details.reasoning_tokens; with reasoning_text
                                                 -- NULL: reasoning hidden by the API
+        cached_prompt_tokens INTEGER            -- usage.prompt_tokens_details.cached_tokens: prompt tokens the provider
+                                                -- served from its prompt cache (priced as cached input)
     """,
     "llm.models": """
         name            VARCHAR PRIMARY KEY,
