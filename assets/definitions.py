@@ -8,12 +8,14 @@ location from loading with the file, key and expectation in the error.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from pathlib import Path
 
 import dagster as dg
 
 from assets.jobs import define_jobs
 from assets.models import evaluated_models_reachable, llm_call_summary_asset, models
+from assets.release import release_asset
 from assets.report import model_report
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import config_path, load_config
@@ -28,7 +30,8 @@ def build_definitions(path: str | Path | None = None) -> dg.Definitions:
     # The ledger summary comes last: items assets call judges and validators, responses the models.
     calling = [models, *family_assets]
     summary = llm_call_summary_asset([a.key for a in calling])
-    all_assets = [models, *family_assets, summary, model_report]
+    released = [release_asset(f) for f in FAMILIES if importlib.util.find_spec(f"releases.{f.key}")]
+    all_assets = [models, *family_assets, summary, model_report, *released]
     return dg.Definitions(
         assets=all_assets,
         asset_checks=[evaluated_models_reachable],

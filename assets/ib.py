@@ -9,6 +9,7 @@ import dagster as dg
 
 from assets.metadata import check_results, column_schema, figure_markdown, headline, stacked_bar_chart, table
 from assets.partitions import by_model, model_slice
+from assets.release import released_tables
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from assets.versions import code_version
@@ -46,11 +47,15 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         spec = cfg.ib.miscellany if name == gen.MISCELLANY else cfg.ib.datasets[name]
         count = spec.count.at(cfg.scale)
         report: dict = {}
-        bases, records = gen.load_bases(name, spec, count, cfg.seed, report)
-        rows = (gen.miscellany_items(name, bases, count, cfg.seed) if name == gen.MISCELLANY
-                else gen.build_items(name, bases, count, cfg.seed, spec.options, spec.true_options, report,
-                                   spec.combined_option))
-        rows = gen.stored_rows(rows)
+        released = released_tables(cfg, "ib", name)
+        if released is not None:  # a release read back: its items, not built again
+            records, rows = [], released["ib.items"]
+        else:
+            bases, records = gen.load_bases(name, spec, count, cfg.seed, report)
+            rows = (gen.miscellany_items(name, bases, count, cfg.seed) if name == gen.MISCELLANY
+                    else gen.build_items(name, bases, count, cfg.seed, spec.options, spec.true_options, report,
+                                       spec.combined_option))
+            rows = gen.stored_rows(rows)
         source_rows = [{**rec.row(), "dataset": f"ib:{name}", "source": rec.dataset} for rec in records]
         wh = warehouse.get()
         wh.replace_partitions({"ib.items": rows}, {"dataset": name})

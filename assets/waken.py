@@ -9,6 +9,7 @@ import dagster as dg
 
 from assets.metadata import check_results, column_schema, headline, stacked_bar_chart, table
 from assets.partitions import by_model, model_slice
+from assets.release import released_tables
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from assets.versions import code_version
@@ -51,17 +52,21 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         cfg = settings.load()
         name = context.partition_key
         spec = cfg.waken.datasets[name]
-        records = load_records(spec)
         wh = warehouse.get()
-        verify = unknown_verifier(Judge(llm.ledger(context, wh), cfg.judge)) if spec.kind == "scienceqa" else None
         drafts: list[dict] = []
-        try:
-            rows = build_items(name, spec, spec.count.at(cfg.scale), cfg.seed, records, verify, drafts)
-        except ItemsError:
-            if drafts:  # the verdicts are kept; the dataset's items are left as they were
-                wh.replace_partitions({"waken.unknown_drafts": drafts}, {"dataset": name})
-            raise
-        rows = stored_rows(rows)
+        released = released_tables(cfg, "waken", name)
+        if released is not None:  # a release read back: its items, not built again
+            records, rows = [], released["waken.items"]
+        else:
+            records = load_records(spec)
+            verify = unknown_verifier(Judge(llm.ledger(context, wh), cfg.judge)) if spec.kind == "scienceqa" else None
+            try:
+                rows = build_items(name, spec, spec.count.at(cfg.scale), cfg.seed, records, verify, drafts)
+            except ItemsError:
+                if drafts:  # the verdicts are kept; the dataset's items are left as they were
+                    wh.replace_partitions({"waken.unknown_drafts": drafts}, {"dataset": name})
+                raise
+            rows = stored_rows(rows)
         source_rows = [{**rec.row(), "dataset": f"waken:{name}", "source": rec.dataset} for rec in records]
         checks = fol_checks(name, records) if spec.kind == "folio" else []
         wh.replace_partitions({"waken.items": rows, "waken.fol_checks": checks, "waken.unknown_drafts": drafts},

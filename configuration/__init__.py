@@ -200,6 +200,20 @@ class ModelConfig(Strict):
         return self.model or self.embedded or ""
 
 
+class ReleaseConfig(Strict):
+    """Benchmark releases (`releases/`): where they go, their licences, and releases read back as sources."""
+
+    dir: str = Field("data/releases", description="where `python -m releases` writes (beside the configuration file)")
+    generated_license: str = Field("cc-by-4.0", description="the licence of data the project generates itself")
+    source_licenses: dict[str, str] = Field(default_factory=dict, description=(
+        "a source kind's licence (e.g. multirc: ...), added to or overriding releases.LICENSES"))
+    allow_mixed_licenses: bool = Field(False, description=(
+        "write a release whose sources' licences allow no one licence (the card then names each one's)"))
+    load: dict[str, str] = Field(default_factory=dict, description=(
+        "a family's release folder to read its items from instead of building them ({muso: path}); the "
+        "configured partitions must be in it"))
+
+
 class ReplyCheckThresholds(Strict):
     """Shares above which a model-calling asset's run-health check errors (and the run fails);
     above zero but within them, it warns."""
@@ -223,6 +237,7 @@ class _Spine(Strict):
     judge: str = Field("smollm2", description="model used as answer judge")
     probe_prompt: str = "What is 2 + 3? Reply with the number only."
     reply_checks: ReplyCheckThresholds = ReplyCheckThresholds()
+    release: ReleaseConfig = ReleaseConfig()
 
     # Not part of the file: where it was read from, so relative paths resolve beside it.
     source: str = Field("<defaults>", exclude=True)

@@ -10,6 +10,8 @@ A family's code lives in modules named after its key, one per layer that has wor
 | `assets/` | `assets/<key>.py` | `build_assets(cfg)`: its assets and checks |
 | `reporting/panels/` | `reporting/panels/<key>.py` | `panel(wh, model, writer)`: its part of a model's report |
 | `generators/` | `generators/<key>.py` (optional) | `left_out_at_demo(cfg)`: what the demo scale does not build |
+| `evaluations/` | `evaluations/<key>.py` (optional) | `planned_requests(cfg, query)`: the requests the plan counts tokens of |
+| `releases/` | `releases/<key>.py` (optional) | its release: `parts`, `tables_of`, the card's texts (releases/__init__.py) |
 
 plus whatever its generators, validators and solvers need (imported by its own modules only).
 Adding a fifth family means those modules and one `Family(...)` entry below (with the import of its

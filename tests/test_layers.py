@@ -6,7 +6,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OURS = {"configuration", "warehouse", "llm_calls", "generators", "solvers", "validators", "evaluations", "reporting",
-        "assets"}
+        "releases", "assets"}
 ALLOWED = {
     "configuration": set(),
     "warehouse": {"configuration"},  # the query command finds the configured file
@@ -16,6 +16,7 @@ ALLOWED = {
     "generators": {"solvers", "validators", "llm_calls", "configuration"},
     "evaluations": {"llm_calls", "validators", "generators", "configuration"},
     "reporting": {"configuration", "warehouse", "llm_calls", "generators", "evaluations", "validators"},
+    "releases": {"configuration", "warehouse", "generators"},  # a built family's items, written and read back
     "assets": OURS,
 }
 

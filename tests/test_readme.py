@@ -206,3 +206,51 @@ def test_the_readme_plan_recipes_print_calls_time_tokens_and_cost(tmp_path, monk
             assert "Capacity plan for" in text and "prompt tokens" in text and "Total cost of the new calls:" in text
         qwen = [ln for ln in text.splitlines() if ln.startswith("ib ") and "qwen7b" in ln and "ib.vanilla" in ln]
         assert any("counted" in ln and "USD" in ln for ln in qwen)
+
+
+def test_the_readme_release_recipes_write_releases_that_datasets_loads_and_a_configuration_reads_back(
+        tmp_path, monkeypatch, capsys):
+    """The README's release commands and its `load_dataset` line, as written (VERSION filled in), after
+    a small run; then its `release.load` lines read the waken release back in another configuration."""
+    import yaml
+    from datasets import load_dataset
+
+    import releases
+    from assets.materialize_all import main as materialize_all
+    from llm_calls.stub_server import StubServer
+    from tests.conftest import stub_config
+    from tests.test_plan import SMALL
+
+    every, one = recipe_commands("release-recipes")
+    assert every == [".venv/bin/python", "-m", "releases"] and one[3:5] == ["--select", "waken"]
+    snippet = README.split("from datasets import load_dataset\n", 1)[1].split("\n", 1)[0]
+    folder, config, split = re.match(r'ds = load_dataset\("([^"]+)", "(\w+)", split="(\w+)"\)', snippet).groups()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    (tmp_path / "a").mkdir()
+    with StubServer(responder=lambda body: "Answer: 1") as stub:
+        cfg = stub_config(stub, tmp_path / "a", **{**SMALL, "ib": {**SMALL["ib"], "settings": ["vanilla"]}})
+        monkeypatch.setenv("BENCHSMITH_CONFIG", cfg.source)
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "a"))
+        monkeypatch.chdir(tmp_path / "a")
+        assert materialize_all(["--select", "waken", "--select", "ib"]) == 0
+        capsys.readouterr()
+        assert releases.main(every[3:]) == 1  # MuSoBench and S1-Bench have no items here: named, skipped
+        out, err = capsys.readouterr()
+        assert "WakenLLM:" in out and "Instruction Boundary:" in out and "MuSoBench: not released" in err
+        assert releases.main(one[3:]) == 0
+        path = folder.replace("VERSION", releases.version(cfg, "waken"))
+        ds = load_dataset(path, config, split=split, cache_dir=str(tmp_path / "hf"))
+        assert ds.num_rows == Warehouse(cfg.warehouse_path()).scalar("SELECT count(*) FROM waken.items")
+        # read back: the README's `release.load` block, the waken release only
+        block = README.split("```yaml\nrelease:\n", 1)[1].split("```", 1)[0]
+        load = yaml.safe_load("release:\n" + block)["release"]["load"]
+        assert set(load) == {"waken", "muso"}
+        (tmp_path / "b").mkdir()
+        other = stub_config(stub, tmp_path / "b", **{**SMALL, "seed": 5},
+                            release={"load": {"waken": str(tmp_path / "a" / load["waken"].replace(
+                                "VERSION", releases.version(cfg, "waken")))}})
+        monkeypatch.setenv("BENCHSMITH_CONFIG", other.source)
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "b"))
+        assert materialize_all(["--select", "waken"]) == 0
+    same = "SELECT item_id, question, label FROM waken.items ORDER BY ALL"
+    assert Warehouse(other.warehouse_path()).rows(same) == Warehouse(cfg.warehouse_path()).rows(same)

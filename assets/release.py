@@ -1,0 +1,50 @@
+"""The release assets: each family's built items written as a release folder (releases/), and the
+items assets' way of reading a release back instead of building (`release.load`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+
+import releases
+from assets.resources import SettingsResource, WarehouseResource
+from configuration import Config
+from configuration.families import Family
+
+
+def release_asset(family: Family) -> dg.AssetsDefinition:
+    """`<key>_release`: the family's stored items as a release folder (Parquet per configuration,
+    dataset card, Croissant). Not a step of `materialize_all`: materialise it in the UI, or run
+    `python -m releases`."""
+
+    @dg.asset(name=f"{family.key}_release", group_name=family.key, deps=[dg.AssetKey(family.items)],
+              kinds={"parquet"}, description=f"{family.title}'s items as a release folder others load "
+                                             "with `datasets` (releases/).")
+    def _release(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
+        written = releases.write(settings.load(), warehouse.get(), family.key)
+        return dg.MaterializeResult(metadata={
+            "dagster/row_count": written.rows, "path": dg.MetadataValue.path(str(written.folder)),
+            "license": written.license, "configs": dg.MetadataValue.json(list(written.parts))})
+
+    return _release
+
+
+def released_s1_items(cfg: Config) -> list[dict[str, Any]] | None:
+    """S1-Bench's items of every configured language from the release `release.load.s1` names (None:
+    none named, the items are built), marked as read from a release."""
+    folder = cfg.release.load.get("s1")
+    if not folder:
+        return None
+    path = cfg.beside(folder)
+    rows = [r for lang in cfg.s1.languages for r in releases.read_part(path, "s1", lang)["s1.items"]]
+    return releases.spec("s1").as_source(rows, path.name)
+
+
+def released_tables(cfg: Config, key: str, partition: str) -> dict[str, list[dict[str, Any]]] | None:
+    """The tables of `partition` from the release folder `release.load` names for family `key`, or
+    None when it names none (the items are built)."""
+    folder = cfg.release.load.get(key)
+    if not folder:
+        return None
+    return releases.read_part(cfg.beside(folder), key, partition)

@@ -1,0 +1,403 @@
+"""Benchmark releases: a built family's items as a folder others load, and that loads back as a source.
+
+    python -m releases [--select FAMILY ...] [--out DIR]
+
+writes, per family, `<out>/<key>-<version>/` (out: `release.dir` of the configuration; version: the
+first 12 hex digits of the digest of the scale, the seed and the family's section, so the same
+configuration names the same folder):
+
+- `<config>/test.parquet`: one file per configuration the family has (its levels, datasets or
+  languages; the Hugging Face sense of a configuration), one split, `test`: the items as stored,
+  JSON columns as JSON text, rows in their id order. The same configuration and seed give
+  byte-identical files (no time, no path, no process state goes in).
+- `README.md`: the dataset card, with the YAML header the Hugging Face hub and `datasets` read
+  (`configs` with their data files, `dataset_info` with features and counts, licence, size, task
+  categories, languages) and a body with the construction (configuration digest, seed, scale, the
+  sources and the versions of the code that built them, counts per configuration and label), the
+  paper it follows and how to cite it, and its known limits.
+- `croissant.json`: Croissant 1.0 metadata (a file object and a record set per configuration),
+  validated with `mlcroissant` before the folder is moved into place.
+
+The licence comes from the items' sources (`LICENSES`; data the project generates carries
+`release.generated_license`): one licence all of them can be released under (CC BY data can go
+into a CC BY-SA or CC BY-NC-SA release), or, where none exists (CC BY-SA with CC BY-NC-SA, or a
+source whose licence is not known), the release is refused, saying which configurations conflict,
+unless `release.allow_mixed_licenses` is set: the card then says the licences conflict and names
+each configuration's own (`license: other`).
+
+A release folder is also a source: `release.load: {<key>: <folder>}` in a configuration makes the
+family's items asset read each configured partition from the folder (checking the release is of
+this family, the partition is in it, and each row's digest) instead of building it, so a
+benchmark built once is evaluated anywhere without rebuilding it. Each family's part (what its
+configurations are, their rows, sources, labels, paper, limits) is `releases/<key>.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from configuration import Config
+from configuration.families import BY_KEY, FAMILIES
+from warehouse import Warehouse
+
+SPLIT = "test"
+CARD, CROISSANT, MANIFEST = "README.md", "croissant.json", "release.json"
+# The licences of the sources the families read (their dataset cards); `release.source_licenses`
+# adds or overrides one. A source missing here has an unknown licence, and a release of it is refused.
+LICENSES = {
+    "fld": "cc-by-4.0",  # the FLD corpus (its generator's code is Apache-2.0)
+    "folio": "cc-by-sa-4.0",
+    "scienceqa": "cc-by-nc-sa-4.0",
+}
+LICENSE_URLS = {
+    "cc-by-4.0": "https://creativecommons.org/licenses/by/4.0/",
+    "cc-by-sa-4.0": "https://creativecommons.org/licenses/by-sa/4.0/",
+    "cc-by-nc-4.0": "https://creativecommons.org/licenses/by-nc/4.0/",
+    "cc-by-nc-sa-4.0": "https://creativecommons.org/licenses/by-nc-sa/4.0/",
+    "cc0-1.0": "https://creativecommons.org/publicdomain/zero/1.0/",
+    "mit": "https://opensource.org/licenses/MIT",
+    "apache-2.0": "https://www.apache.org/licenses/LICENSE-2.0",
+}
+# what data under a licence may be released under (besides itself): attribution-only data may go
+# into a release with more conditions; share-alike data only under its own licence
+_INTO = {
+    "cc0-1.0": set(LICENSE_URLS),
+    "cc-by-4.0": {"cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0"},
+    "mit": {"cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0", "apache-2.0"},
+    "apache-2.0": {"cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0", "cc-by-nc-sa-4.0"},
+    "cc-by-nc-4.0": {"cc-by-nc-sa-4.0"},
+}
+
+
+class ReleaseError(ValueError):
+    """A release cannot be written or read as asked; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One configuration of a release: its rows and where they came from."""
+
+    name: str  # the configuration name: a level, dataset or language
+    table: pa.Table  # the rows, typed, in their id order
+    sources: tuple[str, ...]  # the sources its rows came from, in words (hub id, file, generator and version)
+    license: str | None  # None: not known
+    labels: Mapping[str, int] = field(default_factory=dict)  # rows per label (the card's counts)
+
+
+@dataclass(frozen=True)
+class Paper:
+    title: str
+    citation: str  # BibTeX
+    where: str  # the part of the paper the items follow
+
+
+@dataclass(frozen=True)
+class Written:
+    folder: Path
+    license: str
+    parts: tuple[str, ...]
+    rows: int
+
+
+def version(cfg: Config, key: str) -> str:
+    """The release's version: a digest of what decides its items (scale, seed, the family's section)."""
+    section = getattr(cfg, key).model_dump(mode="json")
+    text = json.dumps({"scale": cfg.scale, "seed": cfg.seed, key: section}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def combined_license(parts: Sequence[Part]) -> str | None:
+    """The one licence every part's data may be released under, or None (a conflict, or a part
+    whose licence is unknown)."""
+    found = {p.license for p in parts}
+    if None in found:
+        return None
+    for candidate in sorted(found):
+        if all(x == candidate or candidate in _INTO.get(x, set()) for x in found):
+            return candidate
+    return None
+
+
+def spec(key: str) -> Any:
+    return importlib.import_module(f"releases.{key}")
+
+
+def table_of(wh: Warehouse, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+    """A query's rows as one Arrow table, one chunk (the Parquet layout then depends on the rows only)."""
+    with wh.connect(read_only=True) as con:
+        return con.execute(sql, list(params)).to_arrow_table().combine_chunks()
+
+
+def write(cfg: Config, wh: Warehouse, key: str, out: Path | None = None) -> Written:
+    """Write family `key`'s release (see the module docstring); the folder appears whole or not at all."""
+    if key not in BY_KEY:
+        raise ReleaseError(f"no family {key!r}; families: {sorted(BY_KEY)}")
+    family = spec(key)
+    if not wh.path.exists():
+        raise ReleaseError(f"{BY_KEY[key].title}: no warehouse at {wh.path}; build the items first "
+                           f"(python -m assets.materialize_all --select {key})")
+    parts = [p for p in family.parts(cfg, wh) if p.table.num_rows]
+    if not parts:
+        raise ReleaseError(f"{BY_KEY[key].title}: no items stored in {wh.path}; build them first "
+                           f"(python -m assets.materialize_all --select {key})")
+    license = _license(cfg, key, parts)
+    out = Path(out) if out is not None else cfg.beside(cfg.release.dir)
+    folder = out / f"{key}-{version(cfg, key)}"
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=out))
+    try:
+        files = {}
+        for p in parts:
+            (tmp / p.name).mkdir()
+            path = tmp / p.name / f"{SPLIT}.parquet"
+            pq.write_table(p.table, path, compression="zstd", write_statistics=True)
+            files[p.name] = path
+        (tmp / CARD).write_text(card(cfg, key, parts, license, files), encoding="utf-8")
+        (tmp / CROISSANT).write_text(croissant(cfg, key, parts, license, files), encoding="utf-8")
+        (tmp / MANIFEST).write_text(json.dumps({"family": key, "version": version(cfg, key), "seed": cfg.seed,
+                                                "scale": cfg.scale, "license": license,
+                                                "configs": [p.name for p in parts]}, indent=2) + "\n")
+        check_croissant(tmp / CROISSANT)
+        if folder.exists():
+            shutil.rmtree(folder)
+        tmp.rename(folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Written(folder, license, tuple(p.name for p in parts), sum(p.table.num_rows for p in parts))
+
+
+def _license(cfg: Config, key: str, parts: Sequence[Part]) -> str:
+    combined = combined_license(parts)
+    if combined is not None:
+        return combined
+    listing = "; ".join(f"{p.name}: {p.license or 'unknown'} ({', '.join(p.sources)})" for p in parts)
+    if not cfg.release.allow_mixed_licenses:
+        raise ReleaseError(
+            f"{BY_KEY[key].title}: the sources' licences do not allow one licence for the release ({listing}). "
+            "Release the conflicting datasets in separate configurations of their own runs, give an unknown "
+            "source's licence under release.source_licenses, or set release.allow_mixed_licenses: true "
+            "(the card then names each configuration's licence and says they conflict)")
+    return "other"
+
+
+def source_license(cfg: Config, kind: str) -> str | None:
+    """The licence of a source kind (`fld`, `folio`, ...): the configuration's word first, then `LICENSES`."""
+    return cfg.release.source_licenses.get(kind) or LICENSES.get(kind)
+
+
+def features(table: pa.Table) -> list[dict[str, Any]]:
+    """The table's columns as the card's `dataset_info.features` (Hugging Face's YAML form)."""
+    from datasets import Features
+
+    return Features.from_arrow_schema(table.schema)._to_yaml_list()
+
+
+def _size(n: int) -> str:
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n < limit:
+            return name
+    return "1M<n<10M"
+
+
+def card(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapping[str, Path]) -> str:
+    """The dataset card: the YAML header the hub and `datasets` read, then the construction."""
+    family, fam = spec(key), BY_KEY[key]
+    total = sum(p.table.num_rows for p in parts)
+    header: dict[str, Any] = {
+        "pretty_name": f"{fam.title} (Benchsmith build {version(cfg, key)})",
+        "license": license,
+        **({"license_name": "mixed", "license_details": "; ".join(f"{p.name}: {p.license or 'unknown'}" for p in parts)}
+           if license == "other" else {}),
+        "language": list(family.languages(cfg)),
+        "task_categories": list(family.TASK_CATEGORIES),
+        "size_categories": [_size(total)],
+        "tags": ["benchsmith", "reasoning", "benchmark", key],
+        "configs": [{"config_name": p.name, "data_files": [{"split": SPLIT, "path": f"{p.name}/{SPLIT}.parquet"}]}
+                    for p in parts],
+        "dataset_info": [{"config_name": p.name, "features": features(p.table),
+                          "splits": [{"name": SPLIT, "num_bytes": files[p.name].stat().st_size,
+                                      "num_examples": p.table.num_rows}],
+                          "download_size": files[p.name].stat().st_size}
+                         for p in parts],
+    }
+    paper: Paper = family.PAPER
+    rows = "\n".join(f"| `{p.name}` | {p.table.num_rows} | {', '.join(f'{k}: {v}' for k, v in sorted(p.labels.items()))} "
+                     f"| {p.license or 'unknown'} | {'; '.join(p.sources)} |" for p in parts)
+    conflict = ("\n**The sources' licences conflict**: no one licence covers every configuration; each "
+                "configuration carries its own, listed below. Use each under its own terms.\n") if license == "other" else ""
+    limits = "\n".join(f"- {x}" for x in family.limits(cfg))
+    body = f"""# {fam.title}: a Benchsmith build
+
+{family.DESCRIPTION}
+
+Built by [Benchsmith](https://github.com/) from the configuration whose digest is `{version(cfg, key)}`
+(scale `{cfg.scale}`, seed `{cfg.seed}`); the same configuration and seed build the same items, and
+this folder's Parquet files byte for byte. It follows *{paper.title}* ({paper.where}).
+{conflict}
+## Configurations
+
+One split each, `{SPLIT}`. Load one with `datasets`:
+
+```python
+from datasets import load_dataset
+ds = load_dataset("path/to/this/folder", "{parts[0].name}", split="{SPLIT}")
+```
+
+| configuration | rows | per label | licence | sources |
+| --- | --- | --- | --- | --- |
+{rows}
+
+Columns: {", ".join(f"`{n}`" for n in parts[0].table.column_names)}. JSON columns hold JSON text.
+
+## Construction
+
+{family.construction(cfg)}
+
+## Known limits
+
+{limits}
+
+## Licence
+
+{"Mixed (see above)." if license == "other" else f"`{license}` ({LICENSE_URLS.get(license, license)})"}, from the
+sources' licences; data the project generates itself carries `{cfg.release.generated_license}`.
+
+## Citation
+
+Cite the paper the benchmark follows:
+
+```bibtex
+{paper.citation}
+```
+"""
+    return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n" + body
+
+
+_TYPES = {"string": "TEXT", "large_string": "TEXT", "int64": "INTEGER", "int32": "INTEGER", "int16": "INTEGER",
+          "int8": "INTEGER", "bool": "BOOL", "double": "FLOAT", "float": "FLOAT"}
+
+
+def croissant(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapping[str, Path]) -> str:
+    """Croissant 1.0 metadata: a file object and a record set (one field per column) per configuration."""
+    import mlcroissant as mlc
+
+    family, fam = spec(key), BY_KEY[key]
+    ctx = mlc.Context()
+    distribution, record_sets = [], []
+    for p in parts:
+        data = files[p.name].read_bytes()
+        fid = f"{p.name}-{SPLIT}"
+        distribution.append(mlc.FileObject(ctx=ctx, id=fid, name=fid, content_url=f"{p.name}/{SPLIT}.parquet",
+                                           encoding_formats=["application/x-parquet"],
+                                           sha256=hashlib.sha256(data).hexdigest(), content_size=f"{len(data)} B"))
+        fields = []
+        for column in p.table.schema:
+            kind = _TYPES.get(str(column.type))
+            if kind is None:
+                raise ReleaseError(f"{key}/{p.name}: column {column.name} has type {column.type}, which the "
+                                   "Croissant metadata does not map")
+            fields.append(mlc.Field(ctx=ctx, id=f"{p.name}/{column.name}", name=column.name,
+                                    data_types=[getattr(mlc.DataType, kind)],
+                                    source=mlc.Source(ctx=ctx, file_object=fid, extract=mlc.Extract(ctx=ctx, column=column.name))))
+        record_sets.append(mlc.RecordSet(ctx=ctx, id=p.name, name=p.name, fields=fields,
+                                         description=f"{fam.title}, configuration {p.name}, split {SPLIT}"))
+    urls = [LICENSE_URLS.get(x, x) for x in ([license] if license != "other" else sorted({p.license or "unknown" for p in parts}))]
+    metadata = mlc.Metadata(ctx=ctx, name=f"benchsmith-{key}-{version(cfg, key)}", description=family.DESCRIPTION,
+                            license=urls, url=f"https://huggingface.co/datasets/benchsmith-{key}",
+                            version=f"1.0.0+{version(cfg, key)}", cite_as=family.PAPER.citation,
+                            in_language=list(family.languages(cfg)), keywords=["benchsmith", "reasoning", key],
+                            distribution=distribution, record_sets=record_sets)
+    return json.dumps(metadata.to_json(), indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def check_croissant(path: Path) -> None:
+    """Load the metadata with `mlcroissant`; an error (not a warning) refuses the release."""
+    import mlcroissant as mlc
+
+    try:
+        ds = mlc.Dataset(jsonld=str(path))
+    except mlc.ValidationError as exc:
+        raise ReleaseError(f"{path}: the Croissant metadata does not validate: {exc}") from exc
+    if ds.metadata.issues.errors:
+        raise ReleaseError(f"{path}: the Croissant metadata does not validate: {sorted(ds.metadata.issues.errors)}")
+
+
+# -- a release as a source --------------------------------------------------------------------
+
+def manifest(folder: Path, key: str) -> dict[str, Any]:
+    """The release's own description, checked to be of family `key`."""
+    path = Path(folder) / MANIFEST
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ReleaseError(f"{path}: not a Benchsmith release folder ({exc})") from exc
+    if data.get("family") != key:
+        raise ReleaseError(f"{path}: a release of {data.get('family')!r}, not of {key!r}")
+    return data
+
+
+def read_part(folder: Path, key: str, name: str) -> dict[str, list[dict[str, Any]]]:
+    """Configuration `name` of the release in `folder` (a release of family `key`) as the warehouse
+    tables it was made from (`releases.<key>.tables_of`); refuses a configuration the release lacks
+    and an item whose stored digest does not match its content (the digest the warehouse writer
+    stamps, so the items stored again are the items released)."""
+    from warehouse.connection import item_digest
+    from warehouse.schema import ITEM_KEYS
+
+    data = manifest(folder, key)
+    if name not in data["configs"]:
+        raise ReleaseError(f"{folder}: has no configuration {name!r} (it has {data['configs']}); the "
+                           "configuration asks for a partition the release was not built with")
+    path = Path(folder) / name / f"{SPLIT}.parquet"
+    tables = spec(key).tables_of(pq.read_table(path).to_pylist())
+    for table, rows in tables.items():
+        if table not in ITEM_KEYS:
+            continue
+        for n, row in enumerate(rows, 1):
+            if row.get("item_digest") != item_digest(row):
+                raise ReleaseError(f"{path}: row {n}: its content does not match its item_digest "
+                                   "(the file was changed after the release was written)")
+    return tables
+
+
+def labels(table: pa.Table, column: str) -> dict[str, int]:
+    return dict(Counter(str(v) for v in table.column(column).to_pylist())) if column in table.column_names else {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+
+    from configuration import load_config
+
+    parser = argparse.ArgumentParser(description="Write benchmark releases (Parquet, dataset card, Croissant).")
+    parser.add_argument("--select", action="append", metavar="FAMILY", help="only this family; repeatable")
+    parser.add_argument("--out", metavar="DIR", help="where the release folders go (default: release.dir)")
+    args = parser.parse_args(argv)
+    cfg = load_config()
+    wh = Warehouse(cfg.warehouse_path(), cfg.warehouse.lock_timeout_s)
+    status = 0
+    for f in FAMILIES:
+        if args.select and f.key not in args.select:
+            continue
+        try:
+            w = write(cfg, wh, f.key, Path(args.out) if args.out else None)
+            print(f"{f.title}: {w.rows} items in {len(w.parts)} configurations, licence {w.license} -> {w.folder}")
+        except ReleaseError as exc:
+            print(f"{f.title}: not released: {exc}", file=sys.stderr)
+            status = 1
+    return status

@@ -1,0 +1,217 @@
+"""Benchmark releases (releases/): Parquet per configuration, a dataset card `datasets` reads, Croissant
+metadata, licences from the sources, byte-identical rebuilds, and a release read back as a source."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+import releases
+from assets.materialize_all import main as materialize_all
+from configuration import load_config
+from llm_calls.stub_server import StubServer
+from tests.conftest import stub_config
+from tests.test_plan import SMALL, _answer
+from warehouse import Warehouse
+
+FAMILIES = ["muso", "waken", "ib"]  # S1-Bench accepts no item on the stub's replies (tested apart)
+SELECT = [a for f in FAMILIES for a in ("--select", f)]
+
+
+def _build(stub, home, monkeypatch, **extra):
+    home.mkdir(exist_ok=True)
+    cfg = stub_config(stub, home, **{**SMALL, "ib": {**SMALL["ib"], "settings": ["vanilla"]}, **extra})
+    monkeypatch.setenv("BENCHSMITH_CONFIG", cfg.source)
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    assert materialize_all(SELECT) == 0
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Two warehouses built from the same configuration and seed, and each family's release of the first."""
+    mp = pytest.MonkeyPatch()
+    root = tmp_path_factory.mktemp("releases")
+    try:
+        with StubServer(responder=_answer) as stub:
+            first = _build(stub, root / "a", mp)
+            second = _build(stub, root / "b", mp)
+            out = {k: releases.write(first, Warehouse(first.warehouse_path()), k, root / "out") for k in FAMILIES}
+            yield {"root": root, "first": first, "second": second, "out": out, "stub_url": stub.base_url, "stub": stub}
+    finally:
+        mp.undo()
+
+
+def test_a_release_is_parquet_per_configuration_with_a_card_and_croissant(built):
+    for key, w in built["out"].items():
+        assert w.folder == built["root"] / "out" / f"{key}-{releases.version(built['first'], key)}"
+        header = yaml.safe_load(w.folder.joinpath("README.md").read_text().split("---\n")[1])
+        assert [c["config_name"] for c in header["configs"]] == list(w.parts)
+        assert header["license"] == "cc-by-4.0" and header["task_categories"] and header["size_categories"] == ["n<1K"]
+        wh = Warehouse(built["first"].warehouse_path())
+        table = {"muso": "muso.instances", "waken": "waken.items", "ib": "ib.items"}[key]
+        column = {"muso": "partition_key", "waken": "dataset", "ib": "dataset"}[key]
+        for info in header["dataset_info"]:
+            stored = wh.scalar(f"SELECT count(*) FROM {table} WHERE {column} = ?", [info["config_name"]])
+            assert info["splits"][0]["num_examples"] == stored > 0
+            path = w.folder / info["config_name"] / "test.parquet"
+            assert pq.read_table(path).num_rows == stored
+        body = w.folder.joinpath("README.md").read_text()
+        assert f"seed `{built['first'].seed}`" in body and "```bibtex" in body and "## Known limits" in body
+
+
+def test_the_same_configuration_and_seed_give_byte_identical_parquet(built):
+    second = built["second"]
+    for key, w in built["out"].items():
+        again = releases.write(second, Warehouse(second.warehouse_path()), key, built["root"] / "again")
+        assert again.folder.name == w.folder.name  # the same configuration names the same version
+        for name in w.parts:
+            assert (w.folder / name / "test.parquet").read_bytes() == (again.folder / name / "test.parquet").read_bytes()
+
+
+def test_datasets_loads_every_configuration_offline_with_the_documented_features_and_counts(built, monkeypatch):
+    from datasets import Features, load_dataset
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for w in built["out"].values():
+        header = yaml.safe_load(w.folder.joinpath("README.md").read_text().split("---\n")[1])
+        for info in header["dataset_info"]:
+            ds = load_dataset(str(w.folder), info["config_name"], split="test",
+                              cache_dir=str(built["root"] / "hf-cache"))
+            assert ds.num_rows == info["splits"][0]["num_examples"]
+            assert ds.features == Features._from_yaml_list(info["features"])
+
+
+def test_the_croissant_metadata_validates_and_reads_every_record(built):
+    import mlcroissant as mlc
+
+    for w in built["out"].values():
+        ds = mlc.Dataset(jsonld=str(w.folder / "croissant.json"))
+        assert not ds.metadata.issues.errors
+        for name in w.parts:
+            n = pq.read_table(w.folder / name / "test.parquet").num_rows
+            assert sum(1 for _ in ds.records(record_set=name)) == n
+
+
+def test_a_release_loads_back_as_the_source_of_another_configuration(built, tmp_path, monkeypatch):
+    """Another seed, the three releases named under `release.load`: the items are the release's,
+    not built again, and the evaluation runs on them."""
+    folders = {k: str(w.folder) for k, w in built["out"].items()}
+    with StubServer(responder=_answer) as stub:
+        cfg = _build(stub, tmp_path / "c", monkeypatch, seed=7, release={"load": folders})
+    a, c = Warehouse(built["first"].warehouse_path()), Warehouse(cfg.warehouse_path())
+    for table in ("muso.instances", "muso.solutions", "waken.items", "ib.items"):
+        left, right = a.rows(f"SELECT * FROM {table} ORDER BY ALL"), c.rows(f"SELECT * FROM {table} ORDER BY ALL")
+        assert left == right and left, table
+    assert c.scalar("SELECT count(*) FROM ib.responses") > 0 and c.scalar("SELECT count(*) FROM muso.responses") > 0
+
+
+def test_a_release_lacking_a_configured_partition_or_changed_after_writing_is_refused(built, tmp_path):
+    w = built["out"]["waken"]
+    with pytest.raises(releases.ReleaseError, match="has no configuration 'folio'"):
+        releases.read_part(w.folder, "waken", "folio")
+    with pytest.raises(releases.ReleaseError, match="a release of 'waken', not of 'ib'"):
+        releases.read_part(w.folder, "ib", "fld")
+    changed = tmp_path / "changed"
+    import shutil
+
+    shutil.copytree(w.folder, changed)
+    path = changed / "fld" / "test.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[0]["question"] += " (edited)"
+    pq.write_table(type(table).from_pylist(rows, schema=table.schema), path)
+    with pytest.raises(releases.ReleaseError, match="row 1: its content does not match its item_digest"):
+        releases.read_part(changed, "waken", "fld")
+
+
+def test_licences_combine_into_the_one_every_source_allows_or_the_release_is_refused(tmp_path):
+    by, sa, ncsa = "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-sa-4.0"
+
+    def parts(*licences):
+        import pyarrow as pa
+
+        return [releases.Part(f"d{i}", pa.table({"x": [1]}), (f"source {i}",), x) for i, x in enumerate(licences)]
+
+    assert releases.combined_license(parts(by, by)) == by
+    assert releases.combined_license(parts(by, sa)) == sa  # attribution-only data goes into a share-alike release
+    assert releases.combined_license(parts(by, ncsa)) == ncsa
+    assert releases.combined_license(parts(sa, ncsa)) is None  # two share-alike licences: no one licence
+    assert releases.combined_license(parts(by, None)) is None  # an unknown source
+    with StubServer() as stub:
+        cfg = stub_config(stub, tmp_path)
+    with pytest.raises(releases.ReleaseError, match=r"d0: cc-by-sa-4.0 \(source 0\); d1: cc-by-nc-sa-4.0"):
+        releases._license(cfg, "waken", parts(sa, ncsa))
+    mixed = cfg.model_copy(update={"release": cfg.release.model_copy(update={"allow_mixed_licenses": True})})
+    assert releases._license(mixed, "waken", parts(sa, ncsa)) == "other"
+
+
+def test_a_waken_release_names_the_licence_of_each_source_it_read(tmp_path):
+    """FOLIO and ScienceQA sources: CC BY-SA 4.0 and CC BY-NC-SA 4.0, as their cards state; the
+    generated FLD items the project's own."""
+    cfg = load_config(_config_with_sources(tmp_path))
+    empty = Warehouse(tmp_path / "empty.duckdb")
+    with empty.connect():  # the schema, no items
+        pass
+    by_name = {p.name: p for p in releases.spec("waken").parts(cfg, empty)}
+    assert by_name["folio"].license == "cc-by-sa-4.0" and by_name["sqa"].license == "cc-by-nc-sa-4.0"
+    assert by_name["fld"].license == cfg.release.generated_license
+    with pytest.raises(releases.ReleaseError, match="no items stored"):
+        releases.write(cfg, empty, "waken", tmp_path / "out")
+    with pytest.raises(releases.ReleaseError, match="no warehouse at"):
+        releases.write(cfg, Warehouse(tmp_path / "none.duckdb"), "waken", tmp_path / "out")
+
+
+def _config_with_sources(tmp_path):
+    from tests.conftest import write_config
+
+    data = {"models": {"m": {"base_url": "http://127.0.0.1:9/v1", "model": "x"}}, "evaluate": ["m"], "judge": "m",
+            "waken": {"datasets": {
+                "fld": {"kind": "fld", "generator": {}, "count": {"demo": 2, "paper": 2}},
+                "folio": {"kind": "folio", "source": {"path": str(tmp_path / "folio.jsonl")}, "count": {"demo": 2, "paper": 2}},
+                "sqa": {"kind": "scienceqa", "topics": ["physics"], "source": {"path": str(tmp_path / "sqa")},
+                        "count": {"demo": 2, "paper": 2}}}}}
+    return write_config(tmp_path, data)
+
+
+def test_the_release_command_writes_each_family_and_names_what_it_cannot(built, monkeypatch, capsys):
+    monkeypatch.setenv("BENCHSMITH_CONFIG", built["first"].source)
+    status = releases.main(["--out", str(built["root"] / "cmd")])
+    out, err = capsys.readouterr()
+    assert out.count(f"-> {built['root'] / 'cmd'}") == len(FAMILIES) and "Instruction Boundary:" in out
+    assert status == 1 and "S1-Bench: not released: " in err and "no items stored" in err  # none accepted here
+    manifest = json.loads((built["out"]["ib"].folder / "release.json").read_text())
+    assert manifest["family"] == "ib" and manifest["configs"] == list(built["out"]["ib"].parts)
+
+
+def test_an_s1_release_is_written_per_language_and_read_back_as_released_items(tmp_path, monkeypatch):
+    """S1-Bench's accepted items (written here directly: the stub's replies accept none) released
+    per language, then named under `release.load.s1` by another configuration: its items are the
+    release's, marked `release:`, and the evaluation asks them."""
+    rows = [{"item_id": f"c{i}", "root_candidate": f"c{i}", "rounds_taken": 0, "subcategory": "scientific notation",
+             "category": "math", "language": lang, "question": f"Write {i}00 in scientific notation.",
+             "answer": f"{i} x 10^2", "check_spec": json.dumps(None),
+             "origin": "programmatic"} for i, lang in ((1, "en"), (2, "en"), (3, "zh"))]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with StubServer(responder=_answer) as stub:
+        cfg = stub_config(stub, tmp_path / "a", **{**SMALL, "s1": {**SMALL["s1"], "languages": ["en", "zh"]}})
+        wh = Warehouse(cfg.warehouse_path())
+        wh.replace_partitions({"s1.items": rows})
+        w = releases.write(cfg, wh, "s1", tmp_path / "out")
+        assert w.parts == ("en", "zh") and w.rows == 3
+        other = stub_config(stub, tmp_path / "b", **{**SMALL, "s1": {**SMALL["s1"], "languages": ["en", "zh"]}},
+                            release={"load": {"s1": str(w.folder)}})
+        monkeypatch.setenv("BENCHSMITH_CONFIG", other.source)
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "b"))
+        assert materialize_all(["--select", "s1"]) == 0
+    back = Warehouse(other.warehouse_path())
+    got = back.rows("SELECT item_id, question, answer, check_spec, origin FROM s1.items ORDER BY item_id")
+    assert [(r["item_id"], r["question"], r["answer"]) for r in got] == [(r["item_id"], r["question"], r["answer"])
+                                                                         for r in rows]
+    assert all(r["origin"] == f"release:{w.folder.name}/programmatic" for r in got)
+    assert back.scalar("SELECT count(DISTINCT item_id) FROM s1.responses") == 3
+    assert back.scalar("SELECT count(*) FROM s1.candidates") == 0  # nothing was built
