@@ -259,6 +259,10 @@ def _plan(args: argparse.Namespace, steps: int) -> int:
     print(plan.render(cfg, rows, latency, by_step, _overhead(steps)))
     estimates = cost.estimates(cfg, wh, plan.query_of(wh), {(r.line.model, r.line.step.split(" (")[0]) for r in rows})
     print(cost.render(cfg, cost.step_costs(cfg, rows, estimates)))
+    batched = sorted({r.line.model for r in rows if cfg.model(r.line.model).batch is not None})
+    if batched:
+        print(f"Batch mode for {', '.join(batched)}: their time is the provider's or the cluster's (each turn of a "
+              "step waits for its batch, up to its completion_window), not the waves above.")
     for line in left_out_at_demo(cfg):
         print(f"Left out at demo scale: {line}")
     return 0

@@ -254,3 +254,33 @@ def test_the_readme_release_recipes_write_releases_that_datasets_loads_and_a_con
         assert materialize_all(["--select", "waken"]) == 0
     same = "SELECT item_id, question, label FROM waken.items ORDER BY ALL"
     assert Warehouse(other.warehouse_path()).rows(same) == Warehouse(cfg.warehouse_path()).rows(same)
+
+
+def test_the_readme_batch_api_configuration_sends_each_turn_through_the_batch_endpoints(tmp_path, monkeypatch):
+    """The README's `batch: {mode: api}` line on the stub (which serves Files and Batches), polled
+    faster than the README's default so the test is quick: every MuSoBench call goes through a batch."""
+    import yaml
+
+    from assets.materialize_all import main as materialize_all
+    from llm_calls.stub_server import StubServer
+    from tests.conftest import stub_config
+    from tests.test_plan import SMALL
+
+    block = README.split("### Batch mode", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    batch = yaml.safe_load(block)["models"]["gpt5mini"]["batch"]
+    assert batch == {"mode": "api"}
+    with StubServer(responder=lambda body: "Solutions: [[1]]\nConfidence: 50") as stub:
+        small = {**SMALL, "muso": {**SMALL["muso"], "timetabling": {"bins": [[1, 50]]}, "temperature": [0.0]}}
+        models = {"stub": {"base_url": stub.base_url, "model": "stub-model",
+                           "batch": {**batch, "poll_s": 0.01, "poll_max_s": 0.05}}}
+        cfg = stub_config(stub, tmp_path, models=models, **small)
+        monkeypatch.setenv("BENCHSMITH_CONFIG", cfg.source)
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        assert materialize_all(["--select", "muso"]) == 0
+        wh = Warehouse(cfg.warehouse_path())
+        assert wh.scalar("SELECT count(*) FROM muso.responses") > 0
+        calls = wh.scalar("SELECT count(*) FROM llm.calls WHERE purpose LIKE 'muso.%'")
+        via = wh.scalar("SELECT sum(n_requests) FROM llm.batches WHERE mode = 'api' AND status = 'read'")
+        assert calls == via > 0 and len(stub.batches) == wh.scalar("SELECT count(*) FROM llm.batches")
+        chat = [r for r in stub.requests if r["path"].endswith("/chat/completions")]
+        assert [r["body"]["messages"][-1]["content"] for r in chat] == [cfg.probe_prompt]  # only the probe asked live
