@@ -326,14 +326,17 @@ async def run_api(ledger: Any, ep: Endpoint, identity: str, purpose: str,
         earlier = await asyncio.to_thread(writer.query,
                                           "SELECT batch_id, provider_batch_id, status FROM llm.batches "
                                           "WHERE batch_id LIKE ? || '%' AND mode = 'api' ORDER BY created_at", [prefix])
-        live = [r for r in earlier if r[1] and r[2] not in _TERMINAL | {"read"}]
-        error = None
-        if live:
-            bid, provider_id = live[-1][0], live[-1][1]
-            ledger.log.info(f"llm batch [{ep.name}]: resuming {provider_id} ({len(lines)} requests, {purpose})")
+        live = [r for r in earlier if r[2] not in _TERMINAL | {"read"}]
+        error, provider_id = None, None
+        if live:  # a run that stopped while this batch was being created or worked on
+            bid, provider_id = live[-1][0], live[-1][1] or await _created_as(client, live[-1][0])
+            if provider_id:
+                ledger.log.info(f"llm batch [{ep.name}]: resuming {provider_id} ({len(lines)} requests, {purpose})")
         else:
             bid = prefix if not earlier else f"{prefix}-{len(earlier) + 1}"
-            provider_id = None
+            # recorded before it is created: a run killed in between finds it by its metadata
+            await asyncio.to_thread(_record, writer, bid, ep, identity, purpose, "api", lines, status="creating")
+        if provider_id is None:
             try:
                 upload = await client.files.create(file=(f"{bid}.jsonl", file_text(ep, lines).encode()), purpose="batch")
                 batch = await client.batches.create(input_file_id=upload.id, endpoint=URL,
@@ -341,11 +344,11 @@ async def run_api(ledger: Any, ep: Endpoint, identity: str, purpose: str,
                                                     metadata={"benchsmith_batch": bid[:512]})
                 provider_id = batch.id
                 ledger.log.info(f"llm batch [{ep.name}]: created {provider_id} ({len(lines)} requests, {purpose})")
+                await asyncio.to_thread(_update, writer, bid, input_file=upload.id, provider_batch_id=provider_id,
+                                        status="submitted")
             except openai.OpenAIError as exc:
                 error = ep.redact(f"batch API: {type(exc).__name__}: {str(exc)[:300]}")
-            await asyncio.to_thread(_record, writer, bid, ep, identity, purpose, "api", lines,
-                                    input_file=None if error else upload.id, provider_batch_id=provider_id,
-                                    status="failed" if error else "submitted", error=error)
+                await asyncio.to_thread(_update, writer, bid, status="failed", error=error)
         await asyncio.to_thread(writer.close)  # nothing is held while the provider works
         texts: list[tuple[str, str]] = []
         status = "failed"
@@ -381,6 +384,18 @@ async def run_api(ledger: Any, ep: Endpoint, identity: str, purpose: str,
     await asyncio.to_thread(_update, writer, bid, status="read", output_file=",".join(f for f, _ in texts) or None,
                             n_ok=n_ok, n_failed=len(out) - n_ok, error=error, finished_at=_now())
     return out
+
+
+async def _created_as(client: openai.AsyncOpenAI, bid: str) -> str | None:
+    """The provider's id of the batch created as `bid` (its metadata names it), if it was created:
+    a run killed between creating a batch and recording its id finds it here."""
+    try:
+        async for b in client.batches.list(limit=100):
+            if (getattr(b, "metadata", None) or {}).get("benchsmith_batch") == bid[:512]:
+                return b.id
+    except openai.OpenAIError:
+        return None
+    return None
 
 
 async def _wait(client: openai.AsyncOpenAI, provider_id: str, cfg: BatchConfig, log: Any, model: str) -> tuple[Any, str]:

@@ -316,7 +316,11 @@ class StubServer:
                 path = self.path.split("?", 1)[0].rstrip("/")
                 batch = re.search(r"/batches/([\w-]+)$", path)
                 content = re.search(r"/files/([\w-]+)/content$", path)
-                if path.endswith("/models"):
+                if path.endswith("/batches"):  # newest first, as OpenAI lists them
+                    listed = [_public(b) for b in reversed(list(stub.batches.values()))]
+                    data = json.dumps({"object": "list", "data": listed, "has_more": False}).encode()
+                    self._send(200, {"Content-Type": "application/json"}, data)
+                elif path.endswith("/models"):
                     data = json.dumps({"object": "list", "data": [{"id": stub.model, "object": "model"}]}).encode()
                     self._send(200, {"Content-Type": "application/json"}, data)
                 elif batch:

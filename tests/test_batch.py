@@ -282,3 +282,31 @@ def test_the_configuration_refuses_batch_mode_for_the_embedded_model(tmp_path):
                                    "evaluate": ["m"], "judge": "m"})
     with pytest.raises(ConfigError, match="models.m.batch.mode"):
         load_config(path)
+
+
+def test_a_run_killed_between_creating_its_batch_and_recording_it_finds_the_batch_by_its_metadata(tmp_path):
+    """The batch is recorded as `creating` before it is created; a run that died before it stored
+    the provider's id finds the batch by the id in its metadata, and creates none."""
+    import openai
+
+    from llm_calls.batch import _record, batch_id, file_text, offline_endpoint, prepare
+
+    with StubServer(batch_polls=0) as stub:
+        ledger, _ = _ledger(stub, tmp_path, batch={"mode": "api", "poll_s": 0.01})
+        asked = [CallRequest(user(f"Question {i}")) for i in range(2)]
+        # what the killed run did: the `creating` row, then the batch at the provider, then nothing
+        identity, keyed, _ = ledger._keys("stub", asked)
+        ep = offline_endpoint(ledger.registry, "stub")
+        lines = prepare(ep, keyed)
+        bid = batch_id("stub", "t.ask", keyed)
+        writer = ledger.warehouse.writer()
+        _record(writer, bid, ep, identity, "t.ask", "api", lines, status="creating")
+        writer.close()
+        client = openai.OpenAI(base_url=stub.base_url, api_key="x")
+        upload = client.files.create(file=("x.jsonl", file_text(ep, lines).encode()), purpose="batch")
+        client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h",
+                              metadata={"benchsmith_batch": bid})
+        assert len(stub.batches) == 1
+        results = ledger.complete("stub", asked, purpose="t.ask")
+        assert all(r.ok for r in results) and len(stub.batches) == 1
+        assert ledger.warehouse.scalar("SELECT status FROM llm.batches") == "read"

@@ -74,7 +74,7 @@ TABLES: dict[str, str] = {
         n_requests        INTEGER NOT NULL,     -- lines of its input file
         input_file        VARCHAR,              -- files: the path written; api: the provider's file id
         provider_batch_id VARCHAR,              -- api: the provider's batch id (a resumed run polls it, never creates twice)
-        status            VARCHAR NOT NULL,     -- exported, submitted, the provider's status, imported, or read
+        status            VARCHAR NOT NULL,     -- files: exported, imported; api: creating, submitted, read, failed
         output_file       VARCHAR,              -- the provider's output file id, or the imported file's path
         error_file        VARCHAR,              -- the provider's error file id
         n_ok              INTEGER,              -- requests answered once the results were read
