@@ -191,7 +191,11 @@ def _import_batches(files: list[str]) -> int:
     status = 0
     for name in files:
         try:
-            print(batch.import_file(wh, registry, Path(name)).line())
+            report = batch.import_file(wh, registry, Path(name))
+            print(report.line())
+            paid = cost.spent(config, wh, [report.run_id])
+            if paid:
+                print(paid.replace("Spent by this run", "Results read"))
         except batch.BatchImportError as exc:
             print(exc, file=sys.stderr)
             status = 1

@@ -37,6 +37,7 @@ import json
 import os
 import re
 import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -218,6 +219,7 @@ class ImportReport:
     failed: int
     batches: list[str]
     still_pending: int  # requests of those batches the file has no line for
+    run_id: str  # what the rows it wrote carry in llm.calls.run_id
 
     def line(self) -> str:
         left = f"; {self.still_pending} requests of these batches have no line in it and stay pending" \
@@ -233,6 +235,7 @@ def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str
     from llm_calls.ledger import _UPSERT
 
     path = Path(path)
+    run_id = run_id or f"batch-import-{uuid.uuid4().hex[:12]}"
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -293,7 +296,7 @@ def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str
                     n_ok=n_ok, n_failed=n_failed, finished_at=_now() if n_none == 0 else None)
     finally:
         writer.close()
-    return ImportReport(path, answered, len(rows) - answered, batches, left)
+    return ImportReport(path, answered, len(rows) - answered, batches, left, run_id)
 
 
 def offline_endpoint(registry: ModelRegistry, name: str, host: str = "batch file") -> Endpoint:

@@ -79,6 +79,7 @@ def test_a_vllm_run_batch_output_is_stored_as_the_live_answers_are(stub, tmp_pat
     run_batch(str(caught.value.path), str(out), StubServer())  # the cluster's run_batch
     report = import_file(ledger.warehouse, ledger.registry, out)
     assert (report.answered, report.failed, report.still_pending) == (3, 1, 0)
+    assert ledger.warehouse.scalar("SELECT count(*) FROM llm.calls WHERE run_id = ?", [report.run_id]) == 4
     ok = "status = 'ok'"
     assert _shape(ledger.warehouse, ok) == _shape(live.warehouse, ok)  # content, reasoning, length, usage alike
     failed = ledger.warehouse.rows("SELECT status, error, latency_s, endpoint_host FROM llm.calls WHERE status <> 'ok'")
