@@ -132,10 +132,9 @@ def answer_of_line(line: Mapping[str, Any], secrets: Sequence[str] = ()):
     body = response.get("body") if isinstance(response, Mapping) else None
     if status == 200 and isinstance(body, Mapping) and not line.get("error"):
         try:
-            completion = ChatCompletion.model_validate(body)
+            return Answer.of(ChatCompletion.model_validate(body), secrets)
         except Exception as exc:  # a body that is no chat completion
             return Answer(False, error=f"malformed response: {type(exc).__name__}: {str(exc)[:300]}")
-        return Answer.of(completion, secrets)
     error = line.get("error")
     if isinstance(error, Mapping):
         why = f"{error.get('code') or 'error'}: {error.get('message') or ''}".strip()

@@ -25,6 +25,11 @@ retries on connection errors, the endpoint is marked down in this process, the b
 calls are recorded as failed without a request ("endpoint down (host:port) ... no request
 sent"), and the next batch first checks with one short request that it is back.
 
+A model with `batch:` in the configuration (or every model, under `materialize_all --export-batch`)
+makes each batch's pending requests one OpenAI batch file instead (`llm_calls/batch.py`): sent through
+the provider's Batch API, or written for a cluster and imported back; the answers are stored as
+these are (`Answer.stored`, the one definition of a call's row).
+
 Retries follow inspect_ai's and curator's model layers: 429, 5xx, timeouts and
 connection errors are retried with exponential backoff and jitter up to
 `max_attempts`, and a server's `Retry-After` (or `retry-after-ms`) wins over

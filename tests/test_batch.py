@@ -311,3 +311,29 @@ def test_a_run_killed_between_creating_its_batch_and_recording_it_finds_the_batc
         results = ledger.complete("stub", asked, purpose="t.ask")
         assert all(r.ok for r in results) and len(stub.batches) == 1
         assert ledger.warehouse.scalar("SELECT status FROM llm.batches") == "read"
+
+
+def test_each_shape_of_output_line_is_an_answer_or_a_failure_that_says_why():
+    from llm_calls.batch import answer_of_line
+
+    body = {"id": "x", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "length",
+                         "message": {"role": "assistant", "content": "", "reasoning_content": "thinking"}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12,
+                      "completion_tokens_details": {"reasoning_tokens": 7}, "prompt_tokens_details": {"cached_tokens": 2}}}
+    ok = answer_of_line({"custom_id": "k", "response": {"status_code": 200, "body": body}, "error": None})
+    assert (ok.ok, ok.text, ok.reasoning, ok.finish_reason, ok.completion_tokens, ok.reasoning_tokens,
+            ok.cached_prompt_tokens) == (True, "", "thinking", "length", 7, 7, 2)
+    empty = answer_of_line({"custom_id": "k", "response": {"status_code": 200, "body": {**body, "choices": []}}})
+    assert not empty.ok and "empty 'choices'" in empty.error
+    openai_error = answer_of_line({"custom_id": "k", "response": None,
+                                   "error": {"code": "batch_expired", "message": "not run in time"}})
+    assert not openai_error.ok and openai_error.error == "batch line: batch_expired: not run in time"
+    vllm_error = answer_of_line({"custom_id": "k", "response": {"status_code": 400, "request_id": "r", "body": None},
+                                 "error": "prompt too long"})
+    assert not vllm_error.ok and vllm_error.error == "batch line: HTTP 400 prompt too long"
+    server_error = answer_of_line({"custom_id": "k", "response": {"status_code": 500, "body": {
+        "error": {"message": "overloaded"}}}, "error": None})
+    assert not server_error.ok and server_error.error == "batch line: HTTP 500 overloaded"
+    not_a_completion = answer_of_line({"custom_id": "k", "response": {"status_code": 200, "body": {"hello": 1}}})
+    assert not not_a_completion.ok and not_a_completion.error.startswith("malformed response")
