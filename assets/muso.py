@@ -22,6 +22,7 @@ from evaluations import muso as protocol
 from evaluations import scoring
 from generators import muso as gen
 from generators.muso import partitions, task_bins, task_params
+from llm_calls.batch import Waiting
 from reporting.figures import draw_reliability, pyplot
 from validators import outcomes
 from validators.outcomes import CALL_FAILED
@@ -101,22 +102,26 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         ledger = llm.ledger(context, wh)
         m = cfg.muso
         rows = []
+        waiting = Waiting()  # in batch-files mode every run writes its files in one round
         for paradigm in m.paradigms_for(model):
             for variant in protocol.variants(cfg):
                 for temperature in m.temperatures:
-                    rows += protocol.run(
-                        ledger, model, items, paradigm, variant, temperature=temperature,
-                        solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
-                        confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
-                        paths=max(1, m.self_consistency.at(cfg.scale)),
-                    )
+                    with waiting.part():
+                        rows += protocol.run(
+                            ledger, model, items, paradigm, variant, temperature=temperature,
+                            solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
+                            confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
+                            paths=max(1, m.self_consistency.at(cfg.scale)),
+                        )
         if m.reflection_checkpoints and "long_cot" in m.paradigms_for(model):
             for temperature in m.temperatures:
-                rows += protocol.checkpoints(
-                    ledger, model, items, m.reflection_checkpoints, temperature=temperature,
-                    solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
-                    confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
-                    continue_params=cfg.model(model).prefill_params)
+                with waiting.part():
+                    rows += protocol.checkpoints(
+                        ledger, model, items, m.reflection_checkpoints, temperature=temperature,
+                        solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
+                        confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
+                        continue_params=cfg.model(model).prefill_params)
+        waiting.done()
         for r in rows:
             r["partition_key"] = pk
         wh.replace_partition("muso.responses", rows, {"partition_key": pk, "model": model})

@@ -52,6 +52,7 @@ from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query, stored_or_con
 from generators import ib as ib_gen
 from generators.ib import ALL_FALSE
 from llm_calls import CallRequest, Ledger
+from llm_calls.batch import Waiting
 from validators.checks import Check
 from validators.judge import Judge, OptionsCase
 from validators.outcomes import CALL_FAILED, FAILED, NEEDS_JUDGE, UNDECIDED
@@ -282,17 +283,20 @@ class Runner:
 
     def run(self, items: Sequence[Item], miscellany: Sequence[Item], settings: Sequence[str]) -> None:
         by_pool = pools(items, miscellany)
+        waiting = Waiting()  # in batch-files mode every setting writes its files in one round
         for setting in settings:
             if setting not in SETTINGS:
                 raise ValueError(f"unknown setting {setting!r}; expected one of {SETTINGS}")
             asked = by_pool[asked_items(setting)]
-            if setting == "multi_turn":
-                self._multi_turn(asked)
-            elif setting == "prompt_polishing":
-                self._polished(asked)
-            else:
-                prompts, meta = setting_prompts(setting, asked)
-                self._ask(setting, asked, prompts, meta=meta)
+            with waiting.part():
+                if setting == "multi_turn":
+                    self._multi_turn(asked)
+                elif setting == "prompt_polishing":
+                    self._polished(asked)
+                else:
+                    prompts, meta = setting_prompts(setting, asked)
+                    self._ask(setting, asked, prompts, meta=meta)
+        waiting.done()
 
     def _multi_turn(self, items: Sequence[Item]) -> None:
         first = [question_text(i) for i in items]

@@ -32,13 +32,14 @@ has no per-request latency) and `endpoint_host` names the batch.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
 import re
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,15 +60,50 @@ _UPSERT_NEW = "ON CONFLICT DO NOTHING"
 
 
 class BatchPending(RuntimeError):
-    """Requests were written to a batch input file: the step stops until their results are imported."""
+    """Requests wait in batch input files: the step stops until their results are imported. One
+    file, or (`combined`) every file the independent parts of a step wrote in one round."""
 
-    def __init__(self, model: str, path: Path, n: int, served_model: str):
-        self.model, self.path, self.n = model, path, n
-        super().__init__(
-            f"{model}: {n} requests written to {path} (batch files); run them where the model is served, e.g. "
-            f"`python -m vllm.entrypoints.openai.run_batch -i {path} -o {path.with_suffix('.out.jsonl')} "
-            f"--model {served_model}`, then `python -m assets.materialize_all --import-batch "
-            f"{path.with_suffix('.out.jsonl')}` and run this command again for the next turn")
+    def __init__(self, model: str, path: Path, n: int, served_model: str,
+                 files: list[tuple[str, Path, int, str]] | None = None):
+        self.files = files or [(model, path, n, served_model)]
+        self.model, self.path, self.n = model, path, sum(f[2] for f in self.files)
+        if len(self.files) == 1:
+            text = (f"{model}: {n} requests wait in {path} (batch files); run them where the model is served, e.g. "
+                    f"`python -m vllm.entrypoints.openai.run_batch -i {path} -o {path.with_suffix('.out.jsonl')} "
+                    f"--model {served_model}`, then `python -m assets.materialize_all --import-batch "
+                    f"{path.with_suffix('.out.jsonl')}` and run this command again for the next turn")
+        else:
+            text = (f"{self.n} requests wait in {len(self.files)} batch files ("
+                    + ", ".join(f"{p.name}: {k}" for _, p, k, _ in self.files)
+                    + "); run each where its model is served, --import-batch each output, and run this command "
+                    "again for the next turn")
+        super().__init__(text)
+
+    @classmethod
+    def combined(cls, pending: Sequence[BatchPending]) -> BatchPending:
+        files = list(dict.fromkeys(f for p in pending for f in p.files))
+        first = files[0]
+        return cls(first[0], first[1], first[2], first[3], files)
+
+
+class Waiting:
+    """Lets the independent parts of a step (IB's settings, MuSoBench's paradigm x variant x
+    temperature runs) each write their batch files in one round, instead of the step stopping at
+    the first: `with waiting.part(): ...` per part, then `waiting.done()` raises them together."""
+
+    def __init__(self) -> None:
+        self.pending: list[BatchPending] = []
+
+    @contextlib.contextmanager
+    def part(self) -> Iterator[None]:
+        try:
+            yield
+        except BatchPending as exc:
+            self.pending.append(exc)
+
+    def done(self) -> None:
+        if self.pending:
+            raise BatchPending.combined(self.pending)
 
 
 class BatchImportError(ValueError):
@@ -197,7 +233,16 @@ def export(ep: Endpoint, identity: str, purpose: str, todo: Mapping[str, tuple[A
            writer: Any, directory: Path) -> BatchPending:
     """Write the pending requests to `<directory>/<batch id>.jsonl` (atomically; the same requests
     rewrite the same file) and record them; the `BatchPending` to raise."""
-    lines = prepare(ep, todo)
+    # a request another step's file already holds (IB's vanilla request is multi-turn's first) waits there
+    waiting_elsewhere = {key: path for key, path in writer.query(
+        """SELECT br.key, b.input_file FROM llm.batch_requests br JOIN llm.batches b USING (batch_id)
+           WHERE b.mode = 'files' AND b.status = 'exported' AND b.purpose IS DISTINCT FROM ?
+             AND b.model = ? AND br.key IN (SELECT unnest(?::VARCHAR[]))""",
+        [purpose, ep.name, list(todo)])}
+    lines = [p for p in prepare(ep, todo) if p.key not in waiting_elsewhere]
+    if not lines:  # every one already waits in another step's file: one file per request
+        path = Path(next(iter(waiting_elsewhere.values())))
+        return BatchPending(ep.name, path, len(todo), ep.served_model)
     bid = batch_id(ep.name, purpose, (p.key for p in lines))
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{bid}.jsonl"
