@@ -259,7 +259,7 @@ def spent(cfg: Config, wh: Warehouse, run_ids: Sequence[str]) -> str | None:
             share = r["cached"] / r["prompt"] if r["prompt"] else 0.0
             cost = price_of(m, r["prompt"], r["completion"], share, bool(r["batched"]))
         parts.append(f"{r['model']}{' (batch)' if r['batched'] else ''}: {r['calls']} calls, {r['prompt']:,} prompt "
-                     f"({r['cached']:,} cached) + {r['completion']:,} completion tokens"
+                     f"({r['cached']:,} from the provider's prompt cache) + {r['completion']:,} completion tokens"
                      + (f" = {_money(cfg, r['model'], cost)}" if cost is not None else " (no price configured)"))
     return "Spent by this run: " + "; ".join(parts)
 

@@ -103,7 +103,7 @@ def test_the_run_summary_says_what_the_run_spent_from_the_stored_usage(tmp_path,
         wh = Warehouse(cfg.warehouse_path())
         t = wh.rows("SELECT count(*) AS n, sum(prompt_tokens) AS p, sum(completion_tokens) AS c FROM llm.calls")[0]
         line = next(x for x in out.splitlines() if x.startswith("Spent by this run: "))
-        assert f"stub: {t['n']} calls, {t['p']:,} prompt (0 cached) + {t['c']:,} completion tokens" in line
+        assert f"stub: {t['n']} calls, {t['p']:,} prompt (0 from the provider's prompt cache) + {t['c']:,} completion tokens" in line
         spent = (t['p'] * 2.0 + t['c'] * 8.0) / 1e6
         assert f"= {spent:,.{2 if spent >= 1 else 4}f} USD" in line
         # a rerun answered from the ledger spends nothing
