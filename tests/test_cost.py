@@ -13,27 +13,22 @@ from llm_calls import CallRequest
 from llm_calls.stub_server import StubServer
 from reporting import cost, plan
 from tests.conftest import stub_config, user
-from tests.test_plan import SMALL, _answer
+from tests.test_plan import SMALL, _answer, small  # noqa: F401  (`small` is a fixture)
 from warehouse import Warehouse
 
 PRICE = {"input_per_mtok": 2.0, "output_per_mtok": 8.0, "cached_input_per_mtok": 0.5, "batch_discount": 0.5}
 
 
 @pytest.fixture
-def two_models(tmp_path, monkeypatch):
+def two_models(small):  # noqa: F811  (the fixture of tests/test_plan.py)
     """The small configuration run for model `stub`; a second model `second` configured, not yet run."""
-    with StubServer(responder=_answer) as stub:
-        cfg = stub_config(stub, tmp_path, **SMALL)
-        monkeypatch.setenv("BENCHSMITH_CONFIG", cfg.source)
-        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
-        assert materialize_all([]) == 0
-        data = yaml.safe_load(open(cfg.source))
-        data["models"]["second"] = {"base_url": stub.base_url, "model": "second-model", "price": PRICE,
-                                    "sampling": {"temperature": 0.0, "max_tokens": 64},
-                                    "system_prompt": "You are careful."}
-        data["evaluate"].append("second")
-        open(cfg.source, "w").write(yaml.safe_dump(data, sort_keys=False))
-        yield load_config(cfg.source)
+    assert materialize_all([]) == 0
+    data = yaml.safe_load(open(small.source))
+    data["models"]["second"] = {"base_url": small.models["stub"].base_url, "model": "second-model", "price": PRICE,
+                                "sampling": {"temperature": 0.0, "max_tokens": 64}, "system_prompt": "You are careful."}
+    data["evaluate"].append("second")
+    open(small.source, "w").write(yaml.safe_dump(data, sort_keys=False))
+    return load_config(small.source)
 
 
 def test_the_plan_counts_the_prompt_tokens_of_the_requests_the_run_then_sends(two_models, capsys):
