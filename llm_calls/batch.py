@@ -49,7 +49,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from configuration import BatchConfig, Config
-from llm_calls.endpoints import Endpoint, ModelRegistry
+from llm_calls.endpoints import Endpoint, ModelRegistry, redact
 
 URL = "/v1/chat/completions"
 # `materialize_all --export-batch DIR` sets this: every model of the run writes batch files under DIR
@@ -180,7 +180,8 @@ def answer_of_line(line: Mapping[str, Any], secrets: Sequence[str] = ()):
         why = str(body["error"].get("message") or body["error"])
     else:
         why = "no response body"
-    return Answer(False, error=f"batch line: HTTP {status} {why}" if status else f"batch line: {why}")
+    # an error line may echo the request's key (a 401): masked like every error the ledger stores
+    return Answer(False, error=redact(f"batch line: HTTP {status} {why}" if status else f"batch line: {why}", secrets))
 
 
 def read_lines(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:

@@ -339,5 +339,8 @@ def test_each_shape_of_output_line_is_an_answer_or_a_failure_that_says_why():
     server_error = answer_of_line({"custom_id": "k", "response": {"status_code": 500, "body": {
         "error": {"message": "overloaded"}}}, "error": None})
     assert not server_error.ok and server_error.error == "batch line: HTTP 500 overloaded"
+    echoed = answer_of_line({"custom_id": "k", "response": {"status_code": 401, "body": {"error": {
+        "message": "Incorrect API key provided: sk-live-secret-123456"}}}}, secrets=["sk-live-secret-123456"])
+    assert "sk-live-secret-123456" not in echoed.error and "***" in echoed.error
     not_a_completion = answer_of_line({"custom_id": "k", "response": {"status_code": 200, "body": {"hello": 1}}})
     assert not not_a_completion.ok and not_a_completion.error.startswith("malformed response")
