@@ -23,8 +23,8 @@ earlier one failed; the command exits 1 if any step failed. `--plan` makes no ru
 calls the configured run will make per family and model, cached and new, and their time.
 
 Batch mode (llm_calls/batch.py): `--export-batch DIR` makes every model call of the run a line of a
-batch input file under DIR instead of a request; a step stops at its first turn that needs calls, and
-the summary lists the files. Run them where the model is served (vLLM's `run_batch`), then
+batch input file under DIR instead of a request; each step writes the turn it has reached (its
+independent parts together) and stops, and the summary lists the files. Run them where the model is served (vLLM's `run_batch`), then
 `--import-batch FILE` reads each output file into the ledger (refusing any line that is not a pending
 request of this configuration, with its line number), and the same command run again continues
 with the next turn. A model with `batch: {mode: api}` in the configuration goes through its
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --plan: short calls that measure a model's latency when none is stored (0: none)")
     parser.add_argument("--export-batch", metavar="DIR",
                         help="write the run's model calls as OpenAI batch input files under DIR instead of calling; "
-                             "each step stops at its first turn that needs calls")
+                             "each step writes the turn it has reached, then stops")
     parser.add_argument("--import-batch", action="append", metavar="FILE",
                         help="read a batch output file (OpenAI's or vLLM run_batch's layout) into the ledger; run nothing")
     args = parser.parse_args(argv)
