@@ -34,9 +34,12 @@ configurations are, their rows, sources, labels, paper, limits) is `releases/<ke
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
+import logging
+import os
 import shutil
 import tempfile
 from collections import Counter
@@ -171,6 +174,9 @@ def write(cfg: Config, wh: Warehouse, key: str, out: Path | None = None) -> Writ
                                                 "scale": cfg.scale, "license": license,
                                                 "configs": [p.name for p in parts]}, indent=2) + "\n")
         check_croissant(tmp / CROISSANT)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # a temporary folder is private; a release is not
         if folder.exists():
             shutil.rmtree(folder)
         tmp.rename(folder)
@@ -232,7 +238,7 @@ def card(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapp
         "license": license,
         **({"license_name": "mixed", "license_details": "; ".join(f"{p.name}: {p.license or 'unknown'}" for p in parts)}
            if license == "other" else {}),
-        "language": list(family.languages(cfg)),
+        "language": list(family.languages(cfg, [p.name for p in parts])),
         "task_categories": list(family.TASK_CATEGORIES),
         "size_categories": [_size(total)],
         "tags": ["benchsmith", "reasoning", "benchmark", key],
@@ -254,7 +260,7 @@ def card(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapp
 
 {family.DESCRIPTION}
 
-Built by [Benchsmith](https://github.com/) from the configuration whose digest is `{version(cfg, key)}`
+Built by Benchsmith from the configuration whose digest is `{version(cfg, key)}`
 (scale `{cfg.scale}`, seed `{cfg.seed}`); the same configuration and seed build the same items, and
 this folder's Parquet files byte for byte. It follows *{paper.title}* ({paper.where}).
 {conflict}
@@ -306,6 +312,12 @@ def croissant(cfg: Config, key: str, parts: Sequence[Part], license: str, files:
     import mlcroissant as mlc
 
     family, fam = spec(key), BY_KEY[key]
+    with _quiet():
+        return _croissant(mlc, cfg, key, family, fam, parts, license, files)
+
+
+def _croissant(mlc: Any, cfg: Config, key: str, family: Any, fam: Any, parts: Sequence[Part], license: str,
+               files: Mapping[str, Path]) -> str:
     ctx = mlc.Context()
     distribution, record_sets = [], []
     for p in parts:
@@ -329,7 +341,8 @@ def croissant(cfg: Config, key: str, parts: Sequence[Part], license: str, files:
     metadata = mlc.Metadata(ctx=ctx, name=f"benchsmith-{key}-{version(cfg, key)}", description=family.DESCRIPTION,
                             license=urls, url=f"https://huggingface.co/datasets/benchsmith-{key}",
                             version=f"1.0.0+{version(cfg, key)}", cite_as=family.PAPER.citation,
-                            in_language=list(family.languages(cfg)), keywords=["benchsmith", "reasoning", key],
+                            in_language=list(family.languages(cfg, [p.name for p in parts])),
+                            keywords=["benchsmith", "reasoning", key],
                             distribution=distribution, record_sets=record_sets)
     return json.dumps(metadata.to_json(), indent=2, ensure_ascii=False, default=str) + "\n"
 
@@ -339,11 +352,25 @@ def check_croissant(path: Path) -> None:
     import mlcroissant as mlc
 
     try:
-        ds = mlc.Dataset(jsonld=str(path))
+        with _quiet():
+            ds = mlc.Dataset(jsonld=str(path))
     except mlc.ValidationError as exc:
         raise ReleaseError(f"{path}: the Croissant metadata does not validate: {exc}") from exc
     if ds.metadata.issues.errors:
         raise ReleaseError(f"{path}: the Croissant metadata does not validate: {sorted(ds.metadata.issues.errors)}")
+
+
+@contextlib.contextmanager
+def _quiet() -> Any:
+    """mlcroissant logs its warnings (a recommended property left out: datePublished, which would make
+    the metadata differ from one writing to the next) through absl; only errors are ours to report."""
+    log = logging.getLogger("absl")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 # -- a release as a source --------------------------------------------------------------------

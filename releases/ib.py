@@ -24,7 +24,7 @@ _SQL = """SELECT dataset, item_id, base_id, form, label_type, variant, options::
           FROM ib.items WHERE dataset = ? ORDER BY item_id"""
 
 
-def languages(cfg: Config) -> tuple[str, ...]:
+def languages(cfg: Config, configs: list[str]) -> tuple[str, ...]:
     return ("en",)
 
 

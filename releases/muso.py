@@ -28,7 +28,7 @@ _SQL = """SELECT i.partition_key, i.instance_id, i.task, i.level, i.level_lo, i.
           FROM muso.instances i WHERE i.partition_key = ? ORDER BY i.instance_id"""
 
 
-def languages(cfg: Config) -> tuple[str, ...]:
+def languages(cfg: Config, configs: list[str]) -> tuple[str, ...]:
     return ("en",)
 
 

@@ -21,8 +21,9 @@ _SQL = """SELECT item_id, root_candidate, rounds_taken, subcategory, category, l
           FROM s1.items WHERE language = ? ORDER BY item_id"""
 
 
-def languages(cfg: Config) -> tuple[str, ...]:
-    return tuple(cfg.s1.languages)
+def languages(cfg: Config, configs: list[str]) -> tuple[str, ...]:
+    """The languages released: the configurations are the languages that have accepted items."""
+    return tuple(configs)
 
 
 def parts(cfg: Config, wh: Warehouse) -> list[Part]:
@@ -50,7 +51,7 @@ def construction(cfg: Config) -> str:
     return (f"Candidates per subcategory and language (programmatic ones and those of the generator models), "
             f"discriminated, near-duplicates removed, then each answered by every validator ({len(s.temperatures)} "
             f"temperatures x {s.samples_per_temperature} samples); a candidate any answer got wrong is simplified "
-            f"by the reducer and tried again, for at most {s.max_rounds.at(cfg.scale)} rounds.")
+            f"by the reducer and tried again (rounds of reduction: at most {s.max_rounds.at(cfg.scale)}).")
 
 
 def limits(cfg: Config) -> list[str]:

@@ -21,7 +21,7 @@ _SQL = """SELECT dataset, item_id, kind, form, sample_type, label, original_labe
           FROM waken.items WHERE dataset = ? ORDER BY item_id"""
 
 
-def languages(cfg: Config) -> tuple[str, ...]:
+def languages(cfg: Config, configs: list[str]) -> tuple[str, ...]:
     return ("en",)
 
 

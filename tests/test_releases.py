@@ -4,6 +4,8 @@ metadata, licences from the sources, byte-identical rebuilds, and a release read
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pyarrow.parquet as pq
 import pytest
@@ -59,6 +61,9 @@ def test_a_release_is_parquet_per_configuration_with_a_card_and_croissant(built)
             assert info["splits"][0]["num_examples"] == stored > 0
             path = w.folder / info["config_name"] / "test.parquet"
             assert pq.read_table(path).num_rows == stored
+        umask = os.umask(0)
+        os.umask(umask)
+        assert stat.S_IMODE(w.folder.stat().st_mode) == 0o777 & ~umask  # readable by others, as any folder
         body = w.folder.joinpath("README.md").read_text()
         assert f"seed `{built['first'].seed}`" in body and "```bibtex" in body and "## Known limits" in body
 
@@ -203,6 +208,10 @@ def test_an_s1_release_is_written_per_language_and_read_back_as_released_items(t
         wh.replace_partitions({"s1.items": rows})
         w = releases.write(cfg, wh, "s1", tmp_path / "out")
         assert w.parts == ("en", "zh") and w.rows == 3
+        header = yaml.safe_load(w.folder.joinpath("README.md").read_text().split("---\n")[1])
+        assert header["language"] == ["en", "zh"]
+        only_en = releases.write(cfg.model_copy(update={"seed": 1}), _only(wh, "en", tmp_path), "s1", tmp_path / "en")
+        assert yaml.safe_load(only_en.folder.joinpath("README.md").read_text().split("---\n")[1])["language"] == ["en"]
         other = stub_config(stub, tmp_path / "b", **{**SMALL, "s1": {**SMALL["s1"], "languages": ["en", "zh"]}},
                             release={"load": {"s1": str(w.folder)}})
         monkeypatch.setenv("BENCHSMITH_CONFIG", other.source)
@@ -215,3 +224,12 @@ def test_an_s1_release_is_written_per_language_and_read_back_as_released_items(t
     assert all(r["origin"] == f"release:{w.folder.name}/programmatic" for r in got)
     assert back.scalar("SELECT count(DISTINCT item_id) FROM s1.responses") == 3
     assert back.scalar("SELECT count(*) FROM s1.candidates") == 0  # nothing was built
+
+
+def _only(wh, language, tmp_path):
+    """A copy of a warehouse holding only its S1-Bench items of one language."""
+    copy = Warehouse(tmp_path / f"only-{language}.duckdb")
+    copy.replace_partitions({"s1.items": [
+        {k: v for k, v in r.items() if k != "item_digest"}
+        for r in wh.rows("SELECT * FROM s1.items WHERE language = ?", [language])]})
+    return copy
