@@ -141,7 +141,7 @@ def spec(key: str) -> Any:
 def table_of(wh: Warehouse, sql: str, params: Sequence[Any] = ()) -> pa.Table:
     """A query's rows as one Arrow table, one chunk (the Parquet layout then depends on the rows only)."""
     with wh.connect(read_only=True) as con:
-        return con.execute(sql, list(params)).to_arrow_table().combine_chunks()
+        return con.sql(sql, params=list(params)).to_arrow_table().combine_chunks()
 
 
 def write(cfg: Config, wh: Warehouse, key: str, out: Path | None = None) -> Written:
