@@ -187,18 +187,18 @@ def _import_batches(files: list[str]) -> int:
         print(exc, file=sys.stderr)
         return 2
     wh = Warehouse(config.warehouse_path(), config.warehouse.lock_timeout_s)
-    registry = ModelRegistry(config)
     status = 0
-    for name in files:
-        try:
-            report = batch.import_file(wh, registry, Path(name))
-            print(report.line())
-            paid = cost.spent(config, wh, [report.run_id])
-            if paid:
-                print(paid.replace("Spent by this run", "Results read"))
-        except batch.BatchImportError as exc:
-            print(exc, file=sys.stderr)
-            status = 1
+    with ModelRegistry(config) as registry:  # identities only: no endpoint is called, no server started
+        for name in files:
+            try:
+                report = batch.import_file(wh, registry, Path(name))
+                print(report.line())
+                paid = cost.spent(config, wh, [report.run_id])
+                if paid:
+                    print(paid.replace("Spent by this run", "Results read"))
+            except batch.BatchImportError as exc:
+                print(exc, file=sys.stderr)
+                status = 1
     return status
 
 
