@@ -39,7 +39,8 @@ def build_definitions(path: str | Path | None = None) -> dg.Definitions:
         resources={
             "settings": SettingsResource(path=str(cfg_path.resolve())),
             "warehouse": WarehouseResource(
-                path=str(cfg.warehouse_path()), lock_timeout_s=cfg.warehouse.lock_timeout_s
+                path=str(cfg.warehouse_path()), lock_timeout_s=cfg.warehouse.lock_timeout_s,
+                config_path=str(cfg_path.resolve()) if cfg.warehouse.lake else None,
             ),
             "llm": LLMResource(config_path=str(cfg_path.resolve())),
         },

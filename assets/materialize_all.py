@@ -47,7 +47,7 @@ from llm_calls.batch import EXPORT_ENV
 from llm_calls.ledger import TOTALS
 from reporting import cost
 from reporting.summary import Done, Progress, clock, left_out_at_demo, stored_items, summary
-from warehouse import Warehouse
+from warehouse import Warehouse, open_warehouse
 
 # Dagster's console log stays quiet (the event log in the instance keeps everything; --verbose prints
 # it): a failed step is reported by this command in one line, with its cause.
@@ -116,7 +116,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     instance = dg.DagsterInstance.get()
     materialized = {}
     if args.model:
-        stored = stored_items(Warehouse(defs.resources["warehouse"].path))
+        stored = stored_items(defs.resources["warehouse"].get())
         for name, family in FAMILIES.items():
             key = dg.AssetKey(family[0])
             if by_name[family[0]].partitions_def is None:
@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         steps = plan_steps(by_name, args.select, args.partition, args.model, materialized)
     except SelectionError as exc:
         parser.error(str(exc))
-    wh = Warehouse(defs.resources["warehouse"].path)
+    wh = defs.resources["warehouse"].get()
     planned = _planned_calls(config, wh, args.select)
     progress = Progress(len(steps), planned)
     TOTALS.reset()
@@ -157,7 +157,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     finally:
         progress.stop()
     try:
-        print(summary(done, wh, config, defs.resources["warehouse"].path))
+        print(summary(done, wh, config, wh.where))
         paid = cost.spent(config, wh, run_ids)
         if paid:
             print(paid)
@@ -169,7 +169,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             for w in waiting:
                 print(f"  {w['input_file']}  ({w['model']}, {w['purpose']}, {w['n_requests']} requests)")
     except Exception as exc:  # the warehouse cannot be read: the steps' own outcomes still stand
-        print(f"\nno summary: the warehouse {defs.resources['warehouse'].path} could not be read "
+        print(f"\nno summary: the warehouse {wh.where} could not be read "
               f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
               f"{sum(d.ok for d in done)} of {len(done)} steps ok", file=sys.stderr)
         return 1
@@ -186,7 +186,7 @@ def _import_batches(files: list[str]) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
-    wh = Warehouse(config.warehouse_path(), config.warehouse.lock_timeout_s)
+    wh = open_warehouse(config)
     status = 0
     with ModelRegistry(config) as registry:  # identities only: no endpoint is called, no server started
         for name in files:
@@ -241,7 +241,7 @@ def _plan(args: argparse.Namespace, steps: int) -> int:
     from reporting import cost, plan
 
     cfg = load_config()
-    wh = Warehouse(cfg.warehouse_path())
+    wh = open_warehouse(cfg)
     lines = plan.plan_lines(cfg, wh, args.select, args.partition, args.model)
     runs = None
     if (args.partition or args.model) and os.environ.get("DAGSTER_HOME"):

@@ -10,7 +10,7 @@ from pydantic import PrivateAttr
 
 from configuration import Config, load_config
 from llm_calls import Ledger, ModelRegistry
-from warehouse import Warehouse
+from warehouse import Warehouse, open_warehouse
 
 
 class SettingsResource(dg.ConfigurableResource):
@@ -23,12 +23,17 @@ class SettingsResource(dg.ConfigurableResource):
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """The DuckDB warehouse file; connections are short and serialised across processes."""
+    """The warehouse: the DuckDB file at `path` (connections short and serialised across processes),
+    or, with `config_path`, whatever that configuration names (a DuckLake when `warehouse.lake` is
+    set; its catalog's connection string is read from the environment, never carried here)."""
 
     path: str
     lock_timeout_s: float = 300.0
+    config_path: str | None = None
 
     def get(self) -> Warehouse:
+        if self.config_path is not None:
+            return open_warehouse(load_config(self.config_path))
         return Warehouse(self.path, self.lock_timeout_s)
 
 

@@ -35,7 +35,7 @@ from configuration.waken import WAKEN_BASELINES, FLDGenerator, WakenConfig, Wake
 __all__ = ["CONFIG_ENV_VAR", "Config", "ConfigError", "FLDGenerator", "IBConfig", "IBDataset", "IBSource",
            "BatchConfig", "IB_GENERATOR_FORMS", "IB_SETTINGS", "LedgerConfig", "ModelConfig", "MusoConfig", "MusoSubsetSum",
            "MusoTimetabling", "PerScale", "Price", "ReplyCheckThresholds", "S1Config", "Section", "SourceSpec",
-           "WAKEN_BASELINES", "WakenConfig", "WakenDataset", "WakenSource", "WarehouseConfig", "config_path",
+           "LakeConfig", "WAKEN_BASELINES", "WakenConfig", "WakenDataset", "WakenSource", "WarehouseConfig", "config_path",
            "derived_seed", "load_config", "parse_config"]
 
 CONFIG_ENV_VAR = "BENCHSMITH_CONFIG"
@@ -47,10 +47,33 @@ class ConfigError(ValueError):
     """A configuration file is missing, unreadable or invalid; the message names file and key."""
 
 
+class LakeConfig(Strict):
+    """The warehouse as a DuckLake (warehouse/lake.py): its catalog in PostgreSQL (several machines)
+    or SQLite (one machine), its data as Parquet files under `data_path`. The Postgres connection
+    string is read from the environment variable `catalog_env` when the warehouse is opened; it is
+    never stored in the configuration, the run config or the warehouse."""
+
+    catalog: Literal["postgres", "sqlite"]
+    # postgres: the variable holding the libpq connection string ("dbname=lake host=db user=bench ...")
+    catalog_env: str = Field("BENCHSMITH_LAKE_CATALOG", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # sqlite: the catalog file (beside the configuration when relative)
+    catalog_path: str | None = None
+    # where the Parquet files go: a shared folder, or s3://... where httpfs and credentials are set up
+    data_path: str = "data/lake"
+
+    @model_validator(mode="after")
+    def _catalog_named(self) -> LakeConfig:
+        if self.catalog == "sqlite" and not self.catalog_path:
+            raise ValueError("a sqlite catalog needs catalog_path (the catalog file)")
+        return self
+
+
 class WarehouseConfig(Strict):
     path: str = "data/benchsmith.duckdb"
-    # How long a write waits for another process to release the DuckDB file.
+    # How long a write waits for another process to release the DuckDB file (or the lake's write lock).
     lock_timeout_s: float = Field(300.0, gt=0)
+    # Set: the warehouse is this DuckLake instead of the file at `path` (see LakeConfig).
+    lake: LakeConfig | None = None
 
 
 class LedgerConfig(Strict):
@@ -62,6 +85,13 @@ class LedgerConfig(Strict):
     max_unsaved: int | None = Field(
         None, ge=1, description="answers that may wait for their commit before no new request is sent "
                                 "(back-pressure); null = the model's concurrency")
+    # A model's `concurrency` bounds the calls in flight to its endpoint across every run that calls
+    # it, not per run (llm_calls/slots.py): `machine` with lock files in `slots_dir` (all processes
+    # of this machine), `postgres` with advisory locks in the database whose libpq connection string
+    # the variable `slots_env` holds (all machines), `run` within each run only.
+    endpoint_slots: Literal["machine", "postgres", "run"] = "machine"
+    slots_dir: str | None = None  # default: <the temporary folder>/benchsmith-endpoint-slots
+    slots_env: str = Field("BENCHSMITH_LAKE_CATALOG", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class Sampling(Strict):

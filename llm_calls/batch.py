@@ -50,13 +50,13 @@ from openai.types.chat import ChatCompletion
 
 from configuration import BatchConfig, Config
 from llm_calls.endpoints import Endpoint, ModelRegistry, redact
+from warehouse import OnConflict
 
 URL = "/v1/chat/completions"
 # `materialize_all --export-batch DIR` sets this: every model of the run writes batch files under DIR
 EXPORT_ENV = "BENCHSMITH_BATCH_EXPORT"
 LIVE_PURPOSES = ("models.",)  # asked live whatever the mode: the probe says whether the endpoint answers
 _TERMINAL = {"completed", "failed", "expired", "cancelled"}
-_UPSERT_NEW = "ON CONFLICT DO NOTHING"
 
 
 class BatchPending(RuntimeError):
@@ -215,12 +215,12 @@ def _record(writer: Any, bid: str, ep: Endpoint, identity: str, purpose: str, ho
         "batch_id": bid, "model": ep.name, "model_identity": identity, "purpose": purpose, "mode": how,
         "n_requests": len(lines), "status": "exported", "created_at": _now(), "input_file": None,
         "provider_batch_id": None, "output_file": None, "error_file": None, "n_ok": None, "n_failed": None,
-        "error": None, "finished_at": None, **fields}], _UPSERT_NEW)
+        "error": None, "finished_at": None, **fields}], OnConflict(("batch_id",)))
     writer.upsert("llm.batch_requests", [{
         "batch_id": bid, "line": n, "key": p.key, "model": ep.name, "model_identity": identity, "purpose": purpose,
         "sample_index": p.sample_index,
         "request": json.dumps({"messages": p.messages, "params": p.sent}, ensure_ascii=False)}
-        for n, p in enumerate(lines, 1)], _UPSERT_NEW)
+        for n, p in enumerate(lines, 1)], OnConflict(("batch_id", "key")))
 
 
 def _update(writer: Any, bid: str, **fields: Any) -> None:

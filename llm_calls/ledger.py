@@ -40,6 +40,7 @@ of a key, a stored request, an error text or a log line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import email.utils
 import functools
@@ -59,9 +60,9 @@ import httpx2
 import openai
 
 from configuration import LedgerConfig
-from llm_calls import batch
+from llm_calls import batch, slots
 from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling, model_messages, redact, wire_params
-from warehouse import Warehouse
+from warehouse import OnConflict, Warehouse
 
 # Parameters the openai client takes by name; anything else (top_k, min_p, ...) goes in extra_body.
 _CLIENT_PARAMS = {
@@ -463,6 +464,7 @@ class Ledger:
         )
         secrets = self.registry.secrets()
         sem = asyncio.Semaphore(ep.concurrency)
+        shared = self._slots(ep)  # the endpoint's budget across runs (llm_calls/slots.py)
         unsaved = self.config.max_unsaved or ep.concurrency
         slots = asyncio.Semaphore(ep.concurrency + unsaved)  # requested but not yet committed
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
@@ -473,7 +475,7 @@ class Ledger:
         async def worker() -> None:
             for key, (req, params) in pending:
                 await slots.acquire()
-                result, row = await self._call(client, sem, ep, identity, purpose, key, req, params, secrets)
+                result, row = await self._call(client, sem, ep, identity, purpose, key, req, params, secrets, shared)
                 out[key] = result
                 progress.record(result.ok)
                 queue.put_nowait(row)
@@ -497,6 +499,7 @@ class Ledger:
     async def _call(
         self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, ep: Endpoint, identity: str,
         purpose: str, key: str, req: CallRequest, params: dict[str, Any], secrets: Sequence[str] = (),
+        shared: slots.Slots | None = None,
     ) -> tuple[CallResult, dict[str, Any]]:
         sent = sent_params(ep, key, params)
         named = {k: v for k, v in sent.items() if k in _CLIENT_PARAMS}
@@ -513,7 +516,7 @@ class Ledger:
                 break
             attempts += 1
             try:
-                async with sem:
+                async with sem, (shared.hold(ep.concurrency) if shared else contextlib.nullcontext()):
                     error = _unsendable(ep, sent)  # found while this call waited for its turn
                     if error:
                         attempts -= 1
@@ -593,6 +596,12 @@ class Ledger:
                              sample_index=req.sample_index, latency=latency, attempts=attempts,
                              run_id=self.run_id, created=created)
 
+    def _slots(self, ep: Endpoint) -> slots.Slots | None:
+        """The endpoint's slots shared with every other run (`ledger.endpoint_slots`)."""
+        how = self.config.endpoint_slots
+        directory = self.registry.config.beside(self.config.slots_dir) if self.config.slots_dir else None
+        return slots.for_endpoint(ep.base_url, how, directory, self.config.slots_env)
+
     def _refused(self, ep: Endpoint, param: str, error: str) -> str:
         """Record that `ep`'s model refuses `param`: the error every call that sends it gets, with
         the fix, said once per model in the log (later calls fail unsent)."""
@@ -653,11 +662,11 @@ _UPDATED = (
     "attempts", "error", "run_id", "finished_at", "request", "purpose", "endpoint_host",
     "reasoning_text", "reasoning_tokens", "cached_prompt_tokens",
 )
-_UPSERT = (
-    "ON CONFLICT (key) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _UPDATED)
-    + ", total_attempts = total_attempts + EXCLUDED.attempts"
-    + " WHERE status <> 'ok' OR EXCLUDED.status = 'ok'"
+# A key stored already takes the new attempt unless that would overwrite a success with a failure
+# (two runs racing on one key); its attempts add up.
+_UPSERT = OnConflict(
+    ("key",), {**{c: f"incoming.{c}" for c in _UPDATED}, "total_attempts": "stored.total_attempts + incoming.attempts"},
+    when="stored.status <> 'ok' OR incoming.status = 'ok'",
 )
 
 

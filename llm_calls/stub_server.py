@@ -120,6 +120,8 @@ class StubServer:
         self.model = model
         self.requests: list[dict[str, Any]] = []  # chat completions
         self.get_requests: list[dict[str, Any]] = []  # GET /models and others
+        self.in_flight = 0  # chat requests received and not yet answered
+        self.peak_in_flight = 0  # the most there were at once
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", port), self._handler_class())
@@ -353,15 +355,21 @@ class StubServer:
                         "path": self.path, "body": body, "time": time.time(),
                         "authorization": self.headers.get("Authorization"),
                     })
-                if self._reject_echoing_key():
-                    return
-                status, headers, data, delay = stub._respond(body)
-                if delay:
-                    time.sleep(delay)
+                    stub.in_flight += 1
+                    stub.peak_in_flight = max(stub.peak_in_flight, stub.in_flight)
                 try:
-                    self._send(status, headers, data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout test)
+                    if self._reject_echoing_key():
+                        return
+                    status, headers, data, delay = stub._respond(body)
+                    if delay:
+                        time.sleep(delay)
+                    try:
+                        self._send(status, headers, data)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass  # the client gave up (timeout test)
+                finally:
+                    with stub._lock:
+                        stub.in_flight -= 1
 
         return Handler
 

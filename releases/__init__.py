@@ -54,7 +54,7 @@ import yaml
 
 from configuration import Config
 from configuration.families import BY_KEY, FAMILIES
-from warehouse import Warehouse
+from warehouse import Warehouse, open_warehouse
 
 SPLIT = "test"
 CARD, CROISSANT, MANIFEST = "README.md", "croissant.json", "release.json"
@@ -149,12 +149,12 @@ def write(cfg: Config, wh: Warehouse, key: str, out: Path | None = None) -> Writ
     if key not in BY_KEY:
         raise ReleaseError(f"no family {key!r}; families: {sorted(BY_KEY)}")
     family = spec(key)
-    if not wh.path.exists():
-        raise ReleaseError(f"{BY_KEY[key].title}: no warehouse at {wh.path}; build the items first "
+    if not wh.exists():
+        raise ReleaseError(f"{BY_KEY[key].title}: no warehouse at {wh.where}; build the items first "
                            f"(python -m assets.materialize_all --select {key})")
     parts = [p for p in family.parts(cfg, wh) if p.table.num_rows]
     if not parts:
-        raise ReleaseError(f"{BY_KEY[key].title}: no items stored in {wh.path}; build them first "
+        raise ReleaseError(f"{BY_KEY[key].title}: no items stored in {wh.where}; build them first "
                            f"(python -m assets.materialize_all --select {key})")
     license = _license(cfg, key, parts)
     out = Path(out) if out is not None else cfg.beside(cfg.release.dir)
@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", metavar="DIR", help="where the release folders go (default: release.dir)")
     args = parser.parse_args(argv)
     cfg = load_config()
-    wh = Warehouse(cfg.warehouse_path(), cfg.warehouse.lock_timeout_s)
+    wh = open_warehouse(cfg)
     status = 0
     for f in FAMILIES:
         if args.select and f.key not in args.select:

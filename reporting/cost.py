@@ -126,7 +126,7 @@ def estimates(cfg: Config, wh: Warehouse | None, query: Query, steps: Iterable[t
 
 
 def _observed(cfg: Config, wh: Warehouse | None) -> dict[tuple[str, str], dict[str, float | None]]:
-    if wh is None or not wh.path.exists():
+    if wh is None or not wh.exists():
         return {}
     names = {model_identity(n, m): n for n, m in cfg.models.items()}
     out = {}
@@ -142,7 +142,7 @@ def _observed(cfg: Config, wh: Warehouse | None) -> dict[tuple[str, str], dict[s
 
 def _stored_requests(wh: Warehouse | None, purpose: str) -> tuple[float, float | None] | None:
     """Mean prompt tokens and budget of the step's requests the ledger holds (any model), re-counted."""
-    if wh is None or not wh.path.exists():
+    if wh is None or not wh.exists():
         return None
     rows = wh.rows("SELECT request FROM llm.calls WHERE purpose = ? ORDER BY key LIMIT ?", [purpose, _STORED_SAMPLE])
     if not rows:
@@ -242,7 +242,7 @@ def render(cfg: Config, costs: Sequence[StepCost]) -> str:
 
 def spent(cfg: Config, wh: Warehouse, run_ids: Sequence[str]) -> str | None:
     """What the calls the given runs made cost, from their stored usage, per model; None if they made none."""
-    if not run_ids or not wh.path.exists():
+    if not run_ids or not wh.exists():
         return None
     rows = wh.rows("""SELECT model, endpoint_host LIKE '% batch %' AS batched, count(*) AS calls,
                              coalesce(sum(prompt_tokens), 0) AS prompt, coalesce(sum(completion_tokens), 0) AS completion,

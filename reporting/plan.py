@@ -45,7 +45,7 @@ __all__ = ["AT_LEAST", "AT_MOST", "EXACT", "Line", "plan_lines"]
 
 
 def _stored(wh: Warehouse | None, sql: str, params: Sequence[object] = ()) -> list[dict]:
-    if wh is None or not wh.path.exists():
+    if wh is None or not wh.exists():
         return []
     return wh.rows(sql, list(params))
 
@@ -122,7 +122,7 @@ def stored_calls(cfg: Config, wh: Warehouse | None, runs: set[str] | None = None
     with `runs`, only the calls those Dagster runs made (see `selected_runs`)."""
     from llm_calls.endpoints import model_identity
 
-    if wh is None or not wh.path.exists():
+    if wh is None or not wh.exists():
         return {}
     identities = {model_identity(name, m): name for name, m in cfg.models.items()}
     out: dict[tuple[str, str], int] = {}
@@ -170,7 +170,7 @@ def stored_latency(cfg: Config, wh: Warehouse | None
 def _latencies(cfg: Config, wh: Warehouse | None) -> dict[tuple[str, str | None], tuple[float, int]]:
     from llm_calls.endpoints import model_identity
 
-    if wh is None or not wh.path.exists():
+    if wh is None or not wh.exists():
         return {}
     names = {model_identity(name, m): name for name, m in cfg.models.items()}
     out: dict[tuple[str, str | None], tuple[float, int]] = {}

@@ -9,7 +9,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from configuration import Config
@@ -99,7 +98,7 @@ def clock(seconds: float) -> str:
 
 def stored_items(wh: Warehouse | None) -> dict[str, set[str]]:
     """Per family, the item partitions the warehouse holds ('' for an unpartitioned family)."""
-    if wh is None or not Path(wh.path).exists():
+    if wh is None or not wh.exists():
         return {f.key: set() for f in FAMILIES}
     empty = "''"  # an unpartitioned family's one partition
     return {f.key: {r["p"] for r in wh.rows(f"SELECT DISTINCT {f.partition_column or empty} AS p FROM {f.items_table}")}
@@ -184,7 +183,7 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
     left_out = left_out_at_demo(config)
     if left_out:
         out += ["", "left out at demo scale (configured, not built):"] + [f"  {line}" for line in left_out]
-    reports = wh.path.parent / "reports"
+    reports = wh.folder / "reports"
     out += ["", "where to look next:",
             f"  reports:   {reports / 'index.html'}" + ("" if (reports / "index.html").exists() else " (not built)"),
             f"  warehouse: {warehouse_path}   (python -m warehouse.query \"SELECT * FROM report.headline\")",

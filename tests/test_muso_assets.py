@@ -166,7 +166,7 @@ def test_each_response_keeps_its_solve_turns_length_beside_its_confidence(perfec
     assert materialize(defs, ["muso_instances", "muso_responses"], "subsetsum_1-50").success
     wh = Warehouse(cfg.warehouse_path())
     rows = wh.rows("SELECT r.solve_tokens, r.confidence, c.completion_tokens FROM muso.responses r "
-                   "JOIN llm.calls c ON c.key = r.call_keys->>'$[0]'")
+                   "JOIN llm.calls c ON c.key = (r.call_keys->>'$[0]')")
     assert rows and all(r["solve_tokens"] == r["completion_tokens"] > 0 and r["confidence"] == 100 for r in rows)
 
 

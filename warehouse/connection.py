@@ -46,8 +46,51 @@ class WarehouseLockTimeout(TimeoutError):
     """The DuckDB file stayed locked by another process for longer than the timeout."""
 
 
+class WarehouseVersionError(RuntimeError):
+    """The DuckDB file was written by a DuckDB newer than the one pinned (its storage format)."""
+
+
+@dataclass(frozen=True)
+class OnConflict:
+    """What an insert does with a row whose key is stored already: keep the stored row (`update`
+    None), or set the named columns, each to an SQL expression over `stored.<column>` (the row in the
+    table) and `incoming.<column>` (the new one), where `when` (same names) holds.
+
+    One definition, two renderings: `ON CONFLICT` for the DuckDB file, whose primary keys enforce
+    the key, and `MERGE` for a DuckLake (warehouse/lake.py), which enforces no key; the lake's
+    writers hold its write lock while they merge, so the check and the insert see the same rows."""
+
+    keys: tuple[str, ...]
+    update: Mapping[str, str] | None = None
+    when: str | None = None
+
+    def on_conflict(self) -> str:
+        """The file's clause: the stored row's columns unqualified, the incoming row's EXCLUDED."""
+        def sql(expr: str) -> str:
+            return re.sub(r"\bincoming\.", "EXCLUDED.", re.sub(r"\bstored\.", "", expr))
+        target = ", ".join(self.keys)
+        if self.update is None:
+            return f"ON CONFLICT ({target}) DO NOTHING"
+        sets = ", ".join(f"{c} = {sql(e)}" for c, e in self.update.items())
+        return f"ON CONFLICT ({target}) DO UPDATE SET {sets}" + (f" WHERE {sql(self.when)}" if self.when else "")
+
+    def merge(self, table: str, source: str, columns: Sequence[str]) -> str:
+        """The lake's statement: MERGE the rows of `source` into `table` by the key."""
+        cols = ", ".join(f'"{c}"' for c in columns)
+        on = " AND ".join(f"stored.{k} = incoming.{k}" for k in self.keys)
+        out = f"MERGE INTO {table} AS stored USING {source} AS incoming ON ({on})"
+        if self.update is not None:
+            sets = ", ".join(f"{c} = {e}" for c, e in self.update.items())
+            out += f" WHEN MATCHED{f' AND ({self.when})' if self.when else ''} THEN UPDATE SET {sets}"
+        values = ", ".join(f'incoming."{c}"' for c in columns)
+        return out + f" WHEN NOT MATCHED THEN INSERT ({cols}) VALUES ({values})"
+
+
 class Warehouse:
-    """One DuckDB file. Cheap to construct; opens connections only inside `connect()`."""
+    """One DuckDB file. Cheap to construct; opens connections only inside `connect()`.
+    (`warehouse.lake.LakeWarehouse` is the same interface on a DuckLake.)"""
+
+    is_lake = False
 
     def __init__(self, path: str | os.PathLike[str], lock_timeout_s: float = 300.0):
         self.path = Path(path).resolve()
@@ -57,6 +100,20 @@ class Warehouse:
 
     def __repr__(self) -> str:
         return f"Warehouse({str(self.path)!r})"
+
+    def exists(self) -> bool:
+        """Whether anything was ever written (the file exists)."""
+        return self.path.exists()
+
+    @property
+    def folder(self) -> Path:
+        """The folder beside the warehouse where its reports go."""
+        return self.path.parent
+
+    @property
+    def where(self) -> str:
+        """The warehouse as messages name it."""
+        return str(self.path)
 
     # -- connections ---------------------------------------------------------
 
@@ -120,6 +177,11 @@ class Warehouse:
             try:
                 return _attach(self.path, read_only)
             except duckdb.IOException as exc:
+                if "version number" in str(exc) and "newer version" in str(exc):
+                    raise WarehouseVersionError(
+                        f"{self.path}: written by a newer DuckDB than this project's {duckdb.__version__} "
+                        f"({str(exc).splitlines()[0]}). Build it again (make clean-data, then make demo), or "
+                        "with the DuckDB that wrote it run EXPORT DATABASE and here IMPORT DATABASE") from None
                 if "lock" not in str(exc).lower():
                     raise
                 if time.monotonic() > deadline:
@@ -232,8 +294,8 @@ class Warehouse:
         digests = self.scalar(f"SELECT string_agg(item_digest, ',' ORDER BY item_digest) FROM {table}{where}", params)
         return hashlib.sha256((digests or "").encode()).hexdigest()[:16]
 
-    def upsert(self, table: str, rows: Sequence[Mapping[str, Any]] | pa.Table, sql_tail: str = "") -> int:
-        """Insert rows; `sql_tail` may add an ON CONFLICT clause. One transaction."""
+    def upsert(self, table: str, rows: Sequence[Mapping[str, Any]] | pa.Table, conflict: OnConflict | None = None) -> int:
+        """Insert rows (what a stored key does: `conflict`). One transaction."""
         _check_ident(table)
         data = rows if isinstance(rows, pa.Table) else _typed(table, rows)
         if not data.num_rows:
@@ -241,7 +303,7 @@ class Warehouse:
         with self.connect() as con:
             con.execute("BEGIN TRANSACTION")
             try:
-                _insert(con, table, data, sql_tail)
+                _insert(con, table, data, conflict, merge=self.is_lake)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -332,11 +394,11 @@ class Writer:
         self._released = 0.0
         self._single_thread = False  # `SET threads` is the instance's: reset before the file is released
 
-    def upsert(self, table: str, rows: Sequence[Mapping[str, Any]], sql_tail: str = "",
+    def upsert(self, table: str, rows: Sequence[Mapping[str, Any]], conflict: OnConflict | None = None,
                insert_first: bool = False) -> int:
-        """Insert `rows` with `sql_tail` (an ON CONFLICT clause) in one transaction. With
+        """Insert `rows` (what a stored key does: `conflict`) in one transaction. With
         `insert_first`, a plain INSERT is tried first (several times cheaper in DuckDB) and the
-        tail is used only if a key already exists."""
+        conflict clause is used only if a key already exists."""
         _check_ident(table)
         data = _to_arrow(rows)
         if not data.num_rows:
@@ -345,15 +407,15 @@ class Writer:
         if not self._single_thread:
             con.execute("SET threads = 1")  # small commits: more threads only cost CPU
             self._single_thread = True
-        for tail in (("", sql_tail) if insert_first else (sql_tail,)):
+        for clause in ((None, conflict) if insert_first else (conflict,)):
             con.execute("BEGIN TRANSACTION")
             try:
-                _insert(con, table, data, tail)
+                _insert(con, table, data, clause)
                 con.execute("COMMIT")
                 break
             except duckdb.ConstraintException:
                 con.execute("ROLLBACK")
-                if tail == sql_tail:
+                if clause is conflict:
                     self.close()
                     raise
             except BaseException:
@@ -459,11 +521,18 @@ def _typed(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     return frame(table, rows).to_arrow()
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, sql_tail: str = "") -> None:
+def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, conflict: OnConflict | None = None,
+            merge: bool = False) -> None:
+    """Insert the rows of `data`; a key stored already is handled as `conflict` says, by ON CONFLICT
+    on the file or (`merge`) by MERGE on a lake."""
     cols = ", ".join(f'"{c}"' for c in data.column_names)
     con.register("_incoming_rows", data)
     try:
-        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming_rows {sql_tail}")
+        if conflict is not None and merge:
+            con.execute(conflict.merge(table, "_incoming_rows", data.column_names))
+            return
+        tail = conflict.on_conflict() if conflict is not None else ""
+        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming_rows {tail}")
     finally:
         try:
             con.unregister("_incoming_rows")

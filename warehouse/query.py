@@ -2,7 +2,7 @@
 
 Opens the file read-only and waits politely for a running materialisation to
 finish its current write. The warehouse path comes from the configuration
-(`warehouse.path`), or `--db FILE`. Output as an aligned table (default), CSV,
+(`warehouse.path`, or the DuckLake of `warehouse.lake`), or `--db FILE`. Output as an aligned table (default), CSV,
 Markdown or JSON; NULL is printed as NULL; values are never cut unless
 `--max-width` asks for it. A SQL error is one line on stderr (exit 1); a
 warehouse that does not exist yet is said so (exit 2) and no empty file is made.
@@ -23,7 +23,9 @@ from typing import Any
 import duckdb
 
 from configuration import load_config
+from warehouse import open_warehouse
 from warehouse.connection import Warehouse
+from warehouse.lake import LakeError
 
 FORMATS = ("table", "csv", "markdown", "json")
 
@@ -67,16 +69,21 @@ def render(names: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "tabl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m warehouse.query", description=__doc__.splitlines()[0])
     parser.add_argument("sql", help="a SQL query, e.g. \"SELECT * FROM llm.call_summary\"")
-    parser.add_argument("--db", help="DuckDB file (default: warehouse.path of the configuration)")
+    parser.add_argument("--db", help="DuckDB file (default: the configured warehouse: warehouse.path, or warehouse.lake)")
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default: table)")
     parser.add_argument("--max-width", type=int, default=0, help="cut longer values to this width (0: never)")
     args = parser.parse_args(argv)
-    path = Path(args.db) if args.db else load_config().warehouse_path()
-    if not path.exists():
-        print(f"warehouse.query: no warehouse at {path} yet; materialise an asset first (make demo)", file=sys.stderr)
+    try:
+        wh = Warehouse(Path(args.db)) if args.db else open_warehouse(load_config())
+        present = wh.exists()
+    except LakeError as exc:
+        print(f"warehouse.query: {exc}", file=sys.stderr)
+        return 2
+    if not present:
+        print(f"warehouse.query: no warehouse at {wh.where} yet; materialise an asset first (make demo)", file=sys.stderr)
         return 2
     try:
-        with Warehouse(path).connect(read_only=True) as con:
+        with wh.connect(read_only=True) as con:
             cur = con.execute(args.sql)
             names = [d[0] for d in cur.description] if cur.description else []
             rows = cur.fetchall() if names else []

@@ -209,8 +209,8 @@ def _add_missing_columns(con: duckdb.DuckDBPyConnection, name: str, columns: str
     have no value for them), and NOT NULL is dropped where the table now allows NULL."""
     schema, table = name.split(".")
     have = {r[0]: r[1] for r in con.execute(
-        "SELECT column_name, is_nullable FROM information_schema.columns WHERE table_schema = ? AND table_name = ?",
-        [schema, table]).fetchall()}
+        "SELECT column_name, is_nullable FROM information_schema.columns WHERE table_catalog = current_database() "
+        "AND table_schema = ? AND table_name = ?", [schema, table]).fetchall()}
     con.execute(f"CREATE OR REPLACE TEMP TABLE __wanted ({columns})")
     try:
         for col, typ, nullable in con.execute(
@@ -224,9 +224,35 @@ def _add_missing_columns(con: duckdb.DuckDBPyConnection, name: str, columns: str
         con.execute("DROP TABLE IF EXISTS __wanted")
 
 
+def on_lake(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether `con`'s current database is a DuckLake (warehouse/lake.py), not a DuckDB file."""
+    rows = con.execute("SELECT type FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    return bool(rows) and rows[0][0] == "ducklake"
+
+
+def lake_columns(columns: str) -> str:
+    """A table's DDL as a DuckLake takes it: DuckLake enforces no key, so `PRIMARY KEY` becomes
+    NOT NULL and a table-level key line goes (the writers keep keys unique: `OnConflict.merge`)."""
+    lines = columns.strip("\n").splitlines()
+    out: list[str] = []
+    for line in lines:
+        code, dashes, comment = line.partition("--")
+        if re.fullmatch(r"\s*PRIMARY KEY\s*\([^)]*\)\s*,?\s*", code):
+            for k in range(len(out) - 1, -1, -1):  # the column before loses its separating comma
+                before, d, c = out[k].partition("--")
+                if before.strip():
+                    out[k] = re.sub(r",(\s*)$", r"\1", before) + d + c
+                    break
+            continue
+        if "PRIMARY KEY" in code:
+            code = code.replace("PRIMARY KEY", "" if "NOT NULL" in code else "NOT NULL")
+        out.append(code + dashes + comment)
+    return "\n".join(out)
+
+
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create every schema, table and view that does not exist yet, and add new columns to
-    tables an older version created (idempotent).
+    tables an older version created (idempotent). On a DuckLake, without keys (`lake_columns`).
 
     Cheap when the file is current: one lookup of `llm.schema_version`.
     """
@@ -237,14 +263,29 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
             return
     except duckdb.Error:
         pass
+    lake = on_lake(con)
+    if lake:  # each statement would be a catalog commit of its own (~40 ms): one transaction for all
+        con.execute("BEGIN TRANSACTION")
+        try:
+            _create(con, version, lake)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        return
+    _create(con, version, lake)
+
+
+def _create(con: duckdb.DuckDBPyConnection, version: str, lake: bool) -> None:
     for schema in SCHEMAS:
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
     for name, columns in TABLES.items():
+        columns = lake_columns(columns) if lake else columns
         con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({columns})")
         _add_missing_columns(con, name, columns)
     for name, query in VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {query}")
-    comment_schema(con)
+    comment_schema(con, view_columns=not lake)
     con.execute("DROP TABLE IF EXISTS llm.schema_version")
     con.execute("CREATE TABLE llm.schema_version (version VARCHAR)")
     con.execute("COMMENT ON TABLE llm.schema_version IS 'the schema this file was last brought up to'")
@@ -379,8 +420,9 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def comment_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """COMMENT ON every table, view and column, so DESCRIBE and any SQL client explain the warehouse."""
+def comment_schema(con: duckdb.DuckDBPyConnection, view_columns: bool = True) -> None:
+    """COMMENT ON every table, view and column, so DESCRIBE and any SQL client explain the warehouse
+    (a DuckLake has no comments on view columns: `view_columns` False)."""
     for name, columns in TABLES.items():
         con.execute(f"COMMENT ON TABLE {name} IS {_quote(TABLE_DOCS.get(name, ''))}")
         for col, doc in column_docs(columns).items():
@@ -388,6 +430,8 @@ def comment_schema(con: duckdb.DuckDBPyConnection) -> None:
                 con.execute(f"COMMENT ON COLUMN {name}.{col} IS {_quote(doc)}")
     for name in VIEWS:
         con.execute(f"COMMENT ON VIEW {name} IS {_quote(TABLE_DOCS.get(name, ''))}")
+        if not view_columns:
+            continue
         schema, view = name.split(".")
         for (col,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? "
                                   "AND database_name = current_database()", [schema, view]).fetchall():

@@ -1,0 +1,169 @@
+"""One endpoint, one budget: a model's `concurrency` bounds the calls in flight to its endpoint
+across every run that calls it, not per run.
+
+Each endpoint (its base URL) has numbered slots; a call holds one while its request is in flight
+(`Slots.hold`), after the run's own semaphore lets it go. A model with `concurrency: N` may take slots
+0..N-1, so five backfills against one vLLM server never send it more than N requests at once, and
+two models served by one endpoint share its slots (the endpoint's bound is the larger of their
+concurrencies). The slots are locks that their holder's death releases, so a killed run never
+leaves one taken:
+
+- `machine` (the default): an `flock` on one small file per slot under `ledger.slots_dir`, for
+  every process on this machine;
+- `postgres`: a PostgreSQL advisory lock per slot, in the database whose libpq connection string the
+  variable `ledger.slots_env` holds (by default the lake's catalog), for every machine;
+- `run`: no slots, each run bounded by its own semaphore only.
+
+The ledger is the one place a request is sent, so the bound holds however a run was launched (the
+UI, `materialize_all`, a backfill, a notebook). Dagster's concurrency pools bound ops, not requests: a
+partitioned asset's pool is fixed when it is defined while the endpoint differs per partition, and
+one op asks the evaluated model and the judge, so they cannot express this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import os
+import random
+import tempfile
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+
+class SlotsError(RuntimeError):
+    """The shared slots cannot be used (the Postgres database unreachable, the variable unset)."""
+
+
+class Slots:
+    """The slots of one endpoint (see the module docstring); `hold(n)` takes one of the first n."""
+
+    def __init__(self, endpoint: str):
+        self.endpoint = endpoint
+        # the slots this process holds: its own lock on one would not stop a second call of ours (an
+        # flock and an advisory lock are re-entrant for their holder), so it is never tried twice
+        self._held: set[int] = set()
+        self._mutex = threading.Lock()  # event loops in several threads share this object
+
+    def _take(self, n: int) -> int | None:
+        with self._mutex:
+            free = [k for k in range(n) if k not in self._held]
+            random.shuffle(free)  # processes that start together do not all try slot 0 first
+            got = next((k for k in free if self._try(k)), None)
+            if got is not None:
+                self._held.add(got)
+            return got
+
+    @contextlib.asynccontextmanager
+    async def hold(self, n: int) -> AsyncIterator[int]:
+        delay = 0.002
+        while (got := self._take(n)) is None:
+            await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+            delay = min(delay * 2, 0.05)
+        try:
+            yield got
+        finally:
+            with self._mutex:
+                self._release(got)
+                self._held.discard(got)
+
+    def _try(self, k: int) -> bool:
+        raise NotImplementedError
+
+    def _release(self, k: int) -> None:
+        raise NotImplementedError
+
+
+class MachineSlots(Slots):
+    """Slots as `flock`s on files `<dir>/<endpoint digest>/<k>` (this machine's processes)."""
+
+    def __init__(self, endpoint: str, directory: Path):
+        super().__init__(endpoint)
+        self.dir = directory / hashlib.sha256(endpoint.encode()).hexdigest()[:16]
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "endpoint").write_text(endpoint + "\n")  # which endpoint these are, for whoever looks
+        self._fds: dict[int, int] = {}
+
+    def _try(self, k: int) -> bool:
+        fd = self._fds.get(k)
+        if fd is None:
+            fd = self._fds[k] = os.open(self.dir / str(k), os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+    def _release(self, k: int) -> None:
+        fcntl.flock(self._fds[k], fcntl.LOCK_UN)
+
+
+class PostgresSlots(Slots):
+    """Slots as PostgreSQL advisory locks (key: the endpoint's number, the slot), held by one
+    session of this process (every machine's processes)."""
+
+    def __init__(self, endpoint: str, dsn: str):
+        super().__init__(endpoint)
+        self.dsn = dsn
+        self.space = int.from_bytes(hashlib.sha256(b"benchsmith.slots:" + endpoint.encode()).digest()[:4], "big",
+                                    signed=True)
+        self._conn: Any = None
+        self._lock = threading.Lock()  # one session, used by one statement at a time
+
+    def _execute(self, sql: str, k: int) -> bool:
+        import psycopg2
+
+        with self._lock:
+            if self._conn is None or self._conn.closed:
+                try:
+                    self._conn = psycopg2.connect(self.dsn, connect_timeout=10)
+                except psycopg2.Error as exc:
+                    raise SlotsError(f"the endpoint slots' database did not answer: {type(exc).__name__}: "
+                                     f"{str(exc).replace(self.dsn, '<dsn>')[:300]}") from None
+                self._conn.autocommit = True
+            with self._conn.cursor() as cur:
+                cur.execute(sql, (self.space, k))
+                return bool(cur.fetchone()[0])
+
+    def _try(self, k: int) -> bool:
+        return self._execute("SELECT pg_try_advisory_lock(%s, %s)", k)
+
+    def _release(self, k: int) -> None:
+        self._execute("SELECT pg_advisory_unlock(%s, %s)", k)
+
+
+_ALL: dict[tuple[str, str, str], Slots] = {}
+_ALL_LOCK = threading.Lock()
+_ALL_PID = os.getpid()
+
+
+def default_dir() -> Path:
+    """`<temporary folder>/benchsmith-endpoint-slots-<uid>`: one per user of the machine."""
+    return Path(tempfile.gettempdir()) / f"benchsmith-endpoint-slots-{os.getuid()}"
+
+
+def for_endpoint(endpoint: str, how: str, directory: Path | None = None, dsn_env: str = "") -> Slots | None:
+    """This process's slots of `endpoint` (a base URL) for `ledger.endpoint_slots` = `how`; None for
+    `run`."""
+    global _ALL_PID
+    if how == "run":
+        return None
+    if how == "postgres":
+        where = os.environ.get(dsn_env, "").strip()
+        if not where:
+            raise SlotsError(f"ledger.endpoint_slots is postgres but the environment variable {dsn_env} "
+                             "(ledger.slots_env) is not set; it holds a libpq connection string")
+    else:
+        where = str(directory or default_dir())
+    with _ALL_LOCK:
+        if os.getpid() != _ALL_PID:  # a forked child holds none of its parent's locks
+            _ALL.clear()
+            _ALL_PID = os.getpid()
+        key = (how, where, endpoint)
+        if key not in _ALL:
+            _ALL[key] = PostgresSlots(endpoint, where) if how == "postgres" else MachineSlots(endpoint, Path(where))
+        return _ALL[key]

@@ -1,0 +1,399 @@
+"""The warehouse as a DuckLake with a PostgreSQL catalog (warehouse/lake.py): the file's schema and
+queries, the ledger's promises with several writers at once and after a SIGKILL, Dagster's
+instance on PostgreSQL, one endpoint's concurrency across runs, and the copy between file and lake.
+
+Each test module's server is private: `initdb` in a temporary folder on a free loopback port,
+stopped and removed when the module ends (tests/postgres.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from configuration import load_config
+from llm_calls import CallRequest, Ledger, ModelRegistry
+from llm_calls.stub_server import StubServer
+from tests.conftest import write_config
+from tests.postgres import PostgresServer, bindir
+from tests.tables_digest import VOLATILE, reply
+from tests.test_readme import readme_queries
+from warehouse import Warehouse, open_warehouse
+from warehouse.lake import LakeWarehouse
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = "BENCHSMITH_LAKE_CATALOG"
+
+
+@pytest.fixture(scope="module")
+def pg():
+    if bindir() is None:
+        if os.environ.get("BENCHSMITH_REQUIRE_POSTGRES"):
+            pytest.fail("PostgreSQL's server (initdb, pg_ctl) is not installed, and CI requires the lake tests")
+        pytest.skip("PostgreSQL's server is not installed (apt-get install postgresql)")
+    with PostgresServer() as server:
+        yield server
+
+
+_counter = iter(range(10**6))
+
+
+@pytest.fixture
+def lake_env(pg, monkeypatch):
+    """A fresh, empty lake catalog database; its connection string in the environment."""
+    dsn = pg.database(f"lake{next(_counter)}")
+    monkeypatch.setenv(ENV, dsn)
+    return dsn
+
+
+def lake_config(tmp_path: Path, models: dict, **more) -> Path:
+    data = {
+        "warehouse": {"path": str(tmp_path / "wh.duckdb"), "lake": {"catalog": "postgres", "data_path": str(tmp_path / "lake")}},
+        "ledger": {"timeout_s": 5.0, "max_attempts": 3, "backoff_base_s": 0.01, "backoff_max_s": 0.05,
+                   "progress_interval_s": 60, "slots_dir": str(tmp_path / "slots")},
+        "models": models, "evaluate": list(models), "judge": next(iter(models)), **more,
+    }
+    return write_config(tmp_path, data)
+
+
+def stub_model(stub: StubServer, concurrency: int = 4) -> dict:
+    return {"base_url": stub.base_url, "model": "stub-model", "concurrency": concurrency,
+            "sampling": {"temperature": 0.0, "max_tokens": 64}}
+
+
+def _catalog_objects(con: duckdb.DuckDBPyConnection) -> dict:
+    tables = con.execute("SELECT schema_name || '.' || table_name, comment FROM duckdb_tables() "
+                         "WHERE database_name = current_database() ORDER BY 1").fetchall()
+    views = con.execute("SELECT schema_name || '.' || view_name, comment FROM duckdb_views() "
+                        "WHERE database_name = current_database() AND NOT internal ORDER BY 1").fetchall()
+    columns = con.execute("SELECT schema_name || '.' || table_name, column_name, data_type, comment FROM duckdb_columns() "
+                          "WHERE database_name = current_database() AND table_name IN (SELECT table_name FROM "
+                          "duckdb_tables() WHERE database_name = current_database()) ORDER BY 1, 2").fetchall()
+    return {"tables": tables, "views": views, "columns": columns}
+
+
+def test_the_lake_has_the_files_tables_views_columns_and_comments(lake_env, tmp_path):
+    cfg = load_config(lake_config(tmp_path, {"m": {"base_url": "http://127.0.0.1:9/v1", "model": "x"}}))
+    lake = open_warehouse(cfg)
+    assert isinstance(lake, LakeWarehouse)
+    with lake.connect() as con, Warehouse(tmp_path / "file.duckdb").connect() as fcon:
+        in_lake, in_file = _catalog_objects(con), _catalog_objects(fcon)
+        assert con.execute("SELECT type FROM duckdb_databases() WHERE database_name = current_database()"
+                           ).fetchall() == [("ducklake",)]
+    assert len(in_lake["tables"]) > 20 and len(in_lake["views"]) > 20
+    assert in_lake == in_file
+    # the data is Parquet under the data path once rows are written
+    lake.upsert("sources.records", [{"dataset": "d", "source": "fld", "subset": "s", "split": "test", "source_id": "1",
+                                     "origin": "o", "row_number": 1, "context": "c", "question": "q", "extra": "{}"}])
+    assert list((tmp_path / "lake").rglob("*.parquet"))
+
+
+def test_every_readme_query_runs_on_the_lake(lake_env, tmp_path):
+    lake = open_warehouse(load_config(lake_config(tmp_path, {"m": {"base_url": "http://127.0.0.1:9/v1", "model": "x"}})))
+    failed = []
+    for query in readme_queries():
+        try:
+            lake.rows(query)
+        except duckdb.Error as exc:
+            failed.append(f"{query[:80]!r}: {exc}")
+    assert not failed, "\n".join(failed)
+
+
+def test_a_plain_duckdb_client_reads_the_lake_the_project_wrote(lake_env, tmp_path):
+    cfg = load_config(lake_config(tmp_path, {"m": {"base_url": "http://127.0.0.1:9/v1", "model": "x"}}))
+    open_warehouse(cfg).upsert("sources.records", [{
+        "dataset": "d", "source": "fld", "subset": "s", "split": "test", "source_id": "1", "origin": "o",
+        "row_number": 1, "context": "c", "question": "q?", "extra": "{}"}])
+    from warehouse.lake import extension_file
+
+    client = textwrap.dedent(f"""
+        import duckdb
+        con = duckdb.connect()
+        con.execute("LOAD '{extension_file('ducklake')}'")
+        con.execute("LOAD '{extension_file('postgres_scanner')}'")
+        con.execute("ATTACH 'ducklake:postgres:{lake_env}' AS benchsmith (DATA_PATH '{tmp_path / 'lake'}')")
+        print(con.execute("SELECT question FROM benchsmith.sources.records").fetchall())
+    """)
+    out = subprocess.run([sys.executable, "-c", client], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[('q?',)]"
+
+
+ASK = textwrap.dedent("""
+    import sys
+    from configuration import load_config
+    from llm_calls import CallRequest, Ledger, ModelRegistry
+    from warehouse import open_warehouse
+    cfg = load_config(sys.argv[1])
+    with ModelRegistry(cfg) as reg:
+        results = Ledger(open_warehouse(cfg), reg).complete(
+            sys.argv[2], [CallRequest([{"role": "user", "content": f"item {i}"}]) for i in range(int(sys.argv[3]))])
+    assert all(r.ok for r in results)
+""")
+
+
+def test_two_writers_asking_the_same_requests_at_once_leave_one_row_per_key(lake_env, tmp_path):
+    n = 120
+    with StubServer(delay_s=0.02) as stub:
+        path = lake_config(tmp_path, {"m": stub_model(stub, 8)})
+        procs = [subprocess.Popen([sys.executable, "-c", ASK, str(path), "m", str(n)], cwd=ROOT) for _ in range(2)]
+        assert [p.wait(timeout=180) for p in procs] == [0, 0]
+        asked = len(stub.contents())
+    wh = open_warehouse(load_config(path))
+    assert wh.rows("SELECT count(*) AS rows, count(DISTINCT key) AS keys, count(*) FILTER (status = 'ok') AS ok "
+                   "FROM llm.calls") == [{"rows": n, "keys": n, "ok": n}]
+    # both really ran at once: some requests were sent by both (the lake kept one row of each)
+    assert n <= asked <= 2 * n
+
+
+KILLED = textwrap.dedent("""
+    import sys
+    from configuration import load_config
+    from llm_calls import CallRequest, Ledger, ModelRegistry
+    from warehouse import open_warehouse
+    cfg = load_config(sys.argv[1])
+    with ModelRegistry(cfg) as reg:
+        Ledger(open_warehouse(cfg), reg).complete(
+            "m", [CallRequest([{"role": "user", "content": f"item {i}"}]) for i in range(int(sys.argv[2]))])
+""")
+
+
+def test_a_writer_killed_mid_run_loses_only_its_calls_in_flight_and_the_rerun_repeats_none(lake_env, tmp_path):
+    n, concurrency = 300, 4
+    with StubServer(delay_s=0.03) as stub:
+        path = lake_config(tmp_path, {"m": stub_model(stub, concurrency)})
+        child = subprocess.Popen([sys.executable, "-c", KILLED, str(path), str(n)], cwd=ROOT)
+        deadline = time.monotonic() + 120
+        while len(stub.requests) < n // 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        first = set(stub.contents())
+        assert n // 2 <= len(first) < n  # really killed mid-batch
+        cfg = load_config(path)
+        wh = open_warehouse(cfg)
+        committed = {json.loads(r["request"])["messages"][0]["content"]
+                     for r in wh.rows("SELECT request FROM llm.calls WHERE status = 'ok'")}
+        # lost: at most the calls in flight and the answers waiting for their commit (the bound)
+        assert len(first - committed) <= 2 * concurrency
+        stub.requests.clear()
+        with ModelRegistry(cfg) as reg:
+            results = Ledger(wh, reg).complete("m", [CallRequest([{"role": "user", "content": f"item {i}"}])
+                                                     for i in range(n)])
+        rerun = stub.contents()
+    assert all(r.ok for r in results)
+    assert not committed & set(rerun), "a call committed before the kill was requested again"
+    assert len(rerun) == len(set(rerun)) == n - len(committed)
+    assert wh.rows("SELECT count(*) AS n, count(DISTINCT key) AS keys FROM llm.calls") == [{"n": n, "keys": n}]
+
+
+def _two_runs(tmp_path: Path, stub: StubServer, how: str) -> int:
+    """Two processes, each with its own warehouse (two users' runs, or two machines': each its own
+    slot folder too when the slots are in Postgres), each a model with `concurrency: 4` on `stub`;
+    the stub's peak of requests at once."""
+    paths = []
+    for model in "ab":
+        folder = tmp_path / f"{how}-{model}"
+        folder.mkdir()
+        data = {"warehouse": {"path": str(folder / "wh.duckdb")},
+                "ledger": {"timeout_s": 5.0, "progress_interval_s": 60, "endpoint_slots": how,
+                           "slots_dir": str(folder if how == "postgres" else tmp_path / "slots")},
+                "models": {model: stub_model(stub, 4)}, "evaluate": [model], "judge": model}
+        paths.append(write_config(folder, data))
+    procs = [subprocess.Popen([sys.executable, "-c", ASK, str(p), m, "120"], cwd=ROOT) for p, m in zip(paths, "ab")]
+    assert [p.wait(timeout=180) for p in procs] == [0, 0]
+    assert len(stub.contents()) == 240
+    return stub.peak_in_flight
+
+
+def test_two_runs_on_one_endpoint_never_send_it_more_than_its_concurrency(tmp_path):
+    """`endpoint_slots: machine`: at most 4 at once; with `run` (per run only) the same two runs
+    send more, so the stub would see a breach."""
+    peaks = {}
+    for how in ("machine", "run"):
+        with StubServer(delay_s=0.05) as stub:
+            peaks[how] = _two_runs(tmp_path, stub, how)
+    assert peaks["machine"] <= 4
+    assert peaks["run"] > 4
+
+
+def test_two_runs_on_two_machines_share_the_endpoints_slots_through_postgres(lake_env, tmp_path):
+    with StubServer(delay_s=0.05) as stub:
+        assert _two_runs(tmp_path, stub, "postgres") <= 4
+
+
+def test_migrate_copies_a_file_into_a_lake_and_back_with_every_table_and_the_ledger(lake_env, tmp_path, monkeypatch):
+    from warehouse.migrate import main as migrate
+
+    with StubServer(delay_s=0.0, responder=reply) as stub:
+        path = lake_config(tmp_path, {"m": stub_model(stub)})
+        cfg = load_config(path)
+        file = Warehouse(cfg.warehouse_path())
+        with ModelRegistry(cfg) as reg:
+            Ledger(file, reg).complete("m", [CallRequest([{"role": "user", "content": f"q {i}"}]) for i in range(30)])
+        file.upsert("sources.records", [{"dataset": "d", "source": "fld", "subset": "s", "split": "test",
+                                         "source_id": str(i), "origin": "o", "row_number": i, "context": "c",
+                                         "question": "q", "extra": "{}", "choices": "[1, 2]"} for i in range(5)])
+    monkeypatch.setenv("BENCHSMITH_CONFIG", str(path))
+    assert migrate(["--to-lake"]) == 0
+    lake = open_warehouse(cfg)
+    assert lake.rows("SELECT count(*) AS n, count(DISTINCT key) AS k FROM llm.calls") == [{"n": 30, "k": 30}]
+    assert migrate(["--to-lake"]) == 2  # the lake holds rows now: refused without --replace
+    assert migrate(["--to-file", str(tmp_path / "back.duckdb")]) == 0
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{tmp_path / 'wh.duckdb'}' AS a (READ_ONLY)")
+    con.execute(f"ATTACH '{tmp_path / 'back.duckdb'}' AS b (READ_ONLY)")
+    for table in ("llm.calls", "sources.records"):
+        assert con.execute(f"SELECT count(*) FROM (SELECT * FROM a.{table} EXCEPT ALL SELECT * FROM b.{table})"
+                           ).fetchall() == [(0,)]
+        assert con.execute(f"SELECT count(*) FROM b.{table}").fetchall()[0][0] in (30, 5)
+    con.close()
+    # the ledger answers from the copy: nothing is asked again
+    with StubServer() as stub2:
+        cfg2 = load_config(write_config(tmp_path, {**yaml.safe_load(path.read_text()),
+                                                    "warehouse": {"path": str(tmp_path / "back.duckdb")}}, "back.yaml"))
+        with ModelRegistry(cfg2) as reg:
+            again = Ledger(Warehouse(cfg2.warehouse_path()), reg).complete(
+                "m", [CallRequest([{"role": "user", "content": f"q {i}"}]) for i in range(30)])
+        assert all(r.cached for r in again) and not stub2.requests
+
+
+def test_the_catalogs_connection_string_is_never_stored(lake_env, pg, tmp_path, monkeypatch):
+    """A password in the catalog's connection string stays in the environment: not in the
+    warehouse's tables, not in the Dagster resource, not in an error."""
+    monkeypatch.setenv(ENV, lake_env + " password=s3cret-pw")
+    with StubServer() as stub:
+        cfg = load_config(lake_config(tmp_path, {"m": stub_model(stub)}))
+        wh = open_warehouse(cfg)
+        with ModelRegistry(cfg) as reg:
+            Ledger(wh, reg).complete("m", [CallRequest([{"role": "user", "content": "hello"}])])
+    from assets.definitions import build_definitions
+
+    defs = build_definitions(cfg.source)
+    assert "s3cret" not in json.dumps(defs.resources["warehouse"].model_dump(), default=str)
+    with wh.connect(read_only=True) as con:
+        for (table,) in con.execute("SELECT schema_name || '.' || table_name FROM duckdb_tables() "
+                                    "WHERE database_name = current_database()").fetchall():
+            assert "s3cret" not in repr(con.execute(f"SELECT * FROM {table}").fetchall()), table
+    monkeypatch.setenv(ENV, f"dbname=nowhere host=127.0.0.1 port={pg.port} user=bench password=s3cret-pw")
+    with pytest.raises(Exception) as err:
+        open_warehouse(cfg).exists()
+    assert "s3cret" not in str(err.value) and ENV in str(err.value)
+
+
+def test_a_lake_on_a_sqlite_catalog_serves_one_machine(tmp_path):
+    with StubServer() as stub:
+        data = {"warehouse": {"path": str(tmp_path / "wh.duckdb"),
+                              "lake": {"catalog": "sqlite", "catalog_path": "catalog.sqlite", "data_path": "lake"}},
+                "models": {"m": stub_model(stub)}, "evaluate": ["m"], "judge": "m"}
+        cfg = load_config(write_config(tmp_path, data))
+        wh = open_warehouse(cfg)
+        with ModelRegistry(cfg) as reg:
+            Ledger(wh, reg).complete("m", [CallRequest([{"role": "user", "content": f"x {i}"}]) for i in range(20)])
+            again = Ledger(wh, reg).complete("m", [CallRequest([{"role": "user", "content": f"x {i}"}]) for i in range(20)])
+    assert all(r.cached for r in again)
+    assert (tmp_path / "catalog.sqlite").exists() and list((tmp_path / "lake").rglob("*.parquet"))
+    assert wh.rows("SELECT count(DISTINCT key) AS k FROM llm.calls") == [{"k": 20}]
+
+
+# -- four runs at once: one lake, one Dagster instance on PostgreSQL -----------------------------------
+
+def _compare(lake: LakeWarehouse, file: Path) -> list[str]:
+    """Tables whose rows differ between the lake and the file (volatile columns left out; see
+    tests/tables_digest.py), EXCEPT ALL both ways."""
+    from warehouse.lake import _attached
+    from warehouse.schema import TABLES
+
+    con = _attached(lake._catalog, lake.data_path, lake.label).cursor()
+    con.execute(f"ATTACH '{file}' AS one (READ_ONLY)")
+    bad = []
+    try:
+        for table in TABLES:
+            cols = [c for (c,) in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE database_name = 'one' AND schema_name || '.' || "
+                "table_name = ? ORDER BY column_index", [table]).fetchall()
+                if not VOLATILE.search(c) and c not in ("total_attempts", "probe_cached")]
+            sel = ", ".join(f'"{c}"' for c in cols)
+            a, b = f"SELECT {sel} FROM benchsmith.{table}", f"SELECT {sel} FROM one.{table}"
+            only = con.execute(f"SELECT (SELECT count(*) FROM ({a} EXCEPT ALL {b})), "
+                               f"(SELECT count(*) FROM ({b} EXCEPT ALL {a})), (SELECT count(*) FROM ({b}))").fetchall()[0]
+            if only[0] or only[1]:
+                bad.append(f"{table}: {only[0]} rows only in the lake, {only[1]} only in the one-process file "
+                           f"({only[2]} there)")
+    finally:
+        con.execute("DETACH one")
+        con.close()
+    return bad
+
+
+def test_four_runs_at_once_into_one_lake_and_one_dagster_instance_make_the_tables_one_run_makes(lake_env, pg, tmp_path):
+    """Four processes, as four machines would be, each evaluating its own model (own endpoint)
+    into one lake, recording their runs in one Dagster instance on PostgreSQL; afterwards every
+    table equals a one-process run's of all four models into a file, and `llm.calls` has one row
+    per key. Left out of the comparison besides the volatile columns: `total_attempts` (a judge
+    request two runs asked at once is one row whose attempts count both) and `probe_cached` (each
+    run probes every model, and the later runs' probes are answered from the ledger).)"""
+    stubs = [StubServer(delay_s=0.01, responder=reply).start() for _ in range(4)]
+    try:
+        models = {f"m{k}": stub_model(s) for k, s in enumerate(stubs, 1)}
+        # Instruction Boundary on two generated datasets and the miscellany, four settings: a slice
+        # per model, its judge calls shared (the judge is m1)
+        ib = {"datasets": {"fld": {"form": "judging", "generator": "fld", "count": {"demo": 2, "paper": 600}},
+                           "arithmetic": {"form": "single", "generator": "arithmetic", "count": {"demo": 2, "paper": 300}}},
+              "settings": ["vanilla", "multi_turn", "conformity", "disturbing_miscellany"]}
+        path = lake_config(tmp_path, models, scale="demo", ib=ib)
+        base = yaml.safe_load(path.read_text())
+        home = tmp_path / "dagster"
+        home.mkdir()
+        (home / "dagster.yaml").write_text((ROOT / "dagster.postgres.yaml").read_text())
+        env = {**os.environ, "BENCHSMITH_CONFIG": str(path), "DAGSTER_HOME": str(home), ENV: lake_env,
+               "BENCHSMITH_DAGSTER_PG_URL": pg.url(_dagster_db(pg))}
+        # the instance's tables are made once, as `dagster instance migrate` does on a new database
+        subprocess.run([sys.executable, "-c", "import dagster as dg; dg.DagsterInstance.get().upgrade()"],
+                       cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
+        select = ["--select", "ib"]
+        procs = [subprocess.Popen([sys.executable, "-m", "assets.materialize_all", *select, "--model", m],
+                                  cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for m in models]
+        outs = [p.communicate(timeout=900)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0] * 4, "\n\n".join(o[-2500:] for o in outs)
+        one = {**base, "warehouse": {"path": str(tmp_path / "one.duckdb")}}
+        one_path = write_config(tmp_path, one, "one.yaml")
+        solo = subprocess.run([sys.executable, "-m", "assets.materialize_all", *select], cwd=ROOT,
+                              env={**env, "BENCHSMITH_CONFIG": str(one_path), "DAGSTER_HOME": str(tmp_path)},
+                              capture_output=True, text=True, timeout=900)
+        assert solo.returncode == 0, solo.stdout[-3000:] + solo.stderr[-3000:]
+    finally:
+        for s in stubs:
+            s.stop()
+    lake = open_warehouse(load_config(path))
+    assert isinstance(lake, LakeWarehouse)
+    assert lake.rows("SELECT count(*) AS n, count(DISTINCT key) AS k FROM llm.calls")[0]["n"] == \
+        lake.rows("SELECT count(DISTINCT key) AS k FROM llm.calls")[0]["k"]
+    assert lake.scalar("SELECT count(DISTINCT model) FROM ib.responses") == 4
+    assert _compare(lake, tmp_path / "one.duckdb") == []
+    # the four runs' history is in the one instance
+    import dagster as dg
+
+    os.environ["BENCHSMITH_DAGSTER_PG_URL"] = env["BENCHSMITH_DAGSTER_PG_URL"]
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            runs = instance.get_run_records()
+            assert {r.dagster_run.tags.get("benchsmith/models") for r in runs} >= set(models)
+    finally:
+        os.environ.pop("BENCHSMITH_DAGSTER_PG_URL", None)
+
+
+def _dagster_db(pg: PostgresServer) -> str:
+    name = f"dagster{next(_counter)}"
+    pg.database(name)
+    return name
