@@ -397,3 +397,45 @@ def _dagster_db(pg: PostgresServer) -> str:
     name = f"dagster{next(_counter)}"
     pg.database(name)
     return name
+
+
+REWRITE = textwrap.dedent("""
+    import sys
+    from configuration import load_config
+    from warehouse import open_warehouse
+    wh = open_warehouse(load_config(sys.argv[1]))
+    v = 0
+    while True:
+        v += 1
+        rows = [{"dataset": "d", "source": "fld", "subset": "s", "split": "test", "source_id": str(i), "origin": f"v{v}",
+                 "row_number": i, "context": "c" * 200, "question": "q", "extra": "{}"} for i in range(3000)]
+        print("begin", v, flush=True)
+        wh.replace_partition("sources.records", rows, {"dataset": "d"})
+        print("done", v, flush=True)
+""")
+
+
+def test_a_writer_killed_mid_commit_leaves_the_partition_whole_and_the_lock_free(lake_env, tmp_path):
+    """SIGKILL while a partition is being replaced: it holds the old version or the new one, all
+    3000 rows of one version, and the next writer gets the write lock at once."""
+    path = lake_config(tmp_path, {"m": {"base_url": "http://127.0.0.1:9/v1", "model": "x"}},
+                       warehouse={"path": str(tmp_path / "wh.duckdb"), "lock_timeout_s": 20,
+                                  "lake": {"catalog": "postgres", "data_path": str(tmp_path / "lake")}})
+    wh = open_warehouse(load_config(path))
+    mid_write = 0
+    for attempt in range(10):
+        child = subprocess.Popen([sys.executable, "-u", "-c", REWRITE, str(path)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        lines = [child.stdout.readline() for _ in range(3 + attempt % 3)]  # some versions written
+        time.sleep(0.02 * attempt)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        lines += child.stdout.readlines()
+        mid_write += lines[-1].startswith("begin")
+        got = wh.rows("SELECT count(*) AS n, count(DISTINCT origin) AS versions FROM sources.records WHERE dataset = 'd'")
+        assert got == [{"n": 3000, "versions": 1}], (lines[-2:], got)
+        if mid_write >= 2:
+            break
+    assert mid_write >= 2, "the kills never landed inside a write"
+    t0 = time.monotonic()
+    wh.replace_partition("sources.records", [], {"dataset": "d"})
+    assert time.monotonic() - t0 < 10  # the killed writers' lock went with their sessions

@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import duckdb
 import pytest
@@ -230,3 +231,35 @@ def test_rows_are_written_with_the_declared_types_whatever_python_made_them():
     f = frame("ib.metrics", [{"model": "m", "setting": "s", "form": "f", "metric": "Acc", "category": "-",
                               "value": 1, "n_failed": 0}])
     assert str(f.schema["value"]) == "Float64" and str(f.schema["n_failed"]) == "Int32"
+
+
+def test_a_file_written_by_a_newer_duckdb_is_refused_naming_the_file_and_what_to_do(tmp_path, monkeypatch):
+    """DuckDB 1.4 cannot read a file DuckDB 2.x wrote; the message (DuckDB's own, as 1.4.4 words it
+    for a file of 2.0.1) becomes one that names the file and the way out."""
+    from warehouse import connection
+
+    def newer(path, read_only):
+        raise duckdb.IOException("IO Error: Trying to read a database file with version number 999, but we can only "
+                                 "read versions between 64 and 67.\nThe database file was created with an newer "
+                                 "version of DuckDB.")
+
+    monkeypatch.setattr(connection, "_attach", newer)
+    path = tmp_path / "new.duckdb"
+    path.write_bytes(b"")
+    t0 = time.monotonic()
+    with pytest.raises(connection.WarehouseVersionError) as err:
+        Warehouse(path, lock_timeout_s=30).rows("SELECT 1")
+    assert str(path) in str(err.value) and "EXPORT DATABASE" in str(err.value) and "make clean-data" in str(err.value)
+    assert time.monotonic() - t0 < 5  # refused at once, not retried as a lock
+
+
+def test_a_corrupt_file_is_an_error_at_once_not_a_lock_to_wait_for(tmp_path):
+    path = tmp_path / "bad.duckdb"
+    duckdb.connect(str(path)).close()
+    data = bytearray(path.read_bytes())
+    data[20:28] = b"\xff" * 8  # breaks the header's checksum ("... in block at location 0")
+    path.write_bytes(bytes(data))
+    t0 = time.monotonic()
+    with pytest.raises(duckdb.IOException, match="block"):
+        Warehouse(path, lock_timeout_s=30).rows("SELECT 1")
+    assert time.monotonic() - t0 < 5

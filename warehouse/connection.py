@@ -182,7 +182,8 @@ class Warehouse:
                         f"{self.path}: written by a newer DuckDB than this project's {duckdb.__version__} "
                         f"({str(exc).splitlines()[0]}). Build it again (make clean-data, then make demo), or "
                         "with the DuckDB that wrote it run EXPORT DATABASE and here IMPORT DATABASE") from None
-                if "lock" not in str(exc).lower():
+                # DuckDB's "Could not set lock on file ...: Conflicting lock is held" (not any "block")
+                if not re.search(r"could not set lock|conflicting lock", str(exc), re.I):
                     raise
                 if time.monotonic() > deadline:
                     raise WarehouseLockTimeout(
