@@ -47,3 +47,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/llm_ledger.py
 	$(BIN)/python benchmarks/demo_calls.py
 	$(BIN)/python benchmarks/llama_build.py
+	$(BIN)/python benchmarks/lake_writers.py

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -439,3 +440,48 @@ def test_a_writer_killed_mid_commit_leaves_the_partition_whole_and_the_lock_free
     t0 = time.monotonic()
     wh.replace_partition("sources.records", [], {"dataset": "d"})
     assert time.monotonic() - t0 < 10  # the killed writers' lock went with their sessions
+
+
+def test_the_readmes_lake_configuration_is_valid_and_its_dagster_storage_is_the_shipped_files(tmp_path):
+    from tests.test_readme import README
+
+    section = README[README.index("### Beyond one machine"):]
+    lake_yaml, storage_yaml = re.findall(r"```yaml\n(.*?)```", section, re.S)[:2]
+    data = {**yaml.safe_load(lake_yaml), "models": {"m": {"base_url": "http://127.0.0.1:9/v1", "model": "x"}},
+            "evaluate": ["m"], "judge": "m"}
+    cfg = load_config(write_config(tmp_path, data))
+    assert cfg.warehouse.lake.catalog == "postgres" and cfg.ledger.endpoint_slots == "postgres"
+    assert cfg.warehouse.lake.catalog_env == ENV
+    shipped = yaml.safe_load((ROOT / "dagster.postgres.yaml").read_text())
+    assert yaml.safe_load(storage_yaml) == {"storage": shipped["storage"]}
+    # the command that prints the extensions' files, as the README gives it
+    command = re.sub(r"\s+", " ", re.search(r'`python -c "(from warehouse\.lake import.*?)"`', section, re.S).group(1))
+    out = subprocess.run([sys.executable, "-c", command], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    files = out.stdout.split()
+    assert len(files) == 2 and all(Path(f).exists() and f.endswith(".duckdb_extension") for f in files)
+
+
+def test_on_the_lake_a_failure_is_recorded_replaced_by_the_next_success_and_never_overwrites_one(lake_env, tmp_path):
+    with StubServer() as stub:
+        cfg = load_config(lake_config(tmp_path, {"m": stub_model(stub)}))
+        wh = open_warehouse(cfg)
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(wh, reg)
+            prompt = [{"role": "user", "content": "[[stub: status=500 times=3]] q"}]  # run 1's 3 attempts fail
+            first = ledger.complete("m", [CallRequest(prompt)])[0]
+            assert not first.ok and first.text is None and "HTTP 500" in first.error
+            row = wh.rows("SELECT status, response_text, attempts, total_attempts FROM llm.calls")
+            assert row == [{"status": "failed", "response_text": None, "attempts": 3, "total_attempts": 3}]
+            second = ledger.complete("m", [CallRequest(prompt)])[0]
+            assert second.ok and not second.cached
+            assert wh.rows("SELECT status, attempts, total_attempts FROM llm.calls") == [
+                {"status": "ok", "attempts": 1, "total_attempts": 4}]
+    # a late failure for the same key (another run's) leaves the success as it was
+    from llm_calls.ledger import _UPSERT
+
+    stored = wh.rows("SELECT * FROM llm.calls")[0]
+    wh.writer().upsert("llm.calls", [{**stored, "status": "failed", "response_text": None, "error": "late", "attempts": 2}],
+                       _UPSERT)
+    after = wh.rows("SELECT status, response_text, error, total_attempts FROM llm.calls")
+    assert after == [{"status": "ok", "response_text": stored["response_text"], "error": None, "total_attempts": 4}]
