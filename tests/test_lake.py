@@ -485,3 +485,25 @@ def test_on_the_lake_a_failure_is_recorded_replaced_by_the_next_success_and_neve
                        _UPSERT)
     after = wh.rows("SELECT status, response_text, error, total_attempts FROM llm.calls")
     assert after == [{"status": "ok", "response_text": stored["response_text"], "error": None, "total_attempts": 4}]
+
+
+def test_compact_merges_the_ledgers_small_files_and_keeps_every_row(lake_env, tmp_path, monkeypatch, capsys):
+    from warehouse.lake import main as lake_command
+
+    with StubServer() as stub:
+        path = lake_config(tmp_path, {"m": stub_model(stub)})
+        cfg = load_config(path)
+        wh = open_warehouse(cfg)
+        with ModelRegistry(cfg) as reg:
+            for k in range(6):  # six batches: six commits at least, each its own small file
+                Ledger(wh, reg).complete("m", [CallRequest([{"role": "user", "content": f"b{k} q{i}"}]) for i in range(5)])
+    rows = wh.rows("SELECT * FROM llm.calls ORDER BY key")
+    before = wh.files()
+    assert before >= 6
+    monkeypatch.setenv("BENCHSMITH_CONFIG", str(path))
+    assert lake_command(["compact", "--keep-days", "0"]) == 0
+    assert wh.files() < before
+    assert f"{before} data files before" in capsys.readouterr().out
+    assert wh.rows("SELECT * FROM llm.calls ORDER BY key") == rows
+    parquet = {p.name for p in (tmp_path / "lake").rglob("*.parquet")}
+    assert len(parquet) == wh.files()  # the merged-away files are deleted from the data path too

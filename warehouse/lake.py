@@ -177,6 +177,27 @@ class LakeWarehouse(Warehouse):
         return LakeWriter(self)
 
 
+    def files(self) -> int:
+        """Parquet data files the lake's current tables reference."""
+        with self.connect(read_only=True) as con:
+            return con.execute(f"SELECT count(*) FROM __ducklake_metadata_{_CATALOG}.ducklake_data_file "
+                               "WHERE end_snapshot IS NULL").fetchall()[0][0]
+
+    def compact(self, keep_days: float = 7.0) -> tuple[int, int]:
+        """Maintenance: every ledger commit writes a small Parquet file, and reads slow down as they
+        pile up. Under the write lock (no writer is mid-transaction): merge adjacent small files,
+        expire snapshots older than `keep_days` (time travel to them ends) and delete the files
+        no snapshot references any more, and the files killed writers left unreferenced. Returns
+        the data files before and after."""
+        before = self.files()
+        with self.connect() as con:
+            con.execute(f"CALL ducklake_merge_adjacent_files('{_CATALOG}')")
+            con.execute(f"CALL ducklake_expire_snapshots('{_CATALOG}', older_than => now() - INTERVAL ({float(keep_days)} * 86400) SECOND)")
+            con.execute(f"CALL ducklake_cleanup_old_files('{_CATALOG}', cleanup_all => true)")
+            con.execute(f"CALL ducklake_delete_orphaned_files('{_CATALOG}', cleanup_all => true)")
+        return before, self.files()
+
+
 class LakeWriter:
     """The ledger's writer on a lake: each upsert is one transaction under the write lock, merged
     by key (`OnConflict.merge`); between them the lock is free, so writers in other processes and on
@@ -343,3 +364,31 @@ def open_lake(catalog: str, catalog_env: str, catalog_path: Path | None, data_pa
         return LakeWarehouse(f"postgres:{dsn}", data_path, f"postgres catalog ${catalog_env}", folder, lock_timeout_s)
     assert catalog_path is not None
     return LakeWarehouse(f"sqlite:{catalog_path}", data_path, f"sqlite catalog {catalog_path}", folder, lock_timeout_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m warehouse.lake compact [--keep-days N]`: the configured lake's maintenance."""
+    import argparse
+    import sys
+
+    from configuration import ConfigError, load_config
+    from warehouse import open_warehouse
+
+    parser = argparse.ArgumentParser(prog="python -m warehouse.lake", description="Maintenance of the configured lake.")
+    parser.add_argument("command", choices=["compact"])
+    parser.add_argument("--keep-days", type=float, default=7.0, help="snapshots younger than this stay (time travel)")
+    args = parser.parse_args(argv)
+    try:
+        wh = open_warehouse(load_config())
+        if not isinstance(wh, LakeWarehouse):
+            raise ConfigError("warehouse.lake is not set: the warehouse is the DuckDB file")
+        before, after = wh.compact(args.keep_days)
+    except (ConfigError, LakeError) as exc:
+        print(f"warehouse.lake: {exc}", file=sys.stderr)
+        return 2
+    print(f"{wh.where}: {before} data files before, {after} after")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
