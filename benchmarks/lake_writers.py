@@ -10,7 +10,7 @@ its endpoint). Printed per backend and number of workers: calls, the bound, the 
 calls per second, and the checks: every call a row, one row per key, no failure. A private
 PostgreSQL is started in a temporary folder and stopped at the end (tests/postgres.py).
 
-    python benchmarks/lake_writers.py [--workers 1 2 4] [--calls 400] [--delay 0.2] [--concurrency 16]
+    python benchmarks/lake_writers.py [--workers 1 2 4] [--calls 400] [--delay 0.5] [--concurrency 8]
 """
 
 from __future__ import annotations
@@ -100,8 +100,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--calls", type=int, default=400)
-    parser.add_argument("--delay", type=float, default=0.2)
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--delay", type=float, default=0.5)
+    parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args()
     stubs = [stub(args.delay) for _ in range(max(args.workers))]
     rows = []
