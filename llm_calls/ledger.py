@@ -60,8 +60,9 @@ import httpx2
 import openai
 
 from configuration import LedgerConfig
-from llm_calls import batch, slots
+from llm_calls import batch
 from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling, model_messages, redact, wire_params
+from llm_calls.slots import Slots, for_endpoint
 from warehouse import OnConflict, Warehouse
 
 # Parameters the openai client takes by name; anything else (top_k, min_p, ...) goes in extra_body.
@@ -499,7 +500,7 @@ class Ledger:
     async def _call(
         self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, ep: Endpoint, identity: str,
         purpose: str, key: str, req: CallRequest, params: dict[str, Any], secrets: Sequence[str] = (),
-        shared: slots.Slots | None = None,
+        shared: Slots | None = None,
     ) -> tuple[CallResult, dict[str, Any]]:
         sent = sent_params(ep, key, params)
         named = {k: v for k, v in sent.items() if k in _CLIENT_PARAMS}
@@ -596,11 +597,11 @@ class Ledger:
                              sample_index=req.sample_index, latency=latency, attempts=attempts,
                              run_id=self.run_id, created=created)
 
-    def _slots(self, ep: Endpoint) -> slots.Slots | None:
+    def _slots(self, ep: Endpoint) -> Slots | None:
         """The endpoint's slots shared with every other run (`ledger.endpoint_slots`)."""
         how = self.config.endpoint_slots
         directory = self.registry.config.beside(self.config.slots_dir) if self.config.slots_dir else None
-        return slots.for_endpoint(ep.base_url, how, directory, self.config.slots_env)
+        return for_endpoint(ep.base_url, how, directory, self.config.slots_env)
 
     def _refused(self, ep: Endpoint, param: str, error: str) -> str:
         """Record that `ep`'s model refuses `param`: the error every call that sends it gets, with
