@@ -217,12 +217,30 @@ def _two_runs(tmp_path: Path, stub: StubServer, how: str) -> int:
 
 
 def test_two_runs_on_one_endpoint_never_send_it_more_than_its_concurrency(tmp_path):
-    """`endpoint_slots: machine`: at most 4 at once; with `run` (per run only) the same two runs
-    send more, so the stub would see a breach."""
+    """Two `materialize_all` runs at once (two users' backfills, each its own warehouse), each
+    evaluating Instruction Boundary with a model of `concurrency: 4` on the same endpoint: the stub
+    never holds more than 4 requests (`endpoint_slots: machine`, the default); with `run` (each run
+    bounded alone) the same two runs send it more, so the test would see a breach."""
+    ib = {"datasets": {"fld": {"form": "judging", "generator": "fld", "count": {"demo": 12, "paper": 600}}},
+          "settings": ["vanilla", "conformity"]}
     peaks = {}
     for how in ("machine", "run"):
-        with StubServer(delay_s=0.05) as stub:
-            peaks[how] = _two_runs(tmp_path, stub, how)
+        with StubServer(delay_s=0.05, responder=reply) as stub:
+            procs = []
+            for model in ("a", "b"):
+                folder = tmp_path / f"{how}-{model}"
+                folder.mkdir()
+                data = {"warehouse": {"path": str(folder / "wh.duckdb")}, "scale": "demo", "ib": ib,
+                        "ledger": {"timeout_s": 5.0, "progress_interval_s": 60, "endpoint_slots": how,
+                                   "slots_dir": str(tmp_path / "slots")},
+                        "models": {model: stub_model(stub, 4)}, "evaluate": [model], "judge": model}
+                env = {**os.environ, "BENCHSMITH_CONFIG": str(write_config(folder, data)), "DAGSTER_HOME": str(folder)}
+                procs.append(subprocess.Popen([sys.executable, "-m", "assets.materialize_all", "--select", "ib"], cwd=ROOT,
+                                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            outs = [p.communicate(timeout=600)[0] for p in procs]
+            assert [p.returncode for p in procs] == [0, 0], "\n".join(o[-2000:] for o in outs)
+            assert len(stub.contents()) > 100
+            peaks[how] = stub.peak_in_flight
     assert peaks["machine"] <= 4
     assert peaks["run"] > 4
 

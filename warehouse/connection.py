@@ -180,8 +180,8 @@ class Warehouse:
                 if "version number" in str(exc) and "newer version" in str(exc):
                     raise WarehouseVersionError(
                         f"{self.path}: written by a newer DuckDB than this project's {duckdb.__version__} "
-                        f"({str(exc).splitlines()[0]}). Build it again (make clean-data, then make demo), or "
-                        "with the DuckDB that wrote it run EXPORT DATABASE and here IMPORT DATABASE") from None
+                        f"({str(exc).splitlines()[0]}). Move it aside and build it again (make demo makes a new one), "
+                        "or with the DuckDB that wrote it run EXPORT DATABASE and here IMPORT DATABASE") from None
                 # DuckDB's "Could not set lock on file ...: Conflicting lock is held" (not any "block")
                 if not re.search(r"could not set lock|conflicting lock", str(exc), re.I):
                     raise
