@@ -48,6 +48,8 @@ from llm_calls.ledger import TOTALS
 from reporting import cost
 from reporting.summary import Done, Progress, clock, left_out_at_demo, stored_items, summary
 from warehouse import Warehouse, open_warehouse
+from warehouse.connection import WarehouseVersionError
+from warehouse.lake import LakeError
 
 # Dagster's console log stays quiet (the event log in the instance keeps everything; --verbose prints
 # it): a failed step is reported by this command in one line, with its cause.
@@ -110,6 +112,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.plan:
         return _plan(args, len(steps_planned))
     config = defs.resources["settings"].load()
+    unusable = _unusable(defs.resources["warehouse"].get())
+    if unusable:
+        print(f"materialize_all: {unusable}", file=sys.stderr)
+        return 2
     if not os.environ.get("DAGSTER_HOME"):  # `make` sets it; else the runs go beside the configuration file
         os.environ["DAGSTER_HOME"] = str(Path(config.source).resolve().parent)
         print(f"DAGSTER_HOME not set: recording runs in {os.environ['DAGSTER_HOME']}", file=sys.stderr)
@@ -218,6 +224,18 @@ def _failure(result: dg.ExecuteInProcessResult, wh: Warehouse) -> str:
                 err = err.cause
             return err.message.strip().splitlines()[0][:300]
     return "see the run in the UI"
+
+
+def _unusable(wh: Warehouse) -> str | None:
+    """Why the warehouse cannot be used at all (a file of a newer DuckDB, an unreachable lake), said
+    once before any step instead of by every step; None when it can."""
+    try:
+        if wh.exists():
+            with wh.connect(read_only=True):
+                pass
+    except (WarehouseVersionError, LakeError) as exc:
+        return str(exc)
+    return None
 
 
 def _planned_calls(config, wh: Warehouse, families) -> tuple[int, int, int] | None:

@@ -253,6 +253,30 @@ def test_a_file_written_by_a_newer_duckdb_is_refused_naming_the_file_and_what_to
     assert time.monotonic() - t0 < 5  # refused at once, not retried as a lock
 
 
+def test_the_run_command_and_the_query_command_refuse_a_newer_file_once_with_the_message(tmp_path, monkeypatch, capsys):
+    from assets.materialize_all import main as materialize_all
+    from warehouse import connection
+    from warehouse.query import main as query
+
+    def newer(path, read_only):
+        raise duckdb.IOException("IO Error: Trying to read a database file with version number 999, but we can only "
+                                 "read versions between 64 and 67.\nThe database file was created with an newer "
+                                 "version of DuckDB.")
+
+    monkeypatch.setattr(connection, "_attach", newer)
+    (tmp_path / "wh.duckdb").write_bytes(b"")
+    cfg = tmp_path / "benchsmith.yaml"
+    cfg.write_text(f"warehouse: {{path: {tmp_path / 'wh.duckdb'}}}\nmodels: {{m: {{base_url: 'http://127.0.0.1:9/v1', "
+                   "model: x}}\nevaluate: [m]\njudge: m\n")
+    monkeypatch.setenv("BENCHSMITH_CONFIG", str(cfg))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    assert materialize_all(["--select", "ib"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("written by a newer DuckDB") == 1 and str(tmp_path / "wh.duckdb") in err
+    assert query(["SELECT 1"]) == 2
+    assert "written by a newer DuckDB" in capsys.readouterr().err
+
+
 def test_a_corrupt_file_is_an_error_at_once_not_a_lock_to_wait_for(tmp_path):
     path = tmp_path / "bad.duckdb"
     duckdb.connect(str(path)).close()

@@ -24,7 +24,7 @@ import duckdb
 
 from configuration import load_config
 from warehouse import open_warehouse
-from warehouse.connection import Warehouse
+from warehouse.connection import Warehouse, WarehouseVersionError
 from warehouse.lake import LakeError
 
 FORMATS = ("table", "csv", "markdown", "json")
@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
             cur = con.execute(args.sql)
             names = [d[0] for d in cur.description] if cur.description else []
             rows = cur.fetchall() if names else []
+    except WarehouseVersionError as exc:
+        print(f"warehouse.query: {exc}", file=sys.stderr)
+        return 2
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"warehouse.query: {first}", file=sys.stderr)
