@@ -518,10 +518,16 @@ def test_compact_merges_the_ledgers_small_files_and_keeps_every_row(lake_env, tm
     rows = wh.rows("SELECT * FROM llm.calls ORDER BY key")
     before = wh.files()
     assert before >= 6
-    monkeypatch.setenv("BENCHSMITH_CONFIG", str(path))
-    assert lake_command(["compact", "--keep-days", "0"]) == 0
+    # the command line as the README gives it (run as __main__, not imported)
+    out = subprocess.run([sys.executable, "-m", "warehouse.lake", "compact", "--keep-days", "0"], cwd=ROOT,
+                         env={**os.environ, "BENCHSMITH_CONFIG": str(path)}, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
     assert wh.files() < before
-    assert f"{before} data files before" in capsys.readouterr().out
+    assert f"{before} data files before" in out.stdout
+    monkeypatch.setenv("BENCHSMITH_CONFIG", str(write_config(tmp_path, {"models": {"m": stub_model(stub)},
+                                                                       "evaluate": ["m"], "judge": "m"}, "file.yaml")))
+    assert lake_command(["compact"]) == 2  # a configuration without a lake: said, nothing done
+    assert "warehouse.lake is not set" in capsys.readouterr().err
     assert wh.rows("SELECT * FROM llm.calls ORDER BY key") == rows
     parquet = {p.name for p in (tmp_path / "lake").rglob("*.parquet")}
     assert len(parquet) == wh.files()  # the merged-away files are deleted from the data path too

@@ -380,9 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         wh = open_warehouse(load_config())
-        if not isinstance(wh, LakeWarehouse):
+        # `python -m` runs this file as __main__, whose LakeWarehouse is not open_warehouse's: ask the object
+        if not wh.is_lake:
             raise ConfigError("warehouse.lake is not set: the warehouse is the DuckDB file")
-        before, after = wh.compact(args.keep_days)
+        before, after = wh.compact(args.keep_days)  # type: ignore[attr-defined]
     except (ConfigError, LakeError) as exc:
         print(f"warehouse.lake: {exc}", file=sys.stderr)
         return 2
