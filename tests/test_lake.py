@@ -327,31 +327,13 @@ def test_a_lake_on_a_sqlite_catalog_serves_one_machine(tmp_path):
 # -- four runs at once: one lake, one Dagster instance on PostgreSQL -----------------------------------
 
 def _compare(lake: LakeWarehouse, file: Path) -> list[str]:
-    """Tables whose rows differ between the lake and the file (volatile columns left out; see
-    tests/tables_digest.py), EXCEPT ALL both ways."""
-    from warehouse.lake import _attached
+    """Tables whose rows differ between the lake and the file, volatile columns left out (see
+    tests/tables_digest.py)."""
+    from warehouse.migrate import differences
     from warehouse.schema import TABLES
 
-    con = _attached(lake._catalog, lake.data_path, lake.label).cursor()
-    con.execute(f"ATTACH '{file}' AS one (READ_ONLY)")
-    bad = []
-    try:
-        for table in TABLES:
-            cols = [c for (c,) in con.execute(
-                "SELECT column_name FROM duckdb_columns() WHERE database_name = 'one' AND schema_name || '.' || "
-                "table_name = ? ORDER BY column_index", [table]).fetchall()
-                if not VOLATILE.search(c) and c not in ("total_attempts", "probe_cached")]
-            sel = ", ".join(f'"{c}"' for c in cols)
-            a, b = f"SELECT {sel} FROM benchsmith.{table}", f"SELECT {sel} FROM one.{table}"
-            only = con.execute(f"SELECT (SELECT count(*) FROM ({a} EXCEPT ALL {b})), "
-                               f"(SELECT count(*) FROM ({b} EXCEPT ALL {a})), (SELECT count(*) FROM ({b}))").fetchall()[0]
-            if only[0] or only[1]:
-                bad.append(f"{table}: {only[0]} rows only in the lake, {only[1]} only in the one-process file "
-                           f"({only[2]} there)")
-    finally:
-        con.execute("DETACH one")
-        con.close()
-    return bad
+    return differences(lake, file, list(TABLES),
+                       leave_out=lambda c: bool(VOLATILE.search(c)) or c in ("total_attempts", "probe_cached"))
 
 
 def test_four_runs_at_once_into_one_lake_and_one_dagster_instance_make_the_tables_one_run_makes(lake_env, pg, tmp_path):
