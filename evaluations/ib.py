@@ -52,7 +52,7 @@ from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query, stored_or_con
 from generators import ib as ib_gen
 from generators.ib import ALL_FALSE
 from llm_calls import CallRequest, Ledger
-from llm_calls.batch import Waiting
+from llm_calls.flows import Session
 from validators.checks import Check
 from validators.judge import Judge, OptionsCase
 from validators.outcomes import CALL_FAILED, FAILED, NEEDS_JUDGE, UNDECIDED
@@ -273,7 +273,12 @@ def planned_requests(cfg: Config, query: Query) -> Iterator[tuple[str, str, Call
 
 
 class Runner:
-    """Asks one model every setting; returns rows for `ib.prompts` and `ib.responses`."""
+    """Asks one model every setting; returns rows for `ib.prompts` and `ib.responses`.
+
+    Each (setting, item) is one flow (`llm_calls/flows.py`): its first call, then what that reply
+    decides (multi-turn's second turn, the polished ask after the polisher's rewrite, the judge for
+    a reply exact reading could not decide), with every setting's flows at once, so no item waits
+    for another item's call."""
 
     def __init__(self, ledger: Ledger, model: str, judge: str, polisher: str, params: dict[str, Any]):
         self.ledger, self.model, self.polisher, self.params = ledger, model, polisher, params
@@ -283,76 +288,63 @@ class Runner:
 
     def run(self, items: Sequence[Item], miscellany: Sequence[Item], settings: Sequence[str]) -> None:
         by_pool = pools(items, miscellany)
-        waiting = Waiting()  # in batch-files mode every setting writes its files in one round
+        asked: list[tuple[str, Item, str | None, dict[str, Any] | None]] = []
         for setting in settings:
             if setting not in SETTINGS:
                 raise ValueError(f"unknown setting {setting!r}; expected one of {SETTINGS}")
-            asked = by_pool[asked_items(setting)]
-            with waiting.part():
-                if setting == "multi_turn":
-                    self._multi_turn(asked)
-                elif setting == "prompt_polishing":
-                    self._polished(asked)
-                else:
-                    prompts, meta = setting_prompts(setting, asked)
-                    self._ask(setting, asked, prompts, meta=meta)
-        waiting.done()
+            pool = by_pool[asked_items(setting)]
+            if setting in ("multi_turn", "prompt_polishing"):
+                asked += [(setting, item, None, None) for item in pool]
+            else:
+                prompts, meta = setting_prompts(setting, pool)
+                asked += [(setting, item, prompts[k], meta[k] if meta else {}) for k, item in enumerate(pool)]
+        done = self.ledger.run_flows(lambda s: [self._flow(s, *a) for a in asked])
+        for prompt_row, response_row in done:
+            self.prompts.append(prompt_row)
+            self.responses.append(response_row)
 
-    def _multi_turn(self, items: Sequence[Item]) -> None:
-        first = [question_text(i) for i in items]
-        replies = self.ledger.complete(self.model, [CallRequest([{"role": "user", "content": p}], self.params)
-                                                    for p in first], purpose=FIRST_CALL["multi_turn"])
-        convs, keep, metas = [], [], []
-        for item, p, r in zip(items, first, replies):
+    async def _flow(self, s: Session, setting: str, item: Item, prompt: str | None, meta: dict[str, Any] | None
+                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        if setting == "multi_turn":
+            first = question_text(item)
+            r = await s.ask(self.model, CallRequest([{"role": "user", "content": first}], self.params),
+                            FIRST_CALL["multi_turn"])
             if not r.ok:
-                self._record("multi_turn", item, p, None, r, Reading(None, CALL_FAILED), {"turn": 1})
-                continue
+                return self._record(setting, item, first, None, r, Reading(None, CALL_FAILED), {"turn": 1})
             # the second turn continues from the answer; a reasoning model's thinking is not fed back
-            convs.append([{"role": "user", "content": p}, {"role": "assistant", "content": answer_part(r.text)[1]}])
-            keep.append(item)
-            metas.append({"turn": 2, "first_reply": r.reply})
-        self._ask("multi_turn", keep, [FOLLOW_UP] * len(keep), meta=metas, history=convs)
-
-    def _polished(self, items: Sequence[Item]) -> None:
-        originals = [question_text(i) for i in items]
-        rewrites = self.ledger.complete(self.polisher, [polish_request(p) for p in originals],
-                                        purpose=FIRST_CALL["prompt_polishing"])
-        keep, prompts, metas = [], [], []
-        for item, original, r in zip(items, originals, rewrites):
+            history = [{"role": "user", "content": first}, {"role": "assistant", "content": answer_part(r.text)[1]}]
+            return await self._ask(s, setting, item, FOLLOW_UP, {"turn": 2, "first_reply": r.reply}, history)
+        if setting == "prompt_polishing":
+            original = question_text(item)
+            r = await s.ask(self.polisher, polish_request(original), FIRST_CALL["prompt_polishing"])
             if not r.ok or not (r.text or "").strip():
                 why = r.error or f"the polisher {self.polisher} answered an empty rewrite"
-                self._record("prompt_polishing", item, original, None, r, Reading(None, CALL_FAILED, why),
-                             {"rewrite_failed": why})
-                continue
-            keep.append(item)
-            prompts.append(r.text.strip())
-            metas.append({"polished_by": self.polisher, "original": original, "rewrite_truncated": r.truncated})
-        self._ask("prompt_polishing", keep, prompts, meta=metas)
+                return self._record(setting, item, original, None, r, Reading(None, CALL_FAILED, why),
+                                    {"rewrite_failed": why})
+            return await self._ask(s, setting, item, r.text.strip(),
+                                   {"polished_by": self.polisher, "original": original, "rewrite_truncated": r.truncated})
+        return await self._ask(s, setting, item, prompt or "", meta or {})
 
-    def _ask(self, setting: str, items: Sequence[Item], prompts: Sequence[str],
-             meta: Sequence[dict[str, Any]] | None = None, history: Sequence[list[dict[str, str]]] | None = None) -> None:
-        convs = [(list(history[k]) if history else []) + [{"role": "user", "content": p}] for k, p in enumerate(prompts)]
-        results = self.ledger.complete(self.model, [CallRequest(c, self.params) for c in convs], purpose=f"ib.{setting}")
-        answers = [read_answer(i, r.reply) if r.ok else Reading(None, CALL_FAILED, r.error)
-                   for i, r in zip(items, results)]
-        undecided = [k for k, a in enumerate(answers) if a.method == NEEDS_JUDGE]
-        # the judge reads only what exact reading could not
-        judged = self.judge.read_options([OptionsCase(results[k].text or "", items[k].options,
-                                                      multiple=items[k].form == "multiple") for k in undecided], "ib.judge")
-        for k, v in zip(undecided, judged):
-            if v.answer == UNKNOWN:  # "Unknown" where only numbers were asked: not offered, so no option
-                v = Reading(NONE, v.method, v.evidence)
-            answers[k] = v
-        for k, (item, prompt, r, a) in enumerate(zip(items, prompts, results, answers)):
-            self._record(setting, item, prompt, convs[k], r, a, (meta or [{}] * len(items))[k])
+    async def _ask(self, s: Session, setting: str, item: Item, prompt: str, meta: dict[str, Any],
+                   history: list[dict[str, str]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        conv = list(history or []) + [{"role": "user", "content": prompt}]
+        r = await s.ask(self.model, CallRequest(conv, self.params), f"ib.{setting}")
+        answer = read_answer(item, r.reply) if r.ok else Reading(None, CALL_FAILED, r.error)
+        if answer.method == NEEDS_JUDGE:  # the judge reads only what exact reading could not
+            answer = await self.judge.read_option(
+                s, OptionsCase(r.text or "", item.options, multiple=item.form == "multiple"), "ib.judge")
+            if answer.answer == UNKNOWN:  # "Unknown" where only numbers were asked: not offered, so no option
+                answer = Reading(NONE, answer.method, answer.evidence)
+        return self._record(setting, item, prompt, conv, r, answer, meta)
 
     def _record(self, setting: str, item: Item, prompt: str, conv: list[dict[str, str]] | None, result: Any,
-                answer: Reading, meta: dict[str, Any]) -> None:
-        self.prompts.append({"setting": setting, "item_id": item.item_id, "model": self.model, "prompt": prompt,
-                             "details": json.dumps(meta, default=str)})
+                answer: Reading, meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The `ib.prompts` and `ib.responses` rows of one asked item."""
         selected = answer.answer
         failed = answer.method in FAILED
-        self.responses.append({
+        prompt_row = {"setting": setting, "item_id": item.item_id, "model": self.model, "prompt": prompt,
+                      "details": json.dumps(meta, default=str)}
+        return prompt_row, {
             "model": self.model, "setting": setting, "item_id": item.item_id, "form": item.form,
             "label_type": item.label_type, "variant": item.variant, "n_options": len(item.options),
             "selected": None if selected is None else json.dumps(selected if selected == NONE else sorted(selected)),
@@ -361,7 +353,7 @@ class Runner:
             "reply": result.reply if result is not None and result.ok else None,
             "call_key": getattr(result, "key", None),
             "error": getattr(result, "error", None) or (answer.evidence if failed else None),
-        })
+        }
 
 
 def _acc(rows: Sequence[dict[str, Any]]) -> float | None:

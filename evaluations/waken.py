@@ -36,6 +36,7 @@ stage denominators count decided items only; the counts are stored).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from typing import Any
 from configuration import Config, derived_seed
 from evaluations.calls import AT_LEAST, AT_MOST, EXACT, Counts, Line, Query, stored_or_configured
 from llm_calls import CallRequest, CallResult, Ledger
+from llm_calls.flows import Session
 from validators import outcomes
 from validators.judge import Judge, OptionsCase
 from validators.outcomes import CALL_FAILED, JUDGE_FAILED, NEEDS_JUDGE, UNDECIDED
@@ -248,7 +250,14 @@ def steps(baselines: Sequence[str], misguiding_rates: Sequence[float], ablation_
 
 
 class Pipeline:
-    """One model on one dataset's items; every step returns rows for `waken.outcomes`."""
+    """One model on one dataset's items; `run` returns rows for `waken.outcomes`.
+
+    Each item is one flow (`llm_calls/flows.py`) through algorithm 1: its direct answer, the
+    diagnosis where that was Unknown, and for a Vague Perception item the stages, Remind-then-Guide,
+    the ablation and the cause, each call as soon as the one it depends on is read. Each baseline of
+    an item is a flow of its own. The one wait across items: Remind-then-Guide's assigned labels
+    are drawn over the whole Vague Perception set (`assigned_labels`), so those stages start once
+    every item's membership is known; the rest of the work keeps the endpoint busy meanwhile."""
 
     def __init__(self, ledger: Ledger, model: str, judge: str, items: Sequence[Item], temperature: float,
                  ablation_temperature: float, max_tokens: int, seed: int):
@@ -258,147 +267,172 @@ class Pipeline:
         self.params = {"temperature": temperature, "max_tokens": max_tokens}  # `pipeline_params` in a run
         self.ablation_params = {"temperature": ablation_temperature, "max_tokens": max_tokens}
         self.seed = seed
-        self.rows: list[dict[str, Any]] = []
         self.declared: set[str] | None = None  # during `run`: the purposes `steps` declares
 
     # -- asking -----------------------------------------------------------------------
 
-    def ask(self, convs: list[list[dict[str, str]]], purpose: str, params: dict[str, Any] | None = None,
-            labels_only: bool = False, items: Sequence[Item] | None = None) -> list[Answer]:
-        """One batch; each reply's answer extracted (as True/False for `labels_only` questions, else by
-        the item's answer format), the judge asked only for replies no keyword decided."""
+    async def ask(self, s: Session, conv: list[dict[str, str]], purpose: str, params: dict[str, Any] | None = None,
+                  labels_only: bool = False, item: Item | None = None) -> Answer:
+        """One call; its answer extracted (as True/False for `labels_only` questions, else by the
+        item's answer format), the judge asked only when no keyword decided it."""
         if self.declared is not None and f"waken.{purpose}" not in self.declared:
             raise RuntimeError(f"waken.{purpose}: a call `steps` does not declare (the plan would not count it)")
-        results = self.ledger.complete(self.model, [CallRequest(c, params or self.params) for c in convs],
-                                       purpose=f"waken.{purpose}")
-        kinds: list[Item | None] = list(items) if items is not None and not labels_only else [None] * len(convs)
-        answers = [Answer(r, (extract(it, r.reply) if it else read_label(r.reply)) if r.ok
-                          else Reading(None, CALL_FAILED, r.error)) for r, it in zip(results, kinds)]
-        undecided = [(a, it) for a, it in zip(answers, kinds) if a.extraction.method == NEEDS_JUDGE]
-        # the judge reads only what exact reading could not
-        choice = [(a, it) for a, it in undecided if it is not None and it.choices]
-        plain_ = [(a, it) for a, it in undecided if it is None or not it.choices]
-        for (a, it), v in zip(choice, self.judge.read_options(
-                [OptionsCase(a.text, it.choices, lettered=True, unknown=True) for a, it in choice], "waken.judge")):
-            a.extraction = Reading(_choice_text(it, v.answer), v.method, v.evidence) if v.answer is not None else v
-        for (a, _), v in zip(plain_, self.judge.read_labels([a.text for a, _ in plain_], "waken.judge")):
-            a.extraction = v
-        if labels_only:
-            for a in answers:
-                if a.label == "Unknown":
-                    a.extraction = Reading(None, NEEDS_JUDGE, "Unknown where only True/False was asked")
-        return answers
+        r = await s.ask(self.model, CallRequest(conv, params or self.params), f"waken.{purpose}")
+        kind = None if labels_only else item
+        a = Answer(r, (extract(kind, r.reply) if kind else read_label(r.reply)) if r.ok
+                   else Reading(None, CALL_FAILED, r.error))
+        if a.extraction.method == NEEDS_JUDGE:
+            if kind is not None and kind.choices:
+                v = await self.judge.read_option(s, OptionsCase(a.text, kind.choices, lettered=True, unknown=True),
+                                                 "waken.judge")
+                a.extraction = Reading(_choice_text(kind, v.answer), v.method, v.evidence) if v.answer is not None else v
+            else:
+                a.extraction = await self.judge.read_label(s, a.text, "waken.judge")
+        if labels_only and a.label == "Unknown":
+            a.extraction = Reading(None, NEEDS_JUDGE, "Unknown where only True/False was asked")
+        return a
 
-    def record(self, step: str, setting: str, item: Item, answer: Answer, outcome: str,
-               extra: dict[str, Any] | None = None) -> None:
-        self.rows.append({
+    def row(self, step: str, setting: str, item: Item, answer: Answer, outcome: str) -> dict[str, Any]:
+        return {
             "model": self.model, "item_id": item.item_id, "sample_type": item.sample_type, "gold": item.label,
             "step": step, "setting": setting, "prediction": answer.label, "method": answer.extraction.method,
             "outcome": outcome, "reply": answer.result.reply, "call_key": answer.result.key,
-            "error": answer.result.error or (answer.extraction.evidence if answer.failed else None), **(extra or {}),
-        })
+            "error": answer.result.error or (answer.extraction.evidence if answer.failed else None),
+        }
 
     @staticmethod
     def user(text: str) -> list[dict[str, str]]:
         return [{"role": "user", "content": text}]
 
-    # -- the steps ----------------------------------------------------------------------
-
-    def direct(self) -> dict[str, Answer]:
-        answers = self.ask([self.user(direct_prompt(it)) for it in self.items], "direct", items=self.items)
-        for it, a in zip(self.items, answers):
-            self.record("direct", "vanilla", it, a, _outcome(it, a))
-        return dict(zip((it.item_id for it in self.items), answers))
-
-    def vague_perception(self, direct: dict[str, Answer]) -> list[Item]:
-        """Solvable items answered Unknown, and Unknown items answered Unknown whose explanation
-        fails the self-diagnosis (algorithm 1, line 4)."""
-        vp = [it for it in self.items if it.sample_type == "s" and direct[it.item_id].label == "Unknown"]
-        unsure = [it for it in self.items if it.sample_type == "u" and direct[it.item_id].label == "Unknown"]
-        verdicts = self.ask([self.user((DIAGNOSIS_CHOICE if it.choices else DIAGNOSIS).format(
-            task=task_text(it), reasoning=direct[it.item_id].text)) for it in unsure], "diagnosis", labels_only=True)
-        for it, v in zip(unsure, verdicts):
-            fails = v.label == "False"
-            self.record("diagnosis", "vanilla", it, v, "explanation_fails" if fails else
-                        "explanation_holds" if v.label == "True" else v.extraction.method if v.failed else UNDECIDED)
-            if fails:
-                vp.append(it)
-        return vp
-
-    def stage(self, step: str, setting: str, items: Sequence[Item], prefix: dict[str, str],
-              params: dict[str, Any] | None = None) -> dict[str, Answer]:
-        answers = self.ask([self.user(prefix[it.item_id] + task_text(it) + answer_format(it)) for it in items],
-                           f"{step}.{setting}", params, items=items)
-        for it, a in zip(items, answers):
-            outcome = a.extraction.method if a.failed else converting_class(it.label, a.label)
-            self.record(step, setting, it, a, outcome)
-        return dict(zip((it.item_id for it in items), answers))
+    # -- the protocol -------------------------------------------------------------------
 
     def run(self, misguiding_rates: Sequence[float], baselines: Sequence[str]) -> list[dict[str, Any]]:
         self.declared = {s.purpose for s in steps(baselines, misguiding_rates, self.ablation_params["temperature"])}
-        direct = self.direct()
-        vp = self.vague_perception(direct)
-        style = {it.item_id: STIMULATION["detailed" if it.form == "fact" else "concise"] for it in vp}
+        vp = _Membership(self.items)
 
-        s1 = self.stage("stage1", "vanilla", vp, style)
-        fc1 = [it for it in vp if converting_class(it.label, s1[it.item_id].label) == "FC"]
-        told = {it.item_id: STAGE2.format(previous=s1[it.item_id].label) for it in fc1}
-        self.stage("stage2", "vanilla", fc1, told)
+        def flows(s: Session) -> list:
+            return ([self._item(s, it, vp, misguiding_rates) for it in self.items]
+                    + [self.baseline(s, name, it) for name in baselines for it in self.items])
 
-        for rate in misguiding_rates:
-            setting = f"M={rate:.3f}"
-            labels = assigned_labels(vp, rate, self.seed)
-            guide = {i: REMIND_GUIDE.format(assigned=lab) for i, lab in labels.items()}
-            g1 = self.stage("rtg_label_stage1", setting, vp, {i: style[i] + guide[i] for i in guide})
-            gfc1 = [it for it in vp if converting_class(it.label, g1[it.item_id].label) == "FC"]
-            self.stage("rtg_label_stage2", setting, gfc1,
-                       {it.item_id: STAGE2.format(previous=g1[it.item_id].label) + guide[it.item_id] for it in gfc1})
+        return [r for rows in self.ledger.run_flows(flows) for r in rows]
 
-        # algorithm 3: stage 1 re-run with the reasoning stage 1 produced
-        self.stage("rtg_rp_stage1", "reasoning", vp,
-                   {it.item_id: style[it.item_id] + SHOW_REASONING.format(reasoning=s1[it.item_id].text) for it in vp})
-        self.stage("rtg_rp_stage2", "reasoning", fc1,
-                   {it.item_id: told[it.item_id] + SHOW_REASONING.format(reasoning=s1[it.item_id].text) for it in fc1})
+    async def _item(self, s: Session, it: Item, vp: _Membership, rates: Sequence[float]) -> list[dict[str, Any]]:
+        """Algorithm 1 for one item: direct, then (section 3.1) the item is in the Vague
+        Perception set if it is solvable and answered Unknown, or unsolvable, answered Unknown, and
+        its explanation fails the self-diagnosis; a member goes through the stages (3.2-3.3)."""
+        try:
+            direct = await self.ask(s, self.user(direct_prompt(it)), "direct", item=it)
+            rows = [self.row("direct", "vanilla", it, direct, _outcome(it, direct))]
+            member = it.sample_type == "s" and direct.label == "Unknown"
+            if it.sample_type == "u" and direct.label == "Unknown":
+                v = await self.ask(s, self.user((DIAGNOSIS_CHOICE if it.choices else DIAGNOSIS).format(
+                    task=task_text(it), reasoning=direct.text)), "diagnosis", labels_only=True)
+                fails = v.label == "False"
+                rows.append(self.row("diagnosis", "vanilla", it, v, "explanation_fails" if fails else
+                                     "explanation_holds" if v.label == "True" else
+                                     v.extraction.method if v.failed else UNDECIDED))
+                member = fails
+        except BaseException as exc:
+            vp.fail(exc)  # no member's Remind-then-Guide labels may be drawn without this item
+            raise
+        vp.decided(it, member)
+        if member:
+            rows += await self._member(s, it, direct, vp, rates)
+        return rows
 
-        uc1 = [it for it in vp if converting_class(it.label, s1[it.item_id].label) == "UC"]
-        self.stage("ablation", f"T={self.ablation_params['temperature']}", uc1, style, self.ablation_params)
+    async def _member(self, s: Session, it: Item, direct: Answer, vp: _Membership, rates: Sequence[float]
+                      ) -> list[dict[str, Any]]:
+        style = STIMULATION["detailed" if it.form == "fact" else "concise"]
+        s1, s1_rows = await self.stage(s, "stage1", "vanilla", it, style)
+        told = STAGE2.format(previous=s1.label)
+        fc = converting_class(it.label, s1.label) == "FC"
+        parts = [self._rtg_label(s, it, style, vp, rate) for rate in rates]
+        # algorithm 3: stage 1 re-run with the reasoning stage 1 produced; stage 2 likewise (CGR)
+        parts.append(self.stage(s, "rtg_rp_stage1", "reasoning", it, style + SHOW_REASONING.format(reasoning=s1.text)))
+        if fc:
+            parts.insert(0, self.stage(s, "stage2", "vanilla", it, told))
+            parts.append(self.stage(s, "rtg_rp_stage2", "reasoning", it, told + SHOW_REASONING.format(reasoning=s1.text)))
+        if converting_class(it.label, s1.label) == "UC":
+            parts.append(self.stage(s, "ablation", f"T={self.ablation_params['temperature']}", it, style,
+                                    self.ablation_params))
+        parts.append(self.cause(s, it, direct))
+        done = await asyncio.gather(*parts)
+        return s1_rows + [r for _, rows in done for r in rows]
 
-        for name in baselines:
-            self.baseline(name)
-        self.causes(vp, direct)
-        return self.rows
+    async def _rtg_label(self, s: Session, it: Item, style: str, vp: _Membership, rate: float
+                         ) -> tuple[None, list[dict[str, Any]]]:
+        """Remind-then-Guide at misguiding rate M (appendix H): stage 1 with the assigned label, and
+        stage 2 for the items it turned False."""
+        setting = f"M={rate:.3f}"
+        guide = REMIND_GUIDE.format(assigned=(await vp.labels(rate, self.seed))[it.item_id])
+        g1, rows = await self.stage(s, "rtg_label_stage1", setting, it, style + guide)
+        if converting_class(it.label, g1.label) == "FC":
+            rows += (await self.stage(s, "rtg_label_stage2", setting, it, STAGE2.format(previous=g1.label) + guide))[1]
+        return None, rows
 
-    def baseline(self, name: str) -> None:
+    async def stage(self, s: Session, step: str, setting: str, it: Item, prefix: str,
+                    params: dict[str, Any] | None = None) -> tuple[Answer, list[dict[str, Any]]]:
+        a = await self.ask(s, self.user(prefix + task_text(it) + answer_format(it)), f"{step}.{setting}", params,
+                           item=it)
+        outcome = a.extraction.method if a.failed else converting_class(it.label, a.label)
+        return a, [self.row(step, setting, it, a, outcome)]
+
+    async def baseline(self, s: Session, name: str, it: Item) -> list[dict[str, Any]]:
         suffix = COT_SUFFIX if name == "cot" else ""
+        prefix = CHOICE_EXAMPLE if name == "few_shot" and it.choices else BASELINE_PREFIX[name]
+        conv = self.user(prefix + task_text(it) + answer_format(it) + suffix)
+        a = await self.ask(s, conv, f"baseline.{name}", item=it)
+        if name == "self_reflection" and a.result.ok:  # a second turn only where the first call was answered
+            second = conv + [{"role": "assistant", "content": a.text},
+                             {"role": "user", "content": REFLECT.replace(ANSWER_FORMAT, answer_format(it))}]
+            a = await self.ask(s, second, "baseline.self_reflection.reflect", item=it)
+        return [self.row("baseline", name, it, a, _outcome(it, a))]
 
-        def prefix(it: Item) -> str:
-            return CHOICE_EXAMPLE if name == "few_shot" and it.choices else BASELINE_PREFIX[name]
+    async def cause(self, s: Session, it: Item, direct: Answer) -> tuple[None, list[dict[str, Any]]]:
+        """Section 5.6: the judge classifies the direct reasoning's cause."""
+        r = await self.judge.pick_one(s, (CAUSE_UNKNOWN if it.label == "Unknown" else CAUSE).format(
+            label=it.label, task=task_text(it), reasoning=direct.text), tuple(CAUSES), "waken.cause")
+        cause = CAUSES[r.answer] if r.answer else (UNDECIDED if r.method != JUDGE_FAILED else r.method)
+        return None, [{
+            "model": self.model, "item_id": it.item_id, "sample_type": it.sample_type, "gold": it.label,
+            "step": "cause", "setting": "judge", "prediction": None, "method": r.method,
+            "outcome": cause, "reply": r.evidence if r.method != JUDGE_FAILED else None,
+            "call_key": r.call_key, "error": r.evidence if r.method == JUDGE_FAILED else None,
+        }]
 
-        convs = [self.user(prefix(it) + task_text(it) + answer_format(it) + suffix) for it in self.items]
-        answers = self.ask(convs, f"baseline.{name}", items=self.items)
-        if name == "self_reflection":  # a second turn only where the first call was answered
-            ok = [k for k, a in enumerate(answers) if a.result.ok]
-            second = [convs[k] + [{"role": "assistant", "content": answers[k].text},
-                                  {"role": "user", "content": REFLECT.replace(ANSWER_FORMAT, answer_format(self.items[k]))}]
-                      for k in ok]
-            reflected = self.ask(second, "baseline.self_reflection.reflect", items=[self.items[k] for k in ok])
-            for k, r in zip(ok, reflected):
-                answers[k] = r
-        for it, a in zip(self.items, answers):
-            self.record("baseline", name, it, a, _outcome(it, a))
 
-    def causes(self, vp: Sequence[Item], direct: dict[str, Answer]) -> None:
-        readings = self.judge.pick([(CAUSE_UNKNOWN if it.label == "Unknown" else CAUSE).format(
-            label=it.label, task=task_text(it), reasoning=direct[it.item_id].text) for it in vp],
-            tuple(CAUSES), "waken.cause")
-        for it, r in zip(vp, readings):
-            cause = CAUSES[r.answer] if r.answer else (UNDECIDED if r.method != JUDGE_FAILED else r.method)
-            self.rows.append({
-                "model": self.model, "item_id": it.item_id, "sample_type": it.sample_type, "gold": it.label,
-                "step": "cause", "setting": "judge", "prediction": None, "method": r.method,
-                "outcome": cause, "reply": r.evidence if r.method != JUDGE_FAILED else None,
-                "call_key": r.call_key, "error": r.evidence if r.method == JUDGE_FAILED else None,
-            })
+class _Membership:
+    """The Vague Perception set as the items' flows decide it: `labels(rate)` waits until every
+    item is decided, then draws the assigned labels over the whole set (once per rate)."""
+
+    def __init__(self, items: Sequence[Item]):
+        self.items, self.left = list(items), len(items)
+        self.members: set[str] = set()
+        self.failed: BaseException | None = None
+        self.ready = asyncio.Event()
+        self._labels: dict[float, dict[str, str]] = {}
+        if not self.left:
+            self.ready.set()
+
+    def decided(self, it: Item, member: bool) -> None:
+        if member:
+            self.members.add(it.item_id)
+        self.left -= 1
+        if self.left == 0:
+            self.ready.set()
+
+    def fail(self, exc: BaseException) -> None:
+        self.failed = exc
+        self.ready.set()
+
+    async def labels(self, rate: float, seed: int) -> dict[str, str]:
+        await self.ready.wait()
+        if self.failed is not None:
+            raise self.failed
+        if rate not in self._labels:
+            self._labels[rate] = assigned_labels([it for it in self.items if it.item_id in self.members], rate, seed)
+        return self._labels[rate]
+
 
 # -- the calls this protocol makes, declared for `--plan` (evaluations/calls.py) -------------------
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import email.utils
 import functools
 import hashlib
@@ -51,28 +50,27 @@ import random
 import re
 import ssl
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx2
 import openai
 
 from configuration import LedgerConfig
-from llm_calls import batch
+from llm_calls import batch, flows
 from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling, model_messages, redact, wire_params
 from llm_calls.slots import Slots, for_endpoint
 from warehouse import OnConflict, Warehouse
 
+T = TypeVar("T")
 # Parameters the openai client takes by name; anything else (top_k, min_p, ...) goes in extra_body.
 _CLIENT_PARAMS = {
     "temperature", "top_p", "max_tokens", "stop", "seed",
     "presence_penalty", "frequency_penalty", "response_format", "logit_bias",
 }
 _RETRY_AFTER_CAP_S = 600.0
-_FLUSH_GATHER_S = 0.05  # how long the writer waits for more finished calls before a commit
-_IDLE_RELEASE_S = 0.5  # the writer releases the warehouse file after this long without a result
 _REACH_TIMEOUT_S = 3.0  # the check that a down endpoint is back
 # Endpoints that refused connections until a call's retries were spent (base_url -> why), in this process.
 _DOWN: dict[str, str] = {}
@@ -184,6 +182,16 @@ def reply_with_reasoning(content: str | None, reasoning: str | None, finish_reas
     if not content and finish_reason == "length":
         return f"<think>\n{reasoning}"
     return f"<think>\n{reasoning}\n</think>\n\n{content or ''}"
+
+
+def keyed_request(m: Any, identity: str, defaults: Mapping[str, Any], req: CallRequest
+                  ) -> tuple[CallRequest, dict[str, Any], str]:
+    """A request as model `m` is asked it (its system prompt or prefill), its parameters with the
+    model's defaults, and its key: the one definition the batch calls and the flows share."""
+    params = {**defaults, **dict(req.params)}
+    if m.system_prompt or m.prefill:
+        req = CallRequest(model_messages(m, req.messages), req.params, req.sample_index)
+    return req, params, call_key(identity, req.messages, params, req.sample_index)
 
 
 def call_key(identity: str, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any], sample_index: int) -> str:
@@ -347,22 +355,9 @@ class Ledger:
     # -- public API ------------------------------------------------------------
 
     def complete(self, model: str, requests: Sequence[CallRequest], purpose: str = "") -> list[CallResult]:
-        """Results for `requests` on `model`, in order; cached ones make no request (and a fully
-        cached batch starts no event loop)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            identity, keyed, order = self._keys(model, requests)
-            writer = self.warehouse.writer()  # the cache lookup and the commits share one connection
-            try:
-                results, known = self._cached(list(keyed), writer)
-                TOTALS.cached += len(results)
-                if len(results) < len(keyed):
-                    results.update(asyncio.run(self._fetch(model, identity, purpose, keyed, results, known, writer)))
-            finally:
-                writer.close()
-            return self._prefilled(model, [results[k] for k in order])
-        raise RuntimeError("Ledger.complete() called inside an event loop; await Ledger.acomplete() instead")
+        """Results for `requests` on `model`, in order; cached ones make no request. One batch of
+        calls: a protocol whose calls depend on earlier replies runs them as flows (`run_flows`)."""
+        return self.run_flows(lambda s: [s.ask_all(model, requests, purpose)])[0]
 
     def samples(
         self, model: str, messages: Sequence[Mapping[str, str]], k: int,
@@ -371,63 +366,44 @@ class Ledger:
         """k samples of one prompt: sample indexes 0..k-1."""
         return self.complete(model, [CallRequest(messages, params or {}, i) for i in range(k)], purpose)
 
-    async def acomplete(self, model: str, requests: Sequence[CallRequest], purpose: str = "") -> list[CallResult]:
-        identity, keyed, order = self._keys(model, requests)
-        writer = self.warehouse.writer()
+    def run_flows(self, build: Callable[[flows.Session], Iterable[Awaitable[T]]]) -> list[T]:
+        """Run the flows `build(session)` makes all at once, each awaiting `session.ask(...)` for its
+        calls (`llm_calls/flows.py`); their results in order."""
         try:
-            results, known = await asyncio.to_thread(self._cached, list(keyed), writer)
-            TOTALS.cached += len(results)
-            if len(results) < len(keyed):
-                results.update(await self._fetch(model, identity, purpose, keyed, results, known, writer))
-        finally:
-            await asyncio.to_thread(writer.close)
-        return self._prefilled(model, [results[k] for k in order])
-
-    def _prefilled(self, model: str, results: list[CallResult]) -> list[CallResult]:
-        """Results of a model with a `prefill` carry it, so that `reply` starts as the model's did."""
-        prefill = self.registry.config.model(model).prefill
-        return [dataclasses.replace(r, prefill=prefill) for r in results] if prefill else results
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(flows.run_flows(self, build))
+        raise RuntimeError("Ledger.run_flows() called inside an event loop; use `async with flows.Session(ledger)`")
 
     def _keys(self, model: str, requests: Sequence[CallRequest]
               ) -> tuple[str, dict[str, tuple[CallRequest, dict[str, Any]]], list[str]]:
         """The model's identity, the distinct requests by key (defaults merged in), and the keys in order."""
         m = self.registry.config.model(model)
-        identity = self.registry.identity(model)
-        defaults = default_sampling(m)
+        identity, defaults = self.registry.identity(model), default_sampling(m)
         keyed: dict[str, tuple[CallRequest, dict[str, Any]]] = {}
         order: list[str] = []
         for req in requests:
-            params = {**defaults, **dict(req.params)}
-            if m.system_prompt or m.prefill:  # the conversation as this model is asked it
-                req = CallRequest(model_messages(m, req.messages), req.params, req.sample_index)
-            key = call_key(identity, req.messages, params, req.sample_index)
+            req, params, key = keyed_request(m, identity, defaults, req)
             order.append(key)
             keyed.setdefault(key, (req, params))
         return identity, keyed, order
 
-    async def _fetch(self, model: str, identity: str, purpose: str, keyed: dict[str, tuple[CallRequest, dict[str, Any]]],
-                     cached: dict[str, CallResult], known: set[str], writer: Any) -> dict[str, CallResult]:
-        misses = {k: v for k, v in keyed.items() if k not in cached}
+    async def _batch(self, model: str, identity: str, purpose: str, misses: dict[str, tuple[CallRequest, dict[str, Any]]],
+                     known: set[str], writer: Any) -> dict[str, CallResult]:
+        """A batch-mode model's misses of one purpose as one batch (`llm_calls/batch.py`): written
+        to files (raising `BatchPending`), or sent through the provider's Batch API and waited for."""
         how = batch.mode(self.registry.config, model, purpose)
-        if how is not None and how.mode == "files":  # written for a cluster; the step waits for the import
+        if how.mode == "files":  # written for a cluster; the step waits for the import
             ep = batch.offline_endpoint(self.registry, model)
             raise await asyncio.to_thread(batch.export, ep, identity, purpose, misses, writer,
                                           self.registry.config.beside(how.dir))
         endpoint = await asyncio.to_thread(self.registry.endpoint, model)
-        if how is not None:
-            out = await batch.run_api(self, endpoint, identity, purpose, misses, writer, how)
-            progress = _Progress(endpoint.name, total=len(keyed), cached=len(keyed) - len(misses))
-            for r in out.values():
-                progress.record(r.ok)
-            self.log.info(progress.line(final=True))
-            return out
-        if endpoint.base_url in _DOWN:  # down for an earlier batch: back now?
-            why = await asyncio.to_thread(endpoint_unreachable, endpoint.base_url)
-            if why is None:
-                _DOWN.pop(endpoint.base_url, None)
-            else:
-                _DOWN[endpoint.base_url] = f"still unreachable: {why}"
-        return await self._run(endpoint, identity, purpose, misses, len(keyed) - len(misses), known, writer)
+        out = await batch.run_api(self, endpoint, identity, purpose, misses, writer, how)
+        progress = _Progress(endpoint.name, total=len(misses), cached=0)
+        for r in out.values():
+            progress.record(r.ok)
+        self.log.info(progress.line(final=True))
+        return out
 
     # -- cache -----------------------------------------------------------------
 
@@ -449,53 +425,6 @@ class Ledger:
         return out, {r[0] for r in rows}
 
     # -- requests ----------------------------------------------------------------
-
-    async def _run(
-        self, ep: Endpoint, identity: str, purpose: str,
-        todo: dict[str, tuple[CallRequest, dict[str, Any]]], already: int, known: set[str], writer: Any,
-    ) -> dict[str, CallResult]:
-        """Make the calls: a fixed pool of workers (memory does not grow with the batch) takes the
-        next request while fewer than `concurrency` calls are in flight and fewer than `unsaved`
-        answers wait for their commit (back-pressure: a kill loses at most concurrency + unsaved
-        calls, however slow the disk); a writer thread commits answers as they arrive, all that
-        queued meanwhile in one transaction, on a connection it keeps for up to a second."""
-        client = openai.AsyncOpenAI(
-            base_url=ep.base_url, api_key=ep.api_key or "not-needed", max_retries=0, timeout=self.config.timeout_s,
-            http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()),
-        )
-        secrets = self.registry.secrets()
-        sem = asyncio.Semaphore(ep.concurrency)
-        shared = self._slots(ep)  # the endpoint's budget across runs (llm_calls/slots.py)
-        unsaved = self.config.max_unsaved or ep.concurrency
-        slots = asyncio.Semaphore(ep.concurrency + unsaved)  # requested but not yet committed
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        out: dict[str, CallResult] = {}
-        progress = _Progress(ep.name, total=already + len(todo), cached=already)
-        pending = iter(todo.items())
-
-        async def worker() -> None:
-            for key, (req, params) in pending:
-                await slots.acquire()
-                result, row = await self._call(client, sem, ep, identity, purpose, key, req, params, secrets, shared)
-                out[key] = result
-                progress.record(result.ok)
-                queue.put_nowait(row)
-
-        drained = asyncio.Event()  # every request answered: the writer stops gathering
-        flusher = asyncio.create_task(self._flush(queue, writer, slots, known, drained, max(1, unsaved // 2)))
-        reporter = asyncio.create_task(self._report(progress))
-        try:
-            await asyncio.gather(*(worker() for _ in range(min(len(todo), 2 * ep.concurrency))))
-        finally:
-            drained.set()
-            queue.put_nowait(None)
-            reporter.cancel()
-            try:
-                await flusher
-            finally:
-                await client.close()
-        self.log.info(progress.line(final=True))
-        return out
 
     async def _call(
         self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, ep: Endpoint, identity: str,
@@ -620,43 +549,6 @@ class Ledger:
         return refused[param]
 
     # -- persistence and progress --------------------------------------------------
-
-    async def _flush(self, queue: asyncio.Queue[dict[str, Any] | None], writer: Any,
-                     slots: asyncio.Semaphore, known: set[str], drained: asyncio.Event, enough: int) -> None:
-        """Commit finished calls as they arrive; each write takes all that queued meanwhile. Keys
-        without a row yet are inserted plainly (an upsert costs DuckDB several times more); a key
-        another process wrote meanwhile makes that write fall back to the upsert."""
-        done = False
-        while not done:
-            try:
-                first = await asyncio.wait_for(queue.get(), _IDLE_RELEASE_S)
-            except TimeoutError:
-                # nothing to write for a while (a slow model): let other processes have the file
-                await asyncio.to_thread(writer.close)
-                first = await queue.get()
-            batch = [first]
-            # gather a little more (each commit costs DuckDB a few ms of CPU), but only up to half the
-            # back-pressure room, so requests keep flowing while this batch is written
-            deadline = time.monotonic() + _FLUSH_GATHER_S
-            while (None not in batch and not drained.is_set() and time.monotonic() < deadline
-                   and queue.qsize() + 1 < enough):
-                await asyncio.sleep(0.005)
-            while not queue.empty():
-                batch.append(queue.get_nowait())
-            done = None in batch
-            rows = [r for r in batch if r is not None]
-            if rows:
-                # A success is never overwritten by a failure (two runs racing on one key).
-                fresh = not any(r["key"] in known for r in rows)
-                await asyncio.to_thread(writer.upsert, "llm.calls", rows, _UPSERT, fresh)
-                for _ in rows:
-                    slots.release()
-
-    async def _report(self, progress: _Progress) -> None:
-        while True:
-            await asyncio.sleep(self.config.progress_interval_s)
-            self.log.info(progress.line())
-
 
 _UPDATED = (
     "status", "response_text", "finish_reason", "prompt_tokens", "completion_tokens", "latency_s",

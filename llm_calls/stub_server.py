@@ -350,11 +350,10 @@ class StubServer:
                 except json.JSONDecodeError:
                     self._send(400, {"Content-Type": "application/json"}, b'{"error": "bad json"}')
                     return
+                record = {"path": self.path, "body": body, "time": time.time(), "answered": None,
+                          "authorization": self.headers.get("Authorization")}
                 with stub._lock:
-                    stub.requests.append({
-                        "path": self.path, "body": body, "time": time.time(),
-                        "authorization": self.headers.get("Authorization"),
-                    })
+                    stub.requests.append(record)
                     stub.in_flight += 1
                     stub.peak_in_flight = max(stub.peak_in_flight, stub.in_flight)
                 try:
@@ -370,6 +369,7 @@ class StubServer:
                 finally:
                     with stub._lock:
                         stub.in_flight -= 1
+                        record["answered"] = time.time()  # when the reply was sent (or the client gone)
 
         return Handler
 

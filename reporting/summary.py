@@ -32,11 +32,11 @@ class Progress:
     `every_s` seconds otherwise): steps, calls against the plan, elapsed, estimated time left."""
 
     def __init__(self, total_steps: int, planned: tuple[int, int, int] | None = None,
-                 stream=sys.stdout, every_s: float | None = None):
+                 stream=None, every_s: float | None = None):
         self.total_steps = total_steps
         # calls the configuration fixes, of them not cached, and the most that replies may add
         self.exact, self.exact_new, self.bounded = planned or (0, 0, 0)
-        self.stream = stream
+        self.stream = stream = stream or sys.stdout  # the stdout of now, not of the module's import
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.every_s = every_s if every_s is not None else (1.0 if self.tty else 30.0)
         self.steps_done = 0

@@ -172,5 +172,5 @@ def test_the_pipeline_makes_only_the_calls_its_steps_declare(tmp_path):
             pipeline = Pipeline(Ledger(Warehouse(cfg.warehouse_path()), reg), "stub", "stub", ITEMS, 0.5, 1.0, 64, seed=1)
             pipeline.declared = {"waken.direct"}
             with pytest.raises(RuntimeError, match="waken.baseline.cot: a call `steps` does not declare"):
-                pipeline.baseline("cot")
+                pipeline.ledger.run_flows(lambda s: [pipeline.baseline(s, "cot", ITEMS[0])])
             assert stub.requests == []  # refused before anything was sent

@@ -87,6 +87,33 @@ def parse_judgement(text: str | None) -> tuple[int | None, str | None]:
     return None, "no JSON with a 0/1 result"
 
 
+def options_prompt(c: OptionsCase) -> str:
+    """The judge's question for one reply to a question with options."""
+    if c.lettered:
+        listing = "\n".join(f"({chr(65 + k)}) {o}" for k, o in enumerate(c.options))
+        how = "the option letter"
+    else:
+        listing = "\n".join(f"{k}. {o}" for k, o in enumerate(c.options, start=1))
+        how = "the option numbers separated by commas" if c.multiple else "the option number"
+    unknown = (", or Unknown if it says the answer cannot be determined" if c.unknown
+               else ", or NONE if it says no option is correct")
+    return READ_OPTIONS.format(numbering="lettered" if c.lettered else "numbered", options=listing, reply=c.reply,
+                               what="letter" if c.lettered else "number(s)", how=how, unknown=unknown)
+
+
+def _options_reading(c: OptionsCase, reading: Reading) -> Reading:
+    """The judge's reading of `c` as option(s): its reply read against the options."""
+    if reading.method != "judge":
+        return reading
+    got = read_options(reading.answer, c.options, unknown=c.unknown).answer
+    return (Reading(got, "judge", reading.evidence, reading.call_key) if got is not None
+            else Reading(None, "judge_unreadable", reading.evidence, reading.call_key))
+
+
+def _label(text: str) -> Any:
+    return read_label(text).answer
+
+
 def _no_answer(text: str | None) -> bool:
     return bool(re.search(r"\bNO[_ ]ANSWER\b", text or "", re.I))
 
@@ -99,59 +126,49 @@ class Judge:
         self.ledger, self.model = ledger, model
         self.max_tokens, self.grade_max_tokens, self.grade_retries = max_tokens, grade_max_tokens, grade_retries
 
+    def _request(self, prompt: str, max_tokens: int | None = None) -> CallRequest:
+        return CallRequest([{"role": "user", "content": prompt}],
+                           {"temperature": 0.0, "max_tokens": max_tokens or self.max_tokens})
+
     def _ask(self, prompts: Sequence[str], purpose: str, max_tokens: int | None = None) -> list:
-        params = {"temperature": 0.0, "max_tokens": max_tokens or self.max_tokens}
-        return self.ledger.complete(self.model, [CallRequest([{"role": "user", "content": p}], params) for p in prompts],
-                                    purpose=purpose)
+        return self.ledger.complete(self.model, [self._request(p, max_tokens) for p in prompts], purpose=purpose)
+
+    @staticmethod
+    def _reading(r: Any, read_one: Callable[[str], Any]) -> Reading:
+        said = (r.text or "").strip()[:200]
+        if not r.ok:
+            return Reading(None, JUDGE_FAILED, f"judge call failed: {r.error}", r.key)
+        if _no_answer(r.text):
+            return Reading(None, "judge_no_answer", said, r.key)
+        got = read_one(r.text)
+        return Reading(got, "judge", said, r.key) if got is not None else Reading(None, "judge_unreadable", said, r.key)
 
     def _readings(self, results: list, read_one) -> list[Reading]:
-        out = []
-        for r in results:
-            said = (r.text or "").strip()[:200]
-            if not r.ok:
-                out.append(Reading(None, JUDGE_FAILED, f"judge call failed: {r.error}", r.key))
-            elif _no_answer(r.text):
-                out.append(Reading(None, "judge_no_answer", said, r.key))
-            else:
-                got = read_one(r.text)
-                out.append(Reading(got, "judge", said, r.key) if got is not None
-                           else Reading(None, "judge_unreadable", said, r.key))
-        return out
+        return [self._reading(r, read_one) for r in results]
 
     def read_labels(self, replies: Sequence[str], purpose: str) -> list[Reading]:
         """True / False / Unknown as each reply's final answer, in the judge's reading."""
         if not replies:
             return []
         results = self._ask([READ_LABEL.format(reply=r) for r in replies], purpose)
-        return self._readings(results, lambda t: read_label(t).answer)
+        return self._readings(results, _label)
+
+    async def read_label(self, session: Any, reply: str, purpose: str) -> Reading:
+        """`read_labels` of one reply, inside a flow (`llm_calls/flows.py`)."""
+        return self._reading(await session.ask(self.model, self._request(READ_LABEL.format(reply=reply)), purpose),
+                             _label)
 
     def read_options(self, cases: Sequence[OptionsCase], purpose: str) -> list[Reading]:
         """The option(s) each reply chose: frozenset of option numbers, NONE, or "Unknown"."""
         if not cases:
             return []
-        prompts = []
-        for c in cases:
-            if c.lettered:
-                listing = "\n".join(f"({chr(65 + k)}) {o}" for k, o in enumerate(c.options))
-                how = "the option letter"
-            else:
-                listing = "\n".join(f"{k}. {o}" for k, o in enumerate(c.options, start=1))
-                how = "the option numbers separated by commas" if c.multiple else "the option number"
-            unknown = (", or Unknown if it says the answer cannot be determined" if c.unknown
-                       else ", or NONE if it says no option is correct")
-            prompts.append(READ_OPTIONS.format(numbering="lettered" if c.lettered else "numbered", options=listing,
-                                               reply=c.reply, what="letter" if c.lettered else "number(s)",
-                                               how=how, unknown=unknown))
-        results = self._ask(prompts, purpose)
-        out = []
-        for c, reading in zip(cases, self._readings(results, lambda t: t)):
-            if reading.method != "judge":
-                out.append(reading)
-                continue
-            got = read_options(reading.answer, c.options, unknown=c.unknown).answer
-            out.append(Reading(got, "judge", reading.evidence, reading.call_key) if got is not None
-                       else Reading(None, "judge_unreadable", reading.evidence, reading.call_key))
-        return out
+        results = self._ask([options_prompt(c) for c in cases], purpose)
+        return [_options_reading(c, self._reading(r, lambda t: t)) for c, r in zip(cases, results)]
+
+    async def read_option(self, session: Any, case: OptionsCase, purpose: str) -> Reading:
+        """`read_options` of one case, inside a flow (`llm_calls/flows.py`)."""
+        r = await session.ask(self.model, self._request(options_prompt(case)), purpose)
+        return _options_reading(case, self._reading(r, lambda t: t))
 
     def _ask_again(self, convs: list[list[dict[str, str]]], params: dict[str, Any], purpose: str,
                    read_batch: Callable[[list], list[Reading]], again: str, retries: int) -> list[list[Reading]]:
@@ -190,13 +207,13 @@ class Judge:
         standing alone in the judge's reply."""
         if not prompts:
             return []
-        pattern = re.compile(rf"(?<![A-Za-z])({'|'.join(map(re.escape, letters))})(?![A-Za-z])")
+        return self._readings(self._ask(prompts, purpose, max_tokens), _letter_reader(letters))
 
-        def letter(text: str) -> str | None:
-            m = pattern.search(text or "")
-            return m.group(1) if m else None
-
-        return self._readings(self._ask(prompts, purpose, max_tokens), letter)
+    async def pick_one(self, session: Any, prompt: str, letters: Sequence[str], purpose: str,
+                       max_tokens: int = 8) -> Reading:
+        """`pick` of one question, inside a flow (`llm_calls/flows.py`)."""
+        r = await session.ask(self.model, self._request(prompt, max_tokens), purpose)
+        return self._reading(r, _letter_reader(letters))
 
     def grade(self, cases: Sequence[tuple[str, str, str]], purpose: str) -> list[Reading]:
         """S1-Bench table 18: per (question, model answer, ground truth), answer True (correct) or
@@ -216,6 +233,17 @@ class Judge:
         history = self._ask_again(convs, {"temperature": 0.0, "max_tokens": self.grade_max_tokens}, f"{purpose}.judge",
                                   read_batch, GRADE_REWRITE, self.grade_retries)
         return [h[-1] for h in history]
+
+
+def _letter_reader(letters: Sequence[str]) -> Callable[[str], str | None]:
+    pattern = re.compile(rf"(?<![A-Za-z])({'|'.join(map(re.escape, letters))})(?![A-Za-z])")
+
+    def letter(text: str) -> str | None:
+        m = pattern.search(text or "")
+        return m.group(1) if m else None
+
+    return letter
+
 
 
 NO_UNIQUE_ANSWER = (

@@ -1,0 +1,397 @@
+"""Per-item flows: every call of a step through one event loop, with no barrier between items.
+
+A family's protocol is written as one coroutine per item (or per item and setting): it asks a
+call, reads the reply, and asks the next call that reply decides (a second turn, a judge
+reading, the next stage). `Ledger.run_flows` runs all of them at once in one `Session`, so an
+early item's second turn or judge call starts as soon as its first reply is read, not after the
+last first turn of the batch; every setting and item of a step shares each model's
+concurrency, and the endpoint is busy while any work remains.
+
+What the session does for each `await session.ask(model, request, purpose)`:
+
+- the key is computed as `Ledger.complete` computes it (`Lane.keyed`), and a key already asked in
+  this session is answered by the same future (two flows asking one request make one call);
+- cache lookups of everything asked in one turn of the event loop go to the warehouse as one
+  query, on the connection the commits use (`_db`, one task, so the two never interleave);
+- a miss is queued on its model's lane: `2 x concurrency` workers take requests deepest-first
+  (a flow's later calls before other flows' first calls: items finish early, and a kill loses
+  less), hold the run's and the endpoint's slots (`llm_calls/slots.py`) while in flight and make
+  the call with the ledger's retries (`Ledger._call`);
+- answers are committed as they arrive, all that finished during the previous commit in one
+  transaction; at most `concurrency + max_unsaved` answers per lane wait for their commit, so a
+  kill loses at most that many calls, however slow the disk;
+- a model in batch mode (`llm_calls/batch.py`) gathers its misses until nothing else can move
+  (no lookup or live call outstanding, and a few turns of the loop without a new request), then
+  sends each (model, purpose) group as one batch. In files mode the flows that wait on one stop
+  with `BatchPending`, and the session raises every file written this round together once the
+  others are done.
+
+A flow awaits only its session's calls (its own work between them is plain Python): that is
+what lets the session tell that every flow waits on a batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import itertools
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+import openai
+
+from llm_calls import batch
+from llm_calls.endpoints import default_sampling
+
+T = TypeVar("T")
+
+_FLUSH_GATHER_S = 0.05  # how long the writer waits for more finished calls before a commit
+_IDLE_RELEASE_S = 0.5  # the writer releases the warehouse after this long without work
+_QUIET_TURNS = 3  # loop turns without a new request before the pending batch-mode calls are sent
+
+# how many calls the running flow has had answered: later calls of a flow go first
+_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("benchsmith_flow_depth", default=0)
+
+
+@dataclass
+class _Ask:
+    lane: Lane
+    key: str
+    request: Any  # CallRequest, as the model is asked it
+    params: dict[str, Any]
+    purpose: str
+    future: asyncio.Future
+    depth: int
+
+
+class Lane:
+    """One model's calls in a session: its identity and defaults (for keys), and once a call
+    misses the cache its endpoint, one client, the run's semaphore and the endpoint's slots."""
+
+    def __init__(self, session: Session, model: str):
+        ledger = session.ledger
+        self.session, self.model = session, model
+        self.config = ledger.registry.config.model(model)
+        self.identity = ledger.registry.identity(model)
+        self.defaults = default_sampling(self.config)
+        self.asked = self.cached = 0
+        self._queue: asyncio.PriorityQueue[tuple[tuple[float, int], _Ask | None]] = asyncio.PriorityQueue()
+        self._workers: list[asyncio.Task] = []
+        self._starting: asyncio.Task | None = None
+        self._seq = itertools.count()
+        self.progress = None
+        self.client: openai.AsyncOpenAI | None = None
+        self._failed: BaseException | None = None
+
+    def keyed(self, request: Any) -> tuple[Any, dict[str, Any], str]:
+        """The request as this model is asked it (its system prompt or prefill), its parameters
+        with the model's defaults, and its key: `Ledger.complete`'s, the one definition."""
+        from llm_calls.ledger import keyed_request
+
+        return keyed_request(self.config, self.identity, self.defaults, request)
+
+    def submit(self, ask: _Ask) -> None:
+        if self._failed is not None:
+            self.session._settle(ask, exc=self._failed)
+            return
+        if self._starting is None:
+            self._starting = asyncio.create_task(self._start())
+        self._queue.put_nowait(((-ask.depth, next(self._seq)), ask))
+
+    async def _start(self) -> None:
+        """Resolve the endpoint (starting the embedded server if it is one), check a down one is
+        back, then start the workers. A failure fails every call queued and to come."""
+        from llm_calls.ledger import _DOWN, _Progress, _tls_context, endpoint_unreachable
+
+        ledger = self.session.ledger
+        try:
+            ep = await asyncio.to_thread(ledger.registry.endpoint, self.model)
+        except BaseException as exc:
+            self._fail_all(exc)
+            raise
+        if ep.base_url in _DOWN:  # down for an earlier run or batch: back now?
+            why = await asyncio.to_thread(endpoint_unreachable, ep.base_url)
+            if why is None:
+                _DOWN.pop(ep.base_url, None)
+            else:
+                _DOWN[ep.base_url] = f"still unreachable: {why}"
+        self.ep = ep
+        self.client = openai.AsyncOpenAI(
+            base_url=ep.base_url, api_key=ep.api_key or "not-needed", max_retries=0, timeout=ledger.config.timeout_s,
+            http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()),
+        )
+        self.secrets = ledger.registry.secrets()
+        self.sem = asyncio.Semaphore(ep.concurrency)
+        self.shared = ledger._slots(ep)
+        unsaved = ledger.config.max_unsaved or ep.concurrency
+        self.enough = max(1, unsaved // 2)
+        self.unsaved = asyncio.Semaphore(ep.concurrency + unsaved)  # requested but not yet committed
+        self.progress = _Progress(ep.name, total=0, cached=0)
+        self._workers = [asyncio.create_task(self._worker()) for _ in range(2 * ep.concurrency)]
+
+    def _fail_all(self, exc: BaseException) -> None:
+        self._failed = exc
+        while not self._queue.empty():
+            _, ask = self._queue.get_nowait()
+            if ask is not None:
+                self.session._settle(ask, exc=exc)
+
+    async def _worker(self) -> None:
+        ledger, session = self.session.ledger, self.session
+        while True:
+            _, ask = await self._queue.get()
+            if ask is None:
+                return
+            await self.unsaved.acquire()
+            result, row = await ledger._call(self.client, self.sem, self.ep, self.identity, ask.purpose, ask.key,
+                                             ask.request, ask.params, self.secrets, self.shared)
+            self.progress.record(result.ok)
+            session._commit(row, self)
+            session._settle(ask, result)
+
+    async def close(self) -> None:
+        """Stop the workers and the client. Requests still queued (the flows stopped on an error)
+        are dropped unsent; those in flight finish and are committed, unless the warehouse broke."""
+        if self._starting is None:
+            return
+        try:
+            await self._starting
+        except BaseException:
+            return
+        while not self._queue.empty():
+            _, ask = self._queue.get_nowait()
+            if ask is not None:
+                ask.future.cancel()
+                self.session._live -= 1
+        if self.session._broken is not None:
+            for w in self._workers:
+                w.cancel()
+        for _ in self._workers:
+            self._queue.put_nowait(((float("inf"), next(self._seq)), None))
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        await self.client.close()
+        if self.progress.ok or self.progress.failed:
+            self.progress.total = self.asked
+            self.progress.cached = self.cached
+            self.session.ledger.log.info(self.progress.line(final=True))
+
+
+class Session:
+    """The calls of many flows through one event loop: `async with Session(ledger) as s`, then
+    `await s.ask(...)` from any number of tasks; `Ledger.run_flows` is the usual way in."""
+
+    def __init__(self, ledger: Any):
+        self.ledger = ledger
+        self._lanes: dict[str, Lane] = {}
+        self._asked: dict[str, asyncio.Future] = {}  # key -> its answer (one call per key per session)
+        self._lookups: list[_Ask] = []
+        self._rows: list[tuple[dict[str, Any], Lane]] = []
+        self._known: set[str] = set()  # keys with a row (failed ones too): a commit of others is a plain insert
+        self._deferred: dict[tuple[str, str], list[_Ask]] = {}  # batch-mode calls waiting for a quiet loop
+        self._live = 0  # asks looked up or sent, not yet answered
+        self._pending: list[batch.BatchPending] = []
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()  # the writer's connection: one thread at a time
+        self._writer = None
+        self._closing = False
+        self._flows_done = False
+        self._broken: BaseException | None = None  # the warehouse failed: every open call fails with it
+
+    async def __aenter__(self) -> Session:
+        self._writer = self.ledger.warehouse.writer()
+        self._db_task = asyncio.create_task(self._db())
+        self._batch_task = asyncio.create_task(self._batches())
+        self._report_task = asyncio.create_task(self._report())
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self._flows_done = True
+        self._report_task.cancel()
+        await asyncio.gather(self._batch_task, return_exceptions=True)
+        try:
+            await asyncio.gather(*(lane.close() for lane in self._lanes.values()))
+        finally:
+            self._closing = True
+            self._wake.set()
+            try:
+                await self._db_task
+            finally:
+                await asyncio.to_thread(self._writer.close)
+
+    # -- asking -------------------------------------------------------------------------------
+
+    def lane(self, model: str) -> Lane:
+        lane = self._lanes.get(model)
+        if lane is None:
+            lane = self._lanes[model] = Lane(self, model)
+        return lane
+
+    async def ask(self, model: str, request: Any, purpose: str = "") -> Any:
+        """The `CallResult` of one request (from the cache, this session, or a call)."""
+        lane = self.lane(model)
+        req, params, key = lane.keyed(request)
+        future = self._asked.get(key)
+        if future is None:
+            future = self._asked[key] = asyncio.get_running_loop().create_future()
+            lane.asked += 1
+            self._live += 1
+            self._lookups.append(_Ask(lane, key, req, params, purpose, future, _DEPTH.get()))
+            self._wake.set()
+        result = await asyncio.shield(future)
+        _DEPTH.set(_DEPTH.get() + 1)
+        prefill = lane.config.prefill
+        return replace(result, prefill=prefill) if prefill else result
+
+    async def ask_all(self, model: str, requests: Sequence[Any], purpose: str = "") -> list[Any]:
+        """Results of `requests`, in order (asked at once)."""
+        results = list(await asyncio.gather(*(self.ask(model, r, purpose) for r in requests)))
+        _DEPTH.set(_DEPTH.get() + 1)  # the asks ran in their own tasks: this flow is one step deeper too
+        return results
+
+    def _settle(self, ask: _Ask, result: Any = None, exc: BaseException | None = None) -> None:
+        if not ask.future.done():
+            if exc is not None:
+                ask.future.set_exception(exc)
+            else:
+                ask.future.set_result(result)
+        self._live -= 1
+
+    def _commit(self, row: dict[str, Any], lane: Lane) -> None:
+        self._rows.append((row, lane))
+        self._wake.set()
+
+    # -- the warehouse: lookups and commits on one connection -----------------------------------
+
+    async def _db(self) -> None:
+        try:
+            await self._db_loop()
+        except BaseException as exc:  # a lookup or a commit failed: no flow may wait for it forever
+            self._broken = exc
+            for future in self._asked.values():
+                if not future.done():
+                    future.set_exception(exc)
+            raise
+
+    async def _db_loop(self) -> None:
+        from llm_calls.ledger import _UPSERT, TOTALS
+
+        while True:
+            if not self._lookups and not self._rows:
+                if self._closing:
+                    return
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), _IDLE_RELEASE_S)
+                except TimeoutError:  # nothing to do for a while: let other processes have the warehouse
+                    async with self._lock:
+                        await asyncio.to_thread(self._writer.close)
+                    await self._wake.wait()
+                continue
+            if self._lookups:  # lookups first: they unblock flows
+                asks, self._lookups = self._lookups, []
+                async with self._lock:
+                    found, known = await asyncio.to_thread(self.ledger._cached, [a.key for a in asks], self._writer)
+                self._known |= known
+                TOTALS.cached += len(found)
+                for a in asks:
+                    if a.key in found:
+                        a.lane.cached += 1
+                        self._settle(a, found[a.key])
+                    elif batch.mode(self.ledger.registry.config, a.lane.model, a.purpose) is not None:
+                        self._live -= 1
+                        self._deferred.setdefault((a.lane.model, a.purpose), []).append(a)
+                    else:
+                        a.lane.submit(a)
+                continue
+            # gather a little more (each commit costs a few ms of CPU), but only up to half the
+            # back-pressure room, so requests keep flowing while this batch is written
+            deadline = time.monotonic() + _FLUSH_GATHER_S
+            while (not self._closing and not self._lookups and time.monotonic() < deadline
+                   and len(self._rows) < self._rows[0][1].enough and self._live):
+                await asyncio.sleep(0.005)
+            if self._lookups:
+                continue
+            rows, self._rows = self._rows, []
+            fresh = not any(r["key"] in self._known for r, _ in rows)
+            async with self._lock:
+                await asyncio.to_thread(self._writer.upsert, "llm.calls", [r for r, _ in rows], _UPSERT, fresh)
+            for r, lane in rows:
+                self._known.add(r["key"])
+                lane.unsaved.release()
+
+    # -- batch mode ---------------------------------------------------------------------------
+
+    async def _batches(self) -> None:
+        """Send the batch-mode calls once nothing else can move: every flow waits on one."""
+        while not self._flows_done:
+            await asyncio.sleep(0.01)
+            if not self._deferred or self._live or self._lookups:
+                continue
+            waiting = sum(map(len, self._deferred.values()))
+            for _ in range(_QUIET_TURNS):
+                await asyncio.sleep(0)
+            if self._live or self._lookups or sum(map(len, self._deferred.values())) != waiting:
+                continue
+            groups, self._deferred = self._deferred, {}
+            for (model, purpose), asks in groups.items():
+                lane = self._lanes[model]
+                todo = {a.key: (a.request, a.params) for a in asks}
+                try:
+                    async with self._lock:
+                        out = await self.ledger._batch(model, lane.identity, purpose, todo, self._known, self._writer)
+                except batch.BatchPending as exc:
+                    self._pending.append(exc)
+                    for a in asks:
+                        a.future.set_exception(exc)
+                    continue
+                except BaseException as exc:
+                    for a in asks:
+                        a.future.set_exception(exc)
+                    raise
+                self._known |= set(out)
+                for a in asks:
+                    a.future.set_result(out[a.key])
+
+    async def _report(self) -> None:
+        while True:
+            await asyncio.sleep(self.ledger.config.progress_interval_s)
+            for lane in self._lanes.values():
+                if lane.progress is not None:
+                    lane.progress.total, lane.progress.cached = lane.asked, lane.cached
+                    self.ledger.log.info(lane.progress.line())
+
+    # -- running flows ------------------------------------------------------------------------
+
+    async def run(self, flows: Iterable[Awaitable[T]]) -> list[T]:
+        """Every flow at once; their results in order. A flow stopped by batch files is left
+        out and the files of this round are raised together when the rest are done; any other
+        error cancels the other flows and is raised."""
+        async def guarded(flow: Awaitable[T]) -> T | None:
+            try:
+                return await flow
+            except batch.BatchPending:
+                return None
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(guarded(f)) for f in flows]
+        except BaseExceptionGroup as eg:
+            raise _first(eg) from None
+        if self._pending:
+            raise batch.BatchPending.combined(self._pending)
+        return [t.result() for t in tasks]
+
+
+def _first(eg: BaseExceptionGroup) -> BaseException:
+    exc: BaseException = eg
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
+
+
+async def run_flows(ledger: Any, build: Callable[[Session], Iterable[Awaitable[T]]]) -> list[T]:
+    async with Session(ledger) as session:
+        return await session.run(build(session))
+

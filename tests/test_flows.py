@@ -1,0 +1,169 @@
+"""Per-item flows (llm_calls/flows.py): an item's next call starts as soon as its own reply is read,
+not after the batch; the session keeps the ledger's guarantees (one call per key, answers stored,
+failures recorded, a broken warehouse fails the flows instead of hanging them)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from evaluations.ib import FOLLOW_UP, Item, Runner
+from evaluations.waken import Item as WakenItem
+from evaluations.waken import Pipeline
+from llm_calls import CallRequest, Ledger, ModelRegistry
+from llm_calls.stub_server import StubServer
+from tests.conftest import stub_config, user
+from warehouse import Warehouse
+
+
+def _chat(stub: StubServer) -> list[dict]:
+    return [r for r in stub.requests if r["path"].endswith("/chat/completions")]
+
+
+def _ib_items(n: int) -> list[Item]:
+    return [Item(f"s{k}:complete", "single", "tense", "complete", (str(k), str(k + 1), "All other options are false"),
+                 frozenset({1}), "", f"What is {k} + 0?") for k in range(n)]
+
+
+def _ib_responder(body):
+    text = body["messages"][-1]["content"]
+    if text.startswith("A model answered a question with"):
+        return "1"
+    if text == FOLLOW_UP:
+        return "Answer: 1"
+    return "I am not sure about this one."  # no option: the judge reads it
+
+
+def test_an_early_items_second_turn_and_judge_call_start_before_the_batchs_last_first_turn_is_answered(tmp_path):
+    """IB multi-turn and vanilla over 24 items at concurrency 4: the first turns are one batch of
+    48 requests; a flow's later calls go first, so item 0's judge call and second turn are sent
+    while first turns are still being answered."""
+    with StubServer(responder=_ib_responder, delay_s=0.02) as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": 4}})
+        with ModelRegistry(cfg) as reg:
+            runner = Runner(Ledger(Warehouse(cfg.warehouse_path()), reg), "stub", "stub", "stub",
+                            {"temperature": 0.0, "max_tokens": 32})
+            runner.run(_ib_items(24), [], ["vanilla", "multi_turn"])
+        calls = _chat(stub)
+    first = [c for c in calls if len(c["body"]["messages"]) == 1
+             and not c["body"]["messages"][0]["content"].startswith("A model answered")]
+    judge = [c for c in calls if c["body"]["messages"][-1]["content"].startswith("A model answered")]
+    second = [c for c in calls if len(c["body"]["messages"]) == 3]
+    # vanilla's request is multi-turn's first turn: one call for both
+    assert len(first) == 24 and len(second) == 24 and len(judge) == 24
+    last_first_answered = max(c["answered"] for c in first)
+    assert min(c["time"] for c in judge) < last_first_answered
+    assert min(c["time"] for c in second) < last_first_answered
+    # and the rows are whole: every item's judge reading and second turn are recorded
+    by = {(r["setting"], r["item_id"]): r for r in runner.responses}
+    assert len(by) == 48 and all(r["method"] == "judge" for (s, _), r in by.items() if s == "vanilla")
+    assert [r["item_id"] for r in runner.responses[:24]] == [i.item_id for i in _ib_items(24)]  # in item order
+
+
+def _waken_responder(body):
+    text = body["messages"][-1]["content"]
+    if "What mainly caused" in text:
+        return "B"
+    if "Output only True or False" in text:
+        return "False"
+    if "may be wrong" in text:
+        return "Final answer: True"
+    return "Final answer: Unknown"
+
+
+def test_an_early_items_stage_one_starts_before_the_last_direct_answer_is_answered(tmp_path):
+    items = [WakenItem(f"s{k}", "fact", "True", f"sent1: Ada{k} is red", f"Ada{k} is red") for k in range(24)]
+    with StubServer(responder=_waken_responder, delay_s=0.02) as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": 4}})
+        with ModelRegistry(cfg) as reg:
+            rows = Pipeline(Ledger(Warehouse(cfg.warehouse_path()), reg), "stub", "stub", items, 0.5, 1.0, 64,
+                            seed=1).run([1.0], [])
+        calls = _chat(stub)
+    direct = [c for c in calls if c["body"]["messages"][0]["content"].startswith("Read the facts")]
+    stage1 = [c for c in calls if c["body"]["messages"][0]["content"].startswith("Your answer Unknown may be wrong")]
+    assert len(direct) == 24 and stage1
+    assert min(c["time"] for c in stage1) < max(c["answered"] for c in direct)
+    # every item is in the Vague Perception set, so Remind-then-Guide drew its labels over all 24
+    rtg = [r for r in rows if r["step"] == "rtg_label_stage1"]
+    assert len(rtg) == 24 and all(r["outcome"] == "TC" for r in rows if r["step"] == "stage1")
+
+
+def test_two_flows_asking_one_request_make_one_call_and_both_get_its_answer(stub, stub_ledger):
+    req = CallRequest(user("the same question"))
+
+    async def flow(s):
+        return (await s.ask("stub", req, "t.one")).text
+
+    a, b, c = stub_ledger.run_flows(lambda s: [flow(s), flow(s), flow(s)])
+    assert a == b == c and len(_chat(stub)) == 1
+    assert stub_ledger.warehouse.scalar("SELECT count(*) FROM llm.calls") == 1
+    # and a second session answers it from the warehouse without a request
+    assert stub_ledger.run_flows(lambda s: [flow(s)]) == [a] and len(_chat(stub)) == 1
+
+
+def test_a_flows_later_calls_go_before_other_flows_first_calls(tmp_path):
+    """Concurrency 1: flow 0's second call is sent right after its first, ahead of the 9 first calls
+    the other flows queued before it."""
+    with StubServer() as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": 1}})
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+
+            async def flow(s, k):
+                await s.ask("stub", CallRequest(user(f"first {k}")), "t.first")
+                await s.ask("stub", CallRequest(user(f"second {k}")), "t.second")
+
+            ledger.run_flows(lambda s: [flow(s, k) for k in range(10)])
+        asked = [c["body"]["messages"][-1]["content"] for c in _chat(stub)]
+    # each second call goes as soon as its first is answered (the workers took two firsts at once)
+    assert asked.index("second 0") < asked.index("first 9")
+    assert len(asked) == 20
+
+
+def test_a_failed_call_in_a_flow_is_a_failure_and_the_flow_goes_on(stub, stub_ledger):
+    async def flow(s):
+        bad = await s.ask("stub", CallRequest(user("[[stub: status=400]] no")), "t.bad")
+        good = await s.ask("stub", CallRequest(user("fine")), "t.good")
+        return bad.ok, bad.text, good.ok
+
+    assert stub_ledger.run_flows(lambda s: [flow(s)]) == [(False, None, True)]
+    assert stub_ledger.warehouse.rows("SELECT purpose, status FROM llm.calls ORDER BY purpose") == [
+        {"purpose": "t.bad", "status": "failed"}, {"purpose": "t.good", "status": "ok"}]
+
+
+def test_an_error_in_one_flow_stops_the_others_and_is_raised(stub, stub_ledger):
+    async def fails(s):
+        await s.ask("stub", CallRequest(user("one")), "t")
+        raise ValueError("a protocol bug")
+
+    async def waits(s):
+        for k in range(50):
+            await s.ask("stub", CallRequest(user(f"more {k}")), "t")
+
+    with pytest.raises(ValueError, match="a protocol bug"):
+        stub_ledger.run_flows(lambda s: [fails(s), waits(s)])
+    assert len(_chat(stub)) < 50  # the other flow was stopped, not run to its end
+
+
+def test_a_warehouse_that_fails_a_commit_fails_the_flows_instead_of_hanging_them(stub, stub_ledger, monkeypatch):
+    from warehouse.connection import Writer
+
+    def broken(self, *a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Writer, "upsert", broken)
+
+    async def flow(s, k):
+        await s.ask("stub", CallRequest(user(f"a {k}")), "t")
+        await s.ask("stub", CallRequest(user(f"b {k}")), "t")
+
+    async def bounded():
+        return await asyncio.wait_for(asyncio.to_thread(stub_ledger.run_flows,
+                                                        lambda s: [flow(s, k) for k in range(20)]), 30)
+
+    with pytest.raises(OSError, match="disk full"):
+        asyncio.run(bounded())
