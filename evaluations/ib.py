@@ -272,6 +272,11 @@ def planned_requests(cfg: Config, query: Query) -> Iterator[tuple[str, str, Call
                 yield from ((model, purpose, CallRequest([{"role": "user", "content": p}], params)) for p in prompts)
 
 
+# The longest chain of dependent calls one (setting, item) flow makes: the first ask (or the
+# polisher's rewrite), the ask that continues it, the judge's reading (`reporting/plan.py` times it).
+FLOW_DEPTH = 3
+
+
 class Runner:
     """Asks one model every setting; returns rows for `ib.prompts` and `ib.responses`.
 

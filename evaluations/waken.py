@@ -249,6 +249,11 @@ def steps(baselines: Sequence[str], misguiding_rates: Sequence[float], ablation_
                   Step(f"waken.ablation.T={ablation_temperature}", "items", AT_MOST)]
 
 
+# The longest chain of dependent calls one item's flow makes (`reporting/plan.py` times it): the
+# direct answer, the diagnosis, Remind-then-Guide's stage 1 and stage 2, each read by the judge.
+FLOW_DEPTH = 8
+
+
 class Pipeline:
     """One model on one dataset's items; `run` returns rows for `waken.outcomes`.
 

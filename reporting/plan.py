@@ -229,12 +229,31 @@ def hours(new_calls: int, concurrency: int, latency_s: float) -> float:
     return math.ceil(new_calls / concurrency) * latency_s / 3600
 
 
+def flow_depth(family: str) -> int | None:
+    """The longest chain of dependent calls one item's flow makes, for a family whose protocol
+    runs as per-item flows (`llm_calls/flows.py`: the module's `FLOW_DEPTH`); None for one that
+    runs its steps one batch after another."""
+    if family == "llm":
+        return None
+    return getattr(importlib.import_module(f"evaluations.{family}"), "FLOW_DEPTH", None)
+
+
 def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str]],
            steps: dict[tuple[str, str], tuple[float, int]] | None = None, overhead: str = "") -> str:
     """The plan as text: a table of steps, then per family and model the calls and the time of
     the new ones, as a range: the exact steps alone (no reply takes a bounded branch) to every
-    bound reached. A step's time is its own waves at the model's concurrency, at the median
-    latency of that step's stored calls when there are `MIN_STEP_CALLS`, else the model's."""
+    bound reached. A call takes the median latency of its step's stored calls when there are
+    `MIN_STEP_CALLS`, else the model's.
+
+    How the time adds up follows how the family runs:
+    - per-item flows (Instruction Boundary, WakenLLM): every step's calls share the model's
+      concurrency at once, so a model's time is its calls' total latency over its concurrency
+      in whole waves, and at most the tail of one item's chain of dependent calls after that
+      (`FLOW_DEPTH` - 1 calls); the models of
+      a family (the evaluated one, the judge) work at the same time, so the family takes its
+      slowest model's time;
+    - steps one after another (the others): each step is its own waves at the model's
+      concurrency, and the family's models one after another."""
     steps = steps or {}
     out = [f"Capacity plan for {cfg.source} (scale {cfg.scale}); counts assume every call is answered",
            "", f"{'family':<7} {'model':<14} {'step':<40} {'kind':<8} {'calls':>9} {'cached':>9} {'new':>9}  items from"]
@@ -253,30 +272,45 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
         lat = latency.get(r.line.model)
         own = steps.get((r.line.model, r.line.step.split(" (")[0]))
         seconds = own[0] if own and own[1] >= MIN_STEP_CALLS else (lat[0] if lat else None)
-        if seconds is not None:  # each step is one batch after the previous: its own waves
-            h = hours(r.new, cfg.model(r.line.model).concurrency, seconds)
-            t[4] += h
-            if r.line.kind == EXACT:
-                t[3] += h
-    low = high = 0.0
+        if seconds is None:
+            continue
+        conc = cfg.model(r.line.model).concurrency
+        if flow_depth(r.line.family) is not None:  # the calls' latency, shared out over the concurrency
+            h = r.new * seconds / conc / 3600
+        else:  # each step is one batch after the previous: its own waves
+            h = hours(r.new, conc, seconds)
+        t[4] += h
+        if r.line.kind == EXACT:
+            t[3] += h
+    by_family: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     unknown = []
     for (family, model), (exact, bounded, new, h_exact, h_all) in totals.items():
         conc = cfg.model(model).concurrency
         lat = latency.get(model)
+        depth = flow_depth(family)
         if lat is None and new:
             unknown.append(model)
             when = "unknown latency (give --latency)"
         else:
-            low, high = low + h_exact, high + h_all
+            if depth is not None and new:  # whole waves; at most, the last item's chain after its first call
+                h_exact = math.ceil(h_exact * 3600 / lat[0] - 1e-9) * lat[0] / 3600
+                h_all = (math.ceil(h_all * 3600 / lat[0] - 1e-9) + depth - 1) * lat[0] / 3600
+            f = by_family[family]
+            if depth is not None:
+                f[0], f[1] = max(f[0], h_exact), max(f[1], h_all)
+            else:
+                f[0], f[1] = f[0] + h_exact, f[1] + h_all
             when = f"{_duration(h_exact)} - {_duration(h_all)}" + (f"  (latency {lat[1]})" if lat else "")
         out.append(f"{family:<7} {model[:14]:<14} {f'{exact:.0f} + {bounded:.0f}':>24} {new:>9.0f} {conc:>5} "
                    f"{(f'{lat[0]:.2f}s' if lat else '-'):>8}  {when}")
+    low, high = sum(f[0] for f in by_family.values()), sum(f[1] for f in by_family.values())
     if unknown:
         out += ["", f"Total time unknown: no latency for {', '.join(sorted(set(unknown)))} (no stored calls and no "
                     "probe answered); give --latency SECONDS."]
     else:
         out += ["", f"Total for the new calls, families one after another: {_duration(low)} if no reply takes a "
-                    f"bounded branch, at most {_duration(high)} (a model's calls run at its concurrency)."]
+                    f"bounded branch, at most {_duration(high)} (a model's calls run at its concurrency; per-item "
+                    "flows share it across a family's steps)."]
     if overhead:
         out.append(overhead)
     return "\n".join(out)

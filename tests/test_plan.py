@@ -174,7 +174,7 @@ def test_at_a_paper_like_latency_the_plan_foresees_the_run_within_a_quarter(tmp_
     assert planned == {"ib.vanilla": 8, "ib.few_shot": 8} and {k[1]: v for k, v in made.items()} == planned
     low = _seconds(re.search(r"one after another: (.+?) if no reply", out).group(1))
     steps = _seconds(re.search(r"about (\S+) more", out).group(1))
-    assert low == 12  # 8 calls a setting, two at a time, 1.5 s each: 4 waves x 2 settings x 1.5 s
+    assert low == 12  # 8 calls a setting, both settings' flows at once two at a time, 1.5 s each: 8 waves x 1.5 s
     assert abs((low + steps) - wall) <= 0.25 * wall, (low, steps, wall, out)
 
 
@@ -225,3 +225,22 @@ def test_items_another_scale_built_are_not_the_items_the_plan_counts(tmp_path, m
     assert demo_counts.by_partition["fld"]["complete"] == 2 and demo_counts.source["fld"] == "warehouse"
     assert paper_counts.by_partition["fld"]["complete"] == 6
     assert paper_counts.source["fld"] == "configuration (warehouse holds 2 complete: another scale or configuration)"
+
+
+def test_a_flows_familys_steps_share_the_concurrency_and_a_stepwise_familys_wait_for_each_other(tmp_path):
+    """Two steps of 3 new calls each, two at a time, 1 s a call. IB runs as per-item flows: the 6
+    calls pool into 3 waves (3 s), and at most its chain's tail (FLOW_DEPTH - 1 calls) after them.
+    MuSoBench runs its steps one batch after another: 2 waves each (4 s)."""
+    from llm_calls.stub_server import StubServer
+
+    with StubServer() as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": 2}})
+    rows = [plan.Row(plan.Line(family, "stub", f"{family}.step{k}", 3), 0) for family in ("ib", "muso")
+            for k in (1, 2)]
+    text = plan.render(cfg, rows, {"stub": (1.0, "given")})
+    ib_line = next(ln for ln in text.splitlines() if ln.startswith("ib ") and "exact steps only" not in ln
+                   and "+" in ln)
+    muso_line = next(ln for ln in text.splitlines() if ln.startswith("muso ") and "+" in ln)
+    assert ib_line.rstrip().endswith(f"3 s - {3 + ib_protocol.FLOW_DEPTH - 1} s  (latency given)")
+    assert muso_line.rstrip().endswith("4 s - 4 s  (latency given)")

@@ -1,0 +1,156 @@
+"""A paper-scale run at the endpoint's bound: Instruction Boundary and WakenLLM FLD end to end
+against a stub endpoint, beside a bare `openai` client replaying the same requests, in one run.
+
+The endpoint is the project's stub server (llm_calls/stub_server.py, its own process), answering
+every request after `--delay` seconds; one model at `--concurrency` is evaluated and is its own
+judge and polisher, so every call shares one budget. For each family, on a fresh warehouse:
+
+- the plan first (`materialize_all --plan --latency DELAY`): its time estimate, before any call;
+- the run: `python -m assets.materialize_all --select ib` (every IB dataset and the miscellany) or
+  `--select waken --partition fld` at `scale: paper`, timed from the command's start to its end
+  (items, Dagster and the warehouse included), its CPU time (user + system) measured;
+- the bound: the run's calls x delay / concurrency, the least wall time any client can take;
+- the bare client: the same requests (their stored bodies, read from `llm.calls`), sent by one
+  `openai.AsyncOpenAI` at the same concurrency as one stream, with its wall and CPU time.
+
+Printed per family: calls, bound, wall, bound / wall, the span from the first request to the last
+answer, the plan's estimate against the wall, the bare client's wall and bound / wall, and the CPU
+per call of both sides (the run's includes building items, Dagster and the tables; the project's
+own per-call cost is `benchmarks/llm_ledger.py`'s). Goal: bound / wall >= 0.9 for both families.
+
+    python benchmarks/paper_calls.py [--delay 0.5] [--concurrency 64] [--families ib waken]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SELECT = {"ib": ["--select", "ib"], "waken": ["--select", "waken", "--partition", "fld"]}
+
+
+def stub(delay: float) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "llm_calls.stub_server", "--delay", str(delay)], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+    return proc, proc.stdout.readline().strip()
+
+
+def config(folder: Path, url: str, concurrency: int) -> Path:
+    data = yaml.safe_load((ROOT / "benchsmith.yaml").read_text())
+    data.update({
+        "scale": "paper", "warehouse": {"path": str(folder / "wh.duckdb")},
+        "models": {**data["models"], "stub": {"base_url": url, "model": "stub-model", "concurrency": concurrency}},
+        "evaluate": ["stub"], "judge": "stub",
+        "ledger": {"timeout_s": 60, "progress_interval_s": 600, "slots_dir": str(folder / "slots")},
+    })
+    data["ib"] = {**data["ib"], "polisher": None}
+    path = folder / "benchsmith.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> dict:
+    folder = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{family}-"))
+    path = config(folder, url, args.concurrency)
+    env = {**os.environ, "BENCHSMITH_CONFIG": str(path), "DAGSTER_HOME": str(folder / "dagster")}
+    (folder / "dagster").mkdir()
+    plan = subprocess.run([sys.executable, "-m", "assets.materialize_all", *SELECT[family], "--plan",
+                           "--latency", str(args.delay)], cwd=ROOT, env=env, capture_output=True, text=True)
+    estimate = plan_seconds(plan.stdout)
+    cpu0, t0 = _children_cpu(), time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "assets.materialize_all", *SELECT[family]], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    wall, cpu = time.monotonic() - t0, _children_cpu() - cpu0
+    if done.returncode != 0:
+        print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
+        raise SystemExit(f"{family}: the run failed ({done.returncode})")
+    from warehouse import Warehouse
+
+    wh = Warehouse(folder / "wh.duckdb")
+    rows = wh.rows("SELECT request, created_at, finished_at, status FROM llm.calls ORDER BY created_at, key")
+    span = (max(r["finished_at"] for r in rows) - min(r["created_at"] for r in rows)).total_seconds()
+    bodies = [json.loads(r["request"]) for r in rows]
+    bare_wall, bare_cpu = asyncio.run(replay(url, bodies, args.concurrency))
+    calls = len(rows)
+    return {"family": family, "calls": calls, "failed": sum(r["status"] != "ok" for r in rows),
+            "bound": calls * args.delay / args.concurrency, "wall": wall, "span": span, "estimate": estimate,
+            "cpu_ms": 1000 * cpu / calls, "bare_wall": bare_wall, "bare_cpu_ms": 1000 * bare_cpu / calls}
+
+
+def plan_seconds(text: str) -> float | None:
+    """The plan's estimate for the new calls: the upper end ('at most ...', every bound reached)."""
+    m = re.search(r"at most (\d+(?:\.\d+)?) (s|min|h)\b", text)
+    if not m:
+        return None
+    return float(m.group(1)) * {"s": 1, "min": 60, "h": 3600}[m.group(2)]
+
+
+async def replay(url: str, bodies: list[dict], concurrency: int) -> tuple[float, float]:
+    """The bare client: every stored request body, `concurrency` at a time, as one stream."""
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=url, api_key="not-needed", max_retries=0, timeout=60)
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(body: dict) -> None:
+        params = dict(body["params"])
+        extra = {k: params.pop(k) for k in list(params) if k not in ("temperature", "max_tokens", "seed", "top_p")}
+        async with sem:
+            await client.chat.completions.create(model="stub-model", messages=body["messages"],
+                                                 extra_body=extra or None, **params)
+
+    cpu0, t0 = time.process_time(), time.monotonic()
+    await asyncio.gather(*(one(b) for b in bodies))
+    wall, cpu = time.monotonic() - t0, time.process_time() - cpu0
+    await client.close()
+    return wall, cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--delay", type=float, default=0.5)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--families", nargs="+", default=["ib", "waken"], choices=sorted(SELECT))
+    args = parser.parse_args()
+    proc, url = stub(args.delay)
+    out = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for family in args.families:
+                out.append(run_family(family, args, url, Path(tmp)))
+    finally:
+        proc.terminate()
+    print(f"\nscale paper, one model (its own judge) at concurrency {args.concurrency}, stub {args.delay} s per call; "
+          f"{os.cpu_count()} CPUs\n")
+    print(f"{'family':<7}{'calls':>7}{'failed':>7}{'bound s':>9}{'wall s':>8}{'bound/wall':>11}{'span s':>8}"
+          f"{'plan s':>8}{'plan/wall':>10}{'bare s':>8}{'bare b/w':>9}{'cpu ms/call':>12}{'bare ms/call':>13}")
+    for r in out:
+        est = r["estimate"]
+        plan, ratio = (f"{est:.0f}", f"{est / r['wall']:.2f}") if est else ("-", "-")
+        print(f"{r['family']:<7}{r['calls']:>7}{r['failed']:>7}{r['bound']:>9.1f}{r['wall']:>8.1f}"
+              f"{r['bound'] / r['wall']:>11.2f}{r['span']:>8.1f}{plan:>8}{ratio:>10}{r['bare_wall']:>8.1f}"
+              f"{r['bound'] / r['bare_wall']:>9.2f}{r['cpu_ms']:>12.2f}{r['bare_cpu_ms']:>13.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
