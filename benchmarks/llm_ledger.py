@@ -8,7 +8,9 @@ and by the ledger, alternately, three times each (the medians are compared), aft
 warm-up round per side, (which also hashes, checks its cache and commits every
 result to DuckDB), then rerun one ledger batch fully cached. Printed per row:
 requests/s of both sides, each side's share of the bound (concurrency /
-delay) and ledger / bare (targets: >= 0.95 at 0.5 s, >= 0.9 at 0.05 s); and
+delay) and ledger / bare (targets: >= 0.95 at 0.5 s, >= 0.9 at 0.05 s); the CPU time
+per call of both sides (this process's, the ledger's writer thread included) and the ledger's
+extra (target: <= 0.5 ms: request build, key hash, cache lookup, commit); and
 the cached rerun's speed-up (target >= 200x). Timings cover `Ledger.complete`
 only; the warehouse file exists beforehand, as it does in any run after the
 first.
@@ -34,7 +36,8 @@ from llm_calls import CallRequest, Ledger, ModelRegistry
 from warehouse import Warehouse
 
 
-async def bare(base_url: str, prompts: list[str], concurrency: int) -> float:
+async def bare(base_url: str, prompts: list[str], concurrency: int) -> tuple[float, float]:
+    """(seconds, CPU seconds of this process) for `prompts` through a bare client."""
     client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0, timeout=60)
     sem = asyncio.Semaphore(concurrency)
 
@@ -45,15 +48,16 @@ async def bare(base_url: str, prompts: list[str], concurrency: int) -> float:
             )
             assert resp.choices[0].message.content
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     await asyncio.gather(*(one(p) for p in prompts))
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     await client.close()
-    return elapsed
+    return elapsed, cpu
 
 
-def ledger_run(base_url: str, db: Path, prompts: list[str], concurrency: int) -> float:
-    """Seconds `Ledger.complete` takes for `prompts` (registry set up before the clock starts)."""
+def ledger_run(base_url: str, db: Path, prompts: list[str], concurrency: int) -> tuple[float, float]:
+    """(seconds, CPU seconds of this process, its writer thread included) `Ledger.complete` takes
+    for `prompts` (registry set up before the clock starts)."""
     cfg = parse_config({
         "warehouse": {"path": str(db)},
         "ledger": {"progress_interval_s": 3600},
@@ -64,11 +68,11 @@ def ledger_run(base_url: str, db: Path, prompts: list[str], concurrency: int) ->
     with ModelRegistry(cfg) as reg:
         ledger = Ledger(Warehouse(db), reg, log=_Quiet())
         requests = [CallRequest([{"role": "user", "content": p}]) for p in prompts]
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         results = ledger.complete("stub", requests)
-        elapsed = time.perf_counter() - t0
+        elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     assert all(r.ok for r in results), [r.error for r in results if not r.ok][:3]
-    return elapsed
+    return elapsed, cpu
 
 
 class _Quiet:
@@ -92,19 +96,25 @@ def bench_delay(delay: float, waves: int, repeats: int, tmp: Path
         for c in (1, 8, 64):
             n = c * waves
             bound = c / delay
-            t_bare, t_ledger = [], []
+            t_bare, t_ledger, cpu_bare, cpu_ledger = [], [], [], []
             for rep in range(repeats):  # alternated, so drift on a shared machine hits both sides alike
-                t_bare.append(asyncio.run(bare(base_url, [f"bare {delay} c{c} r{rep} #{i}" for i in range(n)], c)))
+                t, cpu = asyncio.run(bare(base_url, [f"bare {delay} c{c} r{rep} #{i}" for i in range(n)], c))
+                t_bare.append(t)
+                cpu_bare.append(cpu)
                 prompts = [f"ledger {delay} c{c} r{rep} #{i}" for i in range(n)]
-                t_ledger.append(ledger_run(base_url, db, prompts, c))
+                t, cpu = ledger_run(base_url, db, prompts, c)
+                t_ledger.append(t)
+                cpu_ledger.append(cpu)
             bare_rps, ledger_rps = n / statistics.median(t_bare), n / statistics.median(t_ledger)
+            ms_bare, ms_ledger = (1000 * statistics.median(x) / n for x in (cpu_bare, cpu_ledger))
             ratios.append(ledger_rps / bare_rps)
             print(f"{delay:>6} {c:>5} {n:>8} {bound:>8.1f} {bare_rps:>8.1f} {ledger_rps:>9.1f} "
-                  f"{bare_rps / bound:>10.2f} {ledger_rps / bound:>12.2f} {ledger_rps / bare_rps:>11.2f}", flush=True)
+                  f"{bare_rps / bound:>10.2f} {ledger_rps / bound:>12.2f} {ledger_rps / bare_rps:>11.2f} "
+                  f"{ms_bare:>9.2f} {ms_ledger:>10.2f} {ms_ledger - ms_bare:>9.2f}", flush=True)
             last = (db, prompts, c, t_ledger[-1])
         if delay == max(DELAYS_SEEN):
             db, prompts, c, t_first = last
-            reruns = sorted(ledger_run(base_url, db, prompts, c) for _ in range(3))
+            reruns = sorted(ledger_run(base_url, db, prompts, c)[0] for _ in range(3))
             return ratios, (db, prompts, c, t_first, reruns)
         return ratios, None
     finally:
@@ -126,7 +136,8 @@ def main() -> None:
     print(f"stub server in its own process; {args.waves} waves of requests per run; median of {args.repeats} "
           "alternated runs per side\n")
     print(f"{'delay':>6} {'conc':>5} {'requests':>8} {'bound/s':>8} {'bare/s':>8} {'ledger/s':>9} "
-          f"{'bare/bound':>10} {'ledger/bound':>12} {'ledger/bare':>11}")
+          f"{'bare/bound':>10} {'ledger/bound':>12} {'ledger/bare':>11} {'bare ms':>9} {'ledger ms':>10} "
+          f"{'extra ms':>9}  (CPU per call)")
     cached = None
     with tempfile.TemporaryDirectory() as tmp:
         for delay in args.delays:

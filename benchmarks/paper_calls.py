@@ -58,6 +58,9 @@ def config(folder: Path, url: str, concurrency: int) -> Path:
         "ledger": {"timeout_s": 60, "progress_interval_s": 600, "slots_dir": str(folder / "slots")},
     })
     data["ib"] = {**data["ib"], "polisher": None}
+    # the stub's replies ("reply to: ...") answer nothing, so every reply is undecided: the checks
+    # that would stop such a run are widened here, where the calls' timing is what is measured
+    data["reply_checks"] = {"failed_calls": 0.0, "undecided_replies": 1.0, "truncated_replies": 1.0}
     path = folder / "benchsmith.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
@@ -86,6 +89,13 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     from warehouse import Warehouse
 
     wh = Warehouse(folder / "wh.duckdb")
+    made = wh.scalar("SELECT count(*) FROM llm.calls")
+    t1 = time.monotonic()  # a rerun of one partition, every call cached: the run's own time
+    again = subprocess.run([sys.executable, "-m", "assets.materialize_all", *SELECT[family][:2], "--partition",
+                            "fld"], cwd=ROOT, env=env, capture_output=True, text=True)
+    rerun = time.monotonic() - t1
+    if again.returncode != 0 or wh.scalar("SELECT count(*) FROM llm.calls") != made:
+        raise SystemExit(f"{family}: the cached rerun failed or made calls ({again.returncode})")
     rows = wh.rows("SELECT request, created_at, finished_at, status FROM llm.calls ORDER BY created_at, key")
     span = (max(r["finished_at"] for r in rows) - min(r["created_at"] for r in rows)).total_seconds()
     bodies = [json.loads(r["request"]) for r in rows]
@@ -93,7 +103,7 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     calls = len(rows)
     return {"family": family, "calls": calls, "failed": sum(r["status"] != "ok" for r in rows),
             "bound": calls * args.delay / args.concurrency, "wall": wall, "span": span, "estimate": estimate,
-            "cpu_ms": 1000 * cpu / calls, "bare_wall": bare_wall, "bare_cpu_ms": 1000 * bare_cpu / calls}
+            "cpu_ms": 1000 * cpu / calls, "rerun": rerun, "bare_wall": bare_wall, "bare_cpu_ms": 1000 * bare_cpu / calls}
 
 
 def plan_seconds(text: str) -> float | None:
@@ -148,7 +158,7 @@ def main() -> int:
         plan, ratio = (f"{est:.0f}", f"{est / r['wall']:.2f}") if est else ("-", "-")
         print(f"{r['family']:<7}{r['calls']:>7}{r['failed']:>7}{r['bound']:>9.1f}{r['wall']:>8.1f}"
               f"{r['bound'] / r['wall']:>11.2f}{r['span']:>8.1f}{plan:>8}{ratio:>10}{r['bare_wall']:>8.1f}"
-              f"{r['bound'] / r['bare_wall']:>9.2f}{r['cpu_ms']:>12.2f}{r['bare_cpu_ms']:>13.2f}")
+              f"{r['bound'] / r['bare_wall']:>9.2f}{r['cpu_ms']:>12.2f}{r['bare_cpu_ms']:>13.2f}{r['rerun']:>9.1f}")
     return 0
 
 

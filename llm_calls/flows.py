@@ -33,9 +33,9 @@ what lets the session tell that every flow waits on a batch.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import itertools
-import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -47,8 +47,9 @@ from llm_calls.endpoints import default_sampling
 
 T = TypeVar("T")
 
-_FLUSH_GATHER_S = 0.05  # how long the writer waits for more finished calls before a commit
-_IDLE_RELEASE_S = 0.5  # the writer releases the warehouse after this long without work
+_FLUSH_GATHER_S = 0.2  # how long the writer waits for more finished calls before a commit
+_IDLE_RELEASE_S = 0.5  # without work this long, the writer yields the warehouse to a process that waits
+_IDLE_HOLD_S = 5.0  # and after this long to anyone (a duckdb shell, which cannot say it waits)
 _QUIET_TURNS = 3  # loop turns without a new request before the pending batch-mode calls are sent
 
 # how many calls the running flow has had answered: later calls of a flow go first
@@ -192,7 +193,9 @@ class Session:
         self._deferred: dict[tuple[str, str], list[_Ask]] = {}  # batch-mode calls waiting for a quiet loop
         self._live = 0  # asks looked up or sent, not yet answered
         self._pending: list[batch.BatchPending] = []
-        self._wake = asyncio.Event()
+        self._wake = asyncio.Event()  # work for the warehouse: a lookup or an answer
+        self._hurry = asyncio.Event()  # a lookup, or enough answers for a commit: stop gathering
+        self._deferring = asyncio.Event()  # a batch-mode call waits (or the flows are done)
         self._lock = asyncio.Lock()  # the writer's connection: one thread at a time
         self._writer = None
         self._closing = False
@@ -208,6 +211,7 @@ class Session:
 
     async def __aexit__(self, *exc: Any) -> None:
         self._flows_done = True
+        self._deferring.set()
         self._report_task.cancel()
         await asyncio.gather(self._batch_task, return_exceptions=True)
         try:
@@ -239,6 +243,7 @@ class Session:
             self._live += 1
             self._lookups.append(_Ask(lane, key, req, params, purpose, future, _DEPTH.get()))
             self._wake.set()
+            self._hurry.set()
         result = await asyncio.shield(future)
         _DEPTH.set(_DEPTH.get() + 1)
         prefill = lane.config.prefill
@@ -261,6 +266,8 @@ class Session:
     def _commit(self, row: dict[str, Any], lane: Lane) -> None:
         self._rows.append((row, lane))
         self._wake.set()
+        if len(self._rows) >= lane.enough:
+            self._hurry.set()
 
     # -- the warehouse: lookups and commits on one connection -----------------------------------
 
@@ -282,12 +289,16 @@ class Session:
                 if self._closing:
                     return
                 self._wake.clear()
-                try:
-                    await asyncio.wait_for(self._wake.wait(), _IDLE_RELEASE_S)
-                except TimeoutError:  # nothing to do for a while: let other processes have the warehouse
-                    async with self._lock:
-                        await asyncio.to_thread(self._writer.close)
-                    await self._wake.wait()
+                idle = 0.0
+                while not self._wake.is_set():
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), _IDLE_RELEASE_S)
+                    except TimeoutError:  # nothing to do for a while: the file for whoever waits for it
+                        idle += _IDLE_RELEASE_S
+                        if idle >= _IDLE_HOLD_S or self._writer.someone_waits():
+                            async with self._lock:
+                                await asyncio.to_thread(self._writer.close)
+                            await self._wake.wait()
                 continue
             if self._lookups:  # lookups first: they unblock flows
                 asks, self._lookups = self._lookups, []
@@ -302,15 +313,16 @@ class Session:
                     elif batch.mode(self.ledger.registry.config, a.lane.model, a.purpose) is not None:
                         self._live -= 1
                         self._deferred.setdefault((a.lane.model, a.purpose), []).append(a)
+                        self._deferring.set()
                     else:
                         a.lane.submit(a)
                 continue
             # gather a little more (each commit costs a few ms of CPU), but only up to half the
             # back-pressure room, so requests keep flowing while this batch is written
-            deadline = time.monotonic() + _FLUSH_GATHER_S
-            while (not self._closing and not self._lookups and time.monotonic() < deadline
-                   and len(self._rows) < self._rows[0][1].enough and self._live):
-                await asyncio.sleep(0.005)
+            if not self._closing and not self._lookups and len(self._rows) < self._rows[0][1].enough and self._live:
+                self._hurry.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._hurry.wait(), _FLUSH_GATHER_S)
             if self._lookups:
                 continue
             rows, self._rows = self._rows, []
@@ -326,8 +338,12 @@ class Session:
     async def _batches(self) -> None:
         """Send the batch-mode calls once nothing else can move: every flow waits on one."""
         while not self._flows_done:
+            if not self._deferred:
+                self._deferring.clear()
+                await self._deferring.wait()
+                continue
             await asyncio.sleep(0.01)
-            if not self._deferred or self._live or self._lookups:
+            if self._live or self._lookups:
                 continue
             waiting = sum(map(len, self._deferred.values()))
             for _ in range(_QUIET_TURNS):

@@ -20,10 +20,13 @@ latency, finish reason, attempts and error. The ledger is also the cache:
   the reply as the model produced it (`CallResult.reply`), and a reply cut
   inside its reasoning is an answered, truncated call, not a failure.
 
+Calls are made in sessions (`llm_calls/flows.py`): `complete` is one batch, `run_flows` runs a
+protocol's per-item flows, each asking its next call as soon as the reply it depends on is read.
+
 An endpoint that refuses connections is not asked again and again: once a call has spent its
-retries on connection errors, the endpoint is marked down in this process, the batch's remaining
+retries on connection errors, the endpoint is marked down in this process, the session's remaining
 calls are recorded as failed without a request ("endpoint down (host:port) ... no request
-sent"), and the next batch first checks with one short request that it is back.
+sent"), and the next session first checks with one short request that it is back.
 
 A model with `batch:` in the configuration (or every model, under `materialize_all --export-batch`)
 makes each batch's pending requests one OpenAI batch file instead (`llm_calls/batch.py`): sent through
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import email.utils
 import functools
 import hashlib
@@ -356,8 +360,19 @@ class Ledger:
 
     def complete(self, model: str, requests: Sequence[CallRequest], purpose: str = "") -> list[CallResult]:
         """Results for `requests` on `model`, in order; cached ones make no request. One batch of
-        calls: a protocol whose calls depend on earlier replies runs them as flows (`run_flows`)."""
-        return self.run_flows(lambda s: [s.ask_all(model, requests, purpose)])[0]
+        calls: a protocol whose calls depend on earlier replies runs them as flows (`run_flows`). A
+        batch the warehouse answers whole is read in one query, with no session and no event loop."""
+        identity, keyed, order = self._keys(model, requests)
+        writer = self.warehouse.writer()
+        try:
+            found, _ = self._cached(list(keyed), writer)
+        finally:
+            writer.close()
+        if len(found) < len(keyed):
+            return self.run_flows(lambda s: [s.ask_all(model, requests, purpose)])[0]
+        TOTALS.cached += len(found)
+        prefill = self.registry.config.model(model).prefill
+        return [dataclasses.replace(found[k], prefill=prefill) if prefill else found[k] for k in order]
 
     def samples(
         self, model: str, messages: Sequence[Mapping[str, str]], k: int,

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -163,6 +164,34 @@ def test_the_file_is_free_for_other_processes_as_soon_as_a_unit_of_work_ends(wh)
         capture_output=True, text=True, timeout=60)
     assert other.returncode == 0, other.stderr
     assert other.stdout.strip() == "2"
+
+
+def test_a_writer_keeps_the_file_while_nobody_waits_and_yields_it_when_another_process_does(wh):
+    """Past its hold time a writer re-attaches only when another process queues for the file: a
+    lone run keeps one connection for the whole step; a reader in another process gets in after
+    the writer's next commit, not at the end of the step."""
+    writer = wh.writer(max_hold_s=0.0)
+    writer.upsert("muso.t", [{"part": "a", "i": 0, "v": "x"}])
+    con = writer._con
+    for i in range(1, 4):
+        writer.upsert("muso.t", [{"part": "a", "i": i, "v": "x"}])
+    assert writer._con is con  # the same attachment throughout: nobody asked for the file
+    reader = subprocess.Popen(
+        [sys.executable, "-c", f"from warehouse import Warehouse; print(Warehouse({str(wh.path)!r})"
+                               ".scalar('SELECT count(*) FROM muso.t'), flush=True)"],
+        cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not wh.someone_waits() and time.monotonic() < deadline:  # the reader queues for the file
+            time.sleep(0.02)
+        assert wh.someone_waits()
+        writer.upsert("muso.t", [{"part": "a", "i": 4, "v": "x"}])
+        assert writer._con is None  # it yielded after that commit
+        assert reader.stdout.readline().strip() == "5"
+    finally:
+        reader.kill()
+        reader.wait()
+        writer.close()
 
 
 def test_threads_reading_one_file_at_once_and_two_files_at_once_each_see_their_own_rows(tmp_path):

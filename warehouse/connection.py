@@ -151,22 +151,45 @@ class Warehouse:
             self._schema_ready = True
 
     def _acquire_sidecar(self, shared: bool, deadline: float) -> int:
+        """The sidecar lock `<file>.lock`. A process that has to wait for it says so by holding a
+        shared lock on `<file>.lock.waiting` meanwhile: a writer that holds the file checks that
+        after each commit (`someone_waits`) and yields only then."""
         fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
         delay = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, mode)
-                return fd
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    os.close(fd)
-                    raise WarehouseLockTimeout(
-                        f"{self.path}: another Benchsmith process held the warehouse for more than "
-                        f"{self.lock_timeout_s:.0f} s (raise warehouse.lock_timeout_s)"
-                    ) from None
-                time.sleep(delay * random.uniform(0.5, 1.0))
-                delay = min(delay * 2, 0.2)
+        waiting: int | None = None
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, mode)
+                    return fd
+                except BlockingIOError:
+                    if waiting is None:
+                        waiting = os.open(str(self.path) + ".lock.waiting", os.O_RDWR | os.O_CREAT, 0o644)
+                        fcntl.flock(waiting, fcntl.LOCK_SH)
+                    if time.monotonic() > deadline:
+                        os.close(fd)
+                        raise WarehouseLockTimeout(
+                            f"{self.path}: another Benchsmith process held the warehouse for more than "
+                            f"{self.lock_timeout_s:.0f} s (raise warehouse.lock_timeout_s)"
+                        ) from None
+                    time.sleep(delay * random.uniform(0.5, 1.0))
+                    delay = min(delay * 2, 0.2)
+        finally:
+            if waiting is not None:
+                os.close(waiting)  # closing the descriptor releases its lock
+
+    def someone_waits(self) -> bool:
+        """Whether another Benchsmith process waits for the sidecar lock (see `_acquire_sidecar`):
+        one non-blocking lock attempt on `<file>.lock.waiting`."""
+        fd = os.open(str(self.path) + ".lock.waiting", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
 
     def _open(self, read_only: bool, deadline: float) -> duckdb.DuckDBPyConnection:
         if read_only and not self.path.exists():
@@ -380,11 +403,12 @@ def _release(path: Path, con: duckdb.DuckDBPyConnection) -> None:
 
 
 class Writer:
-    """Keeps one connection (and the file lock) across many small upserts, for at most
-    `max_hold_s` at a time: attaching the file costs a few ms of CPU (see `_attach`), a commit on
-    an open connection under 1 ms. After the hold time the file is released before the next write, so
-    other processes that queue for it get their turn (they poll the lock every 5-200 ms; `yield_s`
-    leaves them room). Every upsert is its own committed transaction: a killed process loses
+    """Keeps one connection (and the file lock) across many small upserts: attaching the file
+    costs a few ms of CPU (see `_attach`), a commit on an open connection under 1 ms. It yields the
+    file only when another Benchsmith process waits for it (`Warehouse.someone_waits`, checked
+    after each commit once it has held the file `max_hold_s`), so other processes that queue for it
+    get their turn (they poll the lock every 5-200 ms; `yield_s` leaves them room) and a lone run
+    never re-attaches. Every upsert is its own committed transaction: a killed process loses
     nothing it has written. Use from one thread at a time; `close()` when done."""
 
     def __init__(self, warehouse: Warehouse, max_hold_s: float = 1.0, yield_s: float = 0.05):
@@ -423,9 +447,13 @@ class Writer:
                 con.execute("ROLLBACK")
                 self.close()
                 raise
-        if time.monotonic() - self._opened > self.max_hold_s:
+        if time.monotonic() - self._opened > self.max_hold_s and self.wh.someone_waits():
             self.close()
         return data.num_rows
+
+    def someone_waits(self) -> bool:
+        """Whether another Benchsmith process waits for the file this writer holds."""
+        return self._con is not None and self.wh.someone_waits()
 
     def query(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
         """Rows of a query on the writer's connection."""
