@@ -48,3 +48,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/demo_calls.py
 	$(BIN)/python benchmarks/llama_build.py
 	$(BIN)/python benchmarks/lake_writers.py
+	$(BIN)/python benchmarks/paper_calls.py
