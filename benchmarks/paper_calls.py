@@ -55,11 +55,12 @@ def config(folder: Path, url: str, concurrency: int) -> Path:
     data = yaml.safe_load((ROOT / "benchsmith.yaml").read_text())
     data.update({
         "scale": "paper", "warehouse": {"path": str(folder / "wh.duckdb")},
-        "models": {**data["models"], "stub": {"base_url": url, "model": "stub-model", "concurrency": concurrency}},
+        "models": {"stub": {"base_url": url, "model": "stub-model", "concurrency": concurrency}},
         "evaluate": ["stub"], "judge": "stub",
         "ledger": {"timeout_s": 60, "progress_interval_s": 600, "slots_dir": str(folder / "slots")},
     })
     data["ib"] = {**data["ib"], "polisher": None}
+    data["s1"] = {**data["s1"], "validators": ["stub"]}  # no other model: the embedded one is never started
     # the stub's replies ("reply to: ...") answer nothing, so every reply is undecided: the checks
     # that would stop such a run are widened here, where the calls' timing is what is measured
     data["reply_checks"] = {"failed_calls": 0.0, "undecided_replies": 1.0, "truncated_replies": 1.0}

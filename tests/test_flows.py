@@ -14,6 +14,7 @@ from evaluations.waken import Pipeline
 from llm_calls import CallRequest, Ledger, ModelRegistry
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config, user
+from tests.test_waken_pipeline import scripted
 from warehouse import Warehouse
 
 
@@ -62,20 +63,9 @@ def test_an_early_items_second_turn_and_judge_call_start_before_the_batchs_last_
     assert [r["item_id"] for r in runner.responses[:24]] == [i.item_id for i in _ib_items(24)]  # in item order
 
 
-def _waken_responder(body):
-    text = body["messages"][-1]["content"]
-    if "What mainly caused" in text:
-        return "B"
-    if "Output only True or False" in text:
-        return "False"
-    if "may be wrong" in text:
-        return "Final answer: True"
-    return "Final answer: Unknown"
-
-
 def test_an_early_items_stage_one_starts_before_the_last_direct_answer_is_answered(tmp_path):
     items = [WakenItem(f"s{k}", "fact", "True", f"sent1: Ada{k} is red", f"Ada{k} is red") for k in range(24)]
-    with StubServer(responder=_waken_responder, delay_s=0.02) as stub:
+    with StubServer(responder=scripted, delay_s=0.02) as stub:
         cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
                                                            "concurrency": 4}})
         with ModelRegistry(cfg) as reg:
@@ -88,7 +78,7 @@ def test_an_early_items_stage_one_starts_before_the_last_direct_answer_is_answer
     assert min(c["time"] for c in stage1) < max(c["answered"] for c in direct)
     # every item is in the Vague Perception set, so Remind-then-Guide drew its labels over all 24
     rtg = [r for r in rows if r["step"] == "rtg_label_stage1"]
-    assert len(rtg) == 24 and all(r["outcome"] == "TC" for r in rows if r["step"] == "stage1")
+    assert len(rtg) == 24 and all(r["outcome"] == "FC" for r in rows if r["step"] == "stage1")
 
 
 def test_two_flows_asking_one_request_make_one_call_and_both_get_its_answer(stub, stub_ledger):

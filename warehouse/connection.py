@@ -173,8 +173,7 @@ class Warehouse:
                             f"{self.path}: another Benchsmith process held the warehouse for more than "
                             f"{self.lock_timeout_s:.0f} s (raise warehouse.lock_timeout_s)"
                         ) from None
-                    time.sleep(delay * random.uniform(0.5, 1.0))
-                    delay = min(delay * 2, 0.2)
+                    delay = backoff_sleep(delay, 0.2)
         finally:
             if waiting is not None:
                 os.close(waiting)  # closing the descriptor releases its lock
@@ -213,8 +212,7 @@ class Warehouse:
                         f"{self.path}: locked by a process outside Benchsmith (a duckdb shell?) for more "
                         f"than {self.lock_timeout_s:.0f} s: {exc}"
                     ) from None
-                time.sleep(delay * random.uniform(0.5, 1.0))
-                delay = min(delay * 2, 2.0)
+                delay = backoff_sleep(delay, 2.0)
 
     def writer(self, max_hold_s: float = 1.0) -> Writer:
         """A connection for a stream of small writes (the ledger's results): see `Writer`."""
@@ -497,6 +495,13 @@ class Writer:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
             self._lock_fd = None
+
+
+def backoff_sleep(delay: float, cap: float) -> float:
+    """Wait about `delay` seconds (jittered, so processes polling one lock spread out) and return
+    the next wait: doubled, at most `cap`. The lock pollers' one backoff."""
+    time.sleep(delay * random.uniform(0.5, 1.0))
+    return min(delay * 2, cap)
 
 
 def _check_ident(table: str) -> None:

@@ -35,7 +35,6 @@ import glob
 import hashlib
 import importlib.util
 import os
-import random
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -53,6 +52,7 @@ from warehouse.connection import (
     _check_ident,
     _insert,
     _to_arrow,
+    backoff_sleep,
 )
 
 EXTENSION_PACKAGE = {"ducklake": "duckdb-ext-ducklake", "postgres_scanner": "duckdb-ext-postgres",
@@ -313,8 +313,7 @@ class _AdvisoryLock:
             if time.monotonic() > deadline:
                 raise WarehouseLockTimeout(f"{label}: another writer held the lake's write lock for longer than "
                                            "the timeout (raise warehouse.lock_timeout_s)")
-            time.sleep(delay * random.uniform(0.5, 1.0))
-            delay = min(delay * 2, 0.1)
+            delay = backoff_sleep(delay, 0.1)
 
     def release(self) -> None:
         with self._session().cursor() as cur:
@@ -345,8 +344,7 @@ class _FileLock:
                     os.close(fd)
                     raise WarehouseLockTimeout(f"{label}: another writer held the lake's write lock for longer "
                                                "than the timeout (raise warehouse.lock_timeout_s)") from None
-                time.sleep(delay * random.uniform(0.5, 1.0))
-                delay = min(delay * 2, 0.1)
+                delay = backoff_sleep(delay, 0.1)
         self._local.fd, self._local.depth = fd, 1
 
     def release(self) -> None:
