@@ -232,6 +232,18 @@ class Session:
             lane = self._lanes[model] = Lane(self, model)
         return lane
 
+    def answered(self, model: str, results: dict[str, Any]) -> None:
+        """Answers read from the warehouse already (by key), counted as cached: asked here, they
+        make no lookup."""
+        lane = self.lane(model)
+        loop = asyncio.get_running_loop()
+        for key, result in results.items():
+            if key not in self._asked:
+                future = self._asked[key] = loop.create_future()
+                future.set_result(result)
+                lane.asked += 1
+                lane.cached += 1
+
     async def ask(self, model: str, request: Any, purpose: str = "") -> Any:
         """The `CallResult` of one request (from the cache, this session, or a call)."""
         lane = self.lane(model)

@@ -368,9 +368,14 @@ class Ledger:
             found, _ = self._cached(list(keyed), writer)
         finally:
             writer.close()
-        if len(found) < len(keyed):
-            return self.run_flows(lambda s: [s.ask_all(model, requests, purpose)])[0]
         TOTALS.cached += len(found)
+        if len(found) < len(keyed):  # the misses in a session that knows the answers found
+
+            def flow(s: flows.Session) -> list[Awaitable[list[CallResult]]]:
+                s.answered(model, found)
+                return [s.ask_all(model, requests, purpose)]
+
+            return self.run_flows(flow)[0]
         prefill = self.registry.config.model(model).prefill
         return [dataclasses.replace(found[k], prefill=prefill) if prefill else found[k] for k in order]
 

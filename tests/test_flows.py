@@ -157,3 +157,21 @@ def test_a_warehouse_that_fails_a_commit_fails_the_flows_instead_of_hanging_them
 
     with pytest.raises(OSError, match="disk full"):
         asyncio.run(bounded())
+
+
+def test_a_partly_cached_batch_looks_up_each_answered_key_once(stub, stub_ledger, monkeypatch):
+    """`complete` reads the batch's answers first; the session that asks the misses knows them, so
+    only the misses are looked up again (and sent)."""
+    requests = [CallRequest(user(f"q {k}")) for k in range(10)]
+    stub_ledger.complete("stub", requests[:6])
+    looked_up: list[str] = []
+    cached = Ledger._cached
+
+    def counting(self, keys, writer):
+        looked_up.extend(keys)
+        return cached(self, keys, writer)
+
+    monkeypatch.setattr(Ledger, "_cached", counting)
+    results = stub_ledger.complete("stub", requests)
+    assert [r.cached for r in results] == [True] * 6 + [False] * 4
+    assert len(looked_up) == 10 + 4 and len(_chat(stub)) == 10
