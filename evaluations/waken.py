@@ -348,39 +348,39 @@ class Pipeline:
     async def _member(self, s: Session, it: Item, direct: Answer, vp: _Membership, rates: Sequence[float]
                       ) -> list[dict[str, Any]]:
         style = STIMULATION["detailed" if it.form == "fact" else "concise"]
-        s1, s1_rows = await self.stage(s, "stage1", "vanilla", it, style)
+        s1, s1_row = await self.stage(s, "stage1", "vanilla", it, style)
         told = STAGE2.format(previous=s1.label)
-        fc = converting_class(it.label, s1.label) == "FC"
-        parts = [self._rtg_label(s, it, style, vp, rate) for rate in rates]
         # algorithm 3: stage 1 re-run with the reasoning stage 1 produced; stage 2 likewise (CGR)
-        parts.append(self.stage(s, "rtg_rp_stage1", "reasoning", it, style + SHOW_REASONING.format(reasoning=s1.text)))
-        if fc:
-            parts.insert(0, self.stage(s, "stage2", "vanilla", it, told))
-            parts.append(self.stage(s, "rtg_rp_stage2", "reasoning", it, told + SHOW_REASONING.format(reasoning=s1.text)))
+        stages = [self.stage(s, "rtg_rp_stage1", "reasoning", it, style + SHOW_REASONING.format(reasoning=s1.text))]
+        if converting_class(it.label, s1.label) == "FC":
+            stages += [self.stage(s, "stage2", "vanilla", it, told),
+                       self.stage(s, "rtg_rp_stage2", "reasoning", it, told + SHOW_REASONING.format(reasoning=s1.text))]
         if converting_class(it.label, s1.label) == "UC":
-            parts.append(self.stage(s, "ablation", f"T={self.ablation_params['temperature']}", it, style,
-                                    self.ablation_params))
-        parts.append(self.cause(s, it, direct))
-        done = await asyncio.gather(*parts)
-        return s1_rows + [r for _, rows in done for r in rows]
+            stages.append(self.stage(s, "ablation", f"T={self.ablation_params['temperature']}", it, style,
+                                     self.ablation_params))
+        staged, guided, cause = await asyncio.gather(
+            asyncio.gather(*stages), asyncio.gather(*(self._rtg_label(s, it, style, vp, rate) for rate in rates)),
+            self.cause(s, it, direct))
+        return [s1_row, *(row for _, row in staged), *(row for rows in guided for row in rows), cause]
 
     async def _rtg_label(self, s: Session, it: Item, style: str, vp: _Membership, rate: float
-                         ) -> tuple[None, list[dict[str, Any]]]:
+                         ) -> list[dict[str, Any]]:
         """Remind-then-Guide at misguiding rate M (appendix H): stage 1 with the assigned label, and
         stage 2 for the items it turned False."""
         setting = f"M={rate:.3f}"
         guide = REMIND_GUIDE.format(assigned=(await vp.labels(rate, self.seed))[it.item_id])
-        g1, rows = await self.stage(s, "rtg_label_stage1", setting, it, style + guide)
-        if converting_class(it.label, g1.label) == "FC":
-            rows += (await self.stage(s, "rtg_label_stage2", setting, it, STAGE2.format(previous=g1.label) + guide))[1]
-        return None, rows
+        g1, row = await self.stage(s, "rtg_label_stage1", setting, it, style + guide)
+        if converting_class(it.label, g1.label) != "FC":
+            return [row]
+        return [row, (await self.stage(s, "rtg_label_stage2", setting, it, STAGE2.format(previous=g1.label) + guide))[1]]
 
     async def stage(self, s: Session, step: str, setting: str, it: Item, prefix: str,
-                    params: dict[str, Any] | None = None) -> tuple[Answer, list[dict[str, Any]]]:
+                    params: dict[str, Any] | None = None) -> tuple[Answer, dict[str, Any]]:
+        """One stage's call for an item: its answer and its `waken.outcomes` row (TC / FC / UC)."""
         a = await self.ask(s, self.user(prefix + task_text(it) + answer_format(it)), f"{step}.{setting}", params,
                            item=it)
         outcome = a.extraction.method if a.failed else converting_class(it.label, a.label)
-        return a, [self.row(step, setting, it, a, outcome)]
+        return a, self.row(step, setting, it, a, outcome)
 
     async def baseline(self, s: Session, name: str, it: Item) -> list[dict[str, Any]]:
         suffix = COT_SUFFIX if name == "cot" else ""
@@ -393,17 +393,17 @@ class Pipeline:
             a = await self.ask(s, second, "baseline.self_reflection.reflect", item=it)
         return [self.row("baseline", name, it, a, _outcome(it, a))]
 
-    async def cause(self, s: Session, it: Item, direct: Answer) -> tuple[None, list[dict[str, Any]]]:
+    async def cause(self, s: Session, it: Item, direct: Answer) -> dict[str, Any]:
         """Section 5.6: the judge classifies the direct reasoning's cause."""
         r = await self.judge.pick_one(s, (CAUSE_UNKNOWN if it.label == "Unknown" else CAUSE).format(
             label=it.label, task=task_text(it), reasoning=direct.text), tuple(CAUSES), "waken.cause")
         cause = CAUSES[r.answer] if r.answer else (UNDECIDED if r.method != JUDGE_FAILED else r.method)
-        return None, [{
+        return {
             "model": self.model, "item_id": it.item_id, "sample_type": it.sample_type, "gold": it.label,
             "step": "cause", "setting": "judge", "prediction": None, "method": r.method,
             "outcome": cause, "reply": r.evidence if r.method != JUDGE_FAILED else None,
             "call_key": r.call_key, "error": r.evidence if r.method == JUDGE_FAILED else None,
-        }]
+        }
 
 
 class _Membership:
