@@ -352,15 +352,19 @@ def cpsat_disagreements(task: str, instances: Sequence[Mapping[str, Any]],
 
 
 def level_checks(task: str, b: LevelBin, quota: int, cpsat_sample: int, instances: Sequence[Mapping[str, Any]],
-                 solutions: Sequence[Mapping[str, Any]], duplicates: Sequence[Any]) -> list[Check]:
-    """The quality gates of a stored level: its `instances` rows (id, solution_count, parameters)
-    and `solutions` rows (id, solution JSON) as the warehouse now holds them, and `duplicates` (the
-    id groups of instances of the task sharing a problem or an id, found in the whole table)."""
+                 counts: Mapping[str, int], sample_solutions: Sequence[Mapping[str, Any]],
+                 duplicates: Sequence[Any]) -> list[Check]:
+    """The quality gates of a stored level: its `instances` rows (id, solution_count, parameters,
+    in id order), `counts` (instance id -> solutions the warehouse holds for it), the stored
+    `sample_solutions` rows (id, solution JSON) of the first `cpsat_sample` instances, which CP-SAT
+    enumerates again, and `duplicates` (the id groups of instances of the task sharing a problem or
+    an id, found in the whole table). Only the sample's solutions are read back: at paper scale a
+    level holds up to 50,000 solution rows, and the counts are one GROUP BY."""
     stored: dict[str, list] = {}
-    for r in solutions:
+    for r in sample_solutions:
         stored.setdefault(r["instance_id"], []).append(json.loads(r["solution"]))
     outside = [r["instance_id"] for r in instances
-               if not b.contains(r["solution_count"]) or r["solution_count"] != len(stored.get(r["instance_id"], []))]
+               if not b.contains(r["solution_count"]) or r["solution_count"] != counts.get(r["instance_id"], 0)]
     sample = list(instances[:cpsat_sample])
     disagree = cpsat_disagreements(task, sample, stored)
     return [

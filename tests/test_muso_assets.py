@@ -91,6 +91,41 @@ def test_rematerialising_a_level_replaces_it(perfect_stub, tmp_path):
         "SELECT count(*) FROM muso.solutions")
 
 
+def test_a_level_s_checks_read_what_the_warehouse_holds_and_its_time_is_reported(perfect_stub, tmp_path):
+    """The level's gates count the stored solutions in SQL and read back only the sample CP-SAT
+    re-enumerates: a solution row lost from the first instance breaks `counts_in_bin` and
+    `enumerators_agree` for that instance; one lost beyond the sample breaks only the count. The
+    step's metadata says where its time went."""
+    from assets.muso import _level_checks
+    from configuration import load_config
+    from generators.muso import partitions
+
+    cfg = stub_config(perfect_stub, tmp_path, muso={**MUSO, "cpsat_check_per_level": {"demo": 1, "paper": 1}})
+    defs = build_definitions(cfg.source)
+    result = materialize(defs, ["muso_instances"], "subsetsum_1-50")
+    meta = result.results[0].asset_materializations_for_node("muso_instances")[0].metadata
+    assert set(meta["build_seconds"].value) == {"generation", "rows", "write", "checks"}
+    assert meta["build_seconds"].value["generation"] == meta["generation_seconds"].value
+    wh = Warehouse(cfg.warehouse_path())
+    first, second = [r["instance_id"] for r in wh.rows("SELECT instance_id FROM muso.instances ORDER BY 1")]
+    cfg = load_config(cfg.source)
+    task, _, b = partitions(cfg)["subsetsum_1-50"]
+
+    def verdicts():
+        return {c.name: c for c in _level_checks(wh, cfg, "subsetsum_1-50", task, b, 2)}
+
+    assert all(c.passed for c in verdicts().values())
+    with wh.connect() as con:
+        con.execute("DELETE FROM muso.solutions WHERE instance_id = ? AND solution_index = 0", [second])
+    got = verdicts()
+    assert got["counts_in_bin"].metadata["violations"] == [second] and got["enumerators_agree"].passed
+    with wh.connect() as con:
+        con.execute("DELETE FROM muso.solutions WHERE instance_id = ? AND solution_index = 0", [first])
+    got = verdicts()
+    assert got["counts_in_bin"].metadata["violations"] == [first, second]
+    assert got["enumerators_agree"].metadata["disagree"] == [first]
+
+
 def tables(path):
     wh = Warehouse(path)
     return (wh.rows("SELECT * FROM muso.instances ORDER BY instance_id"),

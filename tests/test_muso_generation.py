@@ -116,16 +116,19 @@ def test_a_stored_level_s_checks_catch_a_miscounted_instance_and_a_missing_solut
     """generators.muso.level_checks reads a level as stored: a solution count that disagrees with
     the stored solutions breaks `counts_in_bin`; a stored set CP-SAT enumerates differently breaks
     `enumerators_agree`; both name the instance."""
+    from collections import Counter
+
     from generators.muso import level_checks, level_rows
 
     b = LevelBin(1, 50)
     instances = generate_level("subsetsum", [b], 1, 2, seed=4, params=SubsetSumParams())
     inst, sols = level_rows("subsetsum_1-50", "subsetsum", 1, b, instances, config_seed=4)
-    ok = {c.name: c for c in level_checks("subsetsum", b, 2, 10, inst, sols, [])}
+    ok = {c.name: c for c in level_checks("subsetsum", b, 2, 10, inst, Counter(s["instance_id"] for s in sols), sols, [])}
     assert all(c.passed for c in ok.values()) and ok["enumerators_agree"].metadata["checked_with_cpsat"] == 2
     first = inst[0]["instance_id"]
     dropped = [s for s in sols if not (s["instance_id"] == first and s["solution_index"] == 0)]
-    bad = {c.name: c for c in level_checks("subsetsum", b, 3, 10, inst, dropped, [["a", "b"]])}
+    bad = {c.name: c for c in level_checks("subsetsum", b, 3, 10, inst, Counter(s["instance_id"] for s in dropped),
+                                           dropped, [["a", "b"]])}
     assert bad["counts_in_bin"].metadata["violations"] == [first]
     assert bad["enumerators_agree"].metadata["disagree"] == [first]
     assert not bad["quota_met"].passed and not bad["no_duplicate_instances"].passed

@@ -245,6 +245,12 @@ def test_each_table_s_declared_columns_are_the_columns_duckdb_created(wh):
      "ib.metrics: row 1: field 'n_failed' expects INTEGER, got str '3'"),
     ({"model": "m", "setting": "s", "form": "f", "metric": "Acc", "category": "-", "value": True},
      "ib.metrics: row 1: field 'value' expects DOUBLE, got bool 'True'"),
+    ({"model": "m", "setting": "s", "form": "f", "metric": "Acc", "category": "-", "n_failed": 2**31},
+     "ib.metrics: row 1: field 'n_failed' expects INTEGER, got int '2147483648'"),
+    ({"model": "m", "setting": "s", "form": "f", "metric": "Acc", "category": "-", "n_failed": False},
+     "ib.metrics: row 1: field 'n_failed' expects INTEGER, got bool 'False'"),
+    ({"model": "m", "setting": "s", "form": "f", "metric": "Acc", "category": "-", "n_failed": 1.0},
+     "ib.metrics: row 1: field 'n_failed' expects INTEGER, got float '1.0'"),
 ])
 def test_a_row_that_does_not_fit_its_table_is_refused_by_name_and_nothing_is_written(wh, row, message):
     good = {"model": "m", "setting": "vanilla", "form": "judging", "metric": "Acc", "category": "-", "value": 0.5}
@@ -252,6 +258,26 @@ def test_a_row_that_does_not_fit_its_table_is_refused_by_name_and_nothing_is_wri
     with pytest.raises(RowError, match=re.escape(message)):
         wh.replace_partition("ib.metrics", [good, row])
     assert wh.rows("SELECT model, setting, value FROM ib.metrics") == [{"model": "m", "setting": "vanilla", "value": 0.5}]
+
+
+def test_rows_are_checked_a_column_at_a_time_with_the_verdicts_of_the_row_by_row_check():
+    """`frame` tests whole columns at once (exact types, the INTEGER range, NOT NULL) and leaves what
+    that test cannot accept to `check_rows`: a str subclass is still a string; in a VARCHAR[]
+    column a tuple of strings is accepted and a list holding a non-string is refused by row."""
+    import datetime as dt
+
+    from warehouse.rows import frame
+
+    class Name(str):
+        pass
+
+    f = frame("ib.metrics", [{"model": Name("m"), "setting": "s", "form": "f", "metric": "Acc", "category": "-",
+                              "value": 1, "n_failed": -2**31}])
+    assert f["model"].to_list() == ["m"] and f["n_failed"].to_list() == [-2**31]
+    probe = {"name": "m", "kind": "remote", "reachable": True, "checked_at": dt.datetime(2026, 1, 1)}
+    assert frame("llm.models", [{**probe, "served_ids": ("a", "b")}])["served_ids"].to_list() == [["a", "b"]]
+    with pytest.raises(RowError, match=re.escape("llm.models: row 1: field 'served_ids' expects VARCHAR[]")):
+        frame("llm.models", [{**probe, "served_ids": ["a"]}, {**probe, "served_ids": ["a", 3]}])
 
 
 def test_rows_are_written_with_the_declared_types_whatever_python_made_them():

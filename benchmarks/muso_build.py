@@ -1,0 +1,120 @@
+"""The MuSoBench build path against its generation alone, side by side in one run.
+
+Generation alone: `generators.muso.generate_level` for every paper-scale level (TimeTabling 10 x
+100, SubsetSum 7 x 100), in this process, once before and once after the build (the machine's
+speed drifts; both are printed and the ratio uses their mean).
+
+The build: the `build_muso` job for each level, one Dagster run per level as
+`python -m assets.materialize_all` runs it (in process, against a fresh warehouse and Dagster
+instance). Each run's `build_seconds` metadata says where its time went: generation, the rows
+(every solution re-checked by the independent validator, the question and reference answer
+texts), the write (one transaction, DuckDB's checkpoint when the file is released), the quality
+checks (solution counts in SQL, CP-SAT re-enumerating the level's sample); the rest of each run's
+wall time is Dagster's (creating the run, its events in the instance's SQLite storage).
+
+Memory: the process's peak resident set, the resident set right after the imports, and what is
+left resident after the last level once Python's garbage is collected and glibc's `malloc_trim`
+hands freed arenas back (the difference is freed memory the allocator keeps, not live data).
+
+    python benchmarks/muso_build.py [--quota 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def resident_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def generation_alone(cfg) -> float:
+    from generators import muso as gen
+
+    t0 = time.perf_counter()
+    for task, level, _ in gen.partitions(cfg).values():
+        gen.generate_level(task, gen.task_bins(cfg, task), level, cfg.muso.quota.at(cfg.scale), cfg.seed,
+                           gen.task_params(cfg, task))
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quota", type=int, default=100, help="instances per level (the paper's 100)")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="muso-build-"))
+    data = yaml.safe_load((ROOT / "benchsmith.yaml").read_text())
+    data.update({"scale": "paper", "warehouse": {"path": str(folder / "wh.duckdb")}})
+    data["muso"] = {**data["muso"], "quota": {"demo": 1, "paper": args.quota}}
+    (folder / "benchsmith.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (folder / "dagster").mkdir()
+    (folder / "dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    os.environ.update({"BENCHSMITH_CONFIG": str(folder / "benchsmith.yaml"), "DAGSTER_HOME": str(folder / "dagster")})
+
+    import dagster as dg
+
+    from assets.definitions import build_definitions
+    from assets.materialize_all import QUIET
+    from configuration import load_config
+
+    cfg = load_config()
+    defs = build_definitions()
+    instance = dg.DagsterInstance.get()
+    job = defs.resolve_job_def("build_muso")
+    keys = [k for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.key == dg.AssetKey("muso_instances")
+            for k in a.partitions_def.get_partition_keys()]
+    after_imports = resident_mib()
+
+    before = generation_alone(cfg)
+    phases: Counter = Counter()
+    solutions = 0
+    t0 = time.perf_counter()
+    for key in keys:
+        result = job.execute_in_process(instance=instance, partition_key=key, run_config=QUIET)
+        meta = result.asset_materializations_for_node("muso_instances")[0].metadata
+        phases.update(meta["build_seconds"].value)
+        solutions += meta["solutions"].value
+    build = time.perf_counter() - t0
+    after = generation_alone(cfg)
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    live = resident_mib()
+
+    alone = (before + after) / 2
+    dagster = build - sum(phases.values())
+    print(f"\nMuSoBench paper build: {len(keys)} levels x {args.quota} instances, {solutions:,} solutions; "
+          f"{os.cpu_count()} CPUs\n")
+    print(f"generation alone: {before:.1f} s before the build, {after:.1f} s after (mean {alone:.1f} s)")
+    print(f"the build:        {build:.1f} s = {build / alone:.2f} x generation alone (goal: at most 1.3 x)")
+    for name in ("generation", "rows", "write", "checks"):
+        print(f"  {name:<11} {phases[name]:6.1f} s  ({phases[name] / build:5.1%})")
+    print(f"  {'Dagster':<11} {dagster:6.1f} s  ({dagster / build:5.1%}; {len(keys)} runs, {dagster / len(keys):.2f} s each)")
+    print(f"memory: {after_imports:.0f} MiB resident after the imports, peak {peak_mib():.0f} MiB, "
+          f"{live:.0f} MiB resident after the build once freed memory is handed back (malloc_trim)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
