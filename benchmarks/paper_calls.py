@@ -20,6 +20,20 @@ bare client's wall and bound / wall, the CPU per call of both sides (the run's i
 items, Dagster and the tables; the project's own per-call cost is `benchmarks/llm_ledger.py`'s)
 and the cached rerun's seconds. Goal: bound / wall >= 0.9 for both families.
 
+Then where the wall time beyond the bound went, from the stored calls (each one's request went
+out `latency_s` before its `finished_at`) and the command's start and end; the parts add up to
+wall - bound:
+
+- before the first request: imports, the models probe (its one call included), the items, the
+  first slice's own start;
+- between slices: from one slice's last answer to the next one's first request (the slice's rows
+  and checks, its Dagster run's end, the next run's start, reading its items);
+- inside slices: each slice's first-request-to-last-answer time beyond its own bound (its calls x
+  delay / concurrency), split into its tail (after the last moment `concurrency` calls were out)
+  and the rest (fewer than `concurrency` out while work remained: the first wave's lookups, the
+  event loop busy reading replies);
+- after the last answer: the metrics, the summary and reports, the command's own end.
+
     python benchmarks/paper_calls.py [--delay 0.5] [--concurrency 64] [--families ib waken]
 """
 
@@ -35,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -82,10 +97,11 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     plan = subprocess.run([sys.executable, "-m", "assets.materialize_all", *SELECT[family], "--plan",
                            "--latency", str(args.delay)], cwd=ROOT, env=env, capture_output=True, text=True)
     estimate = plan_seconds(plan.stdout)
-    cpu0, t0 = _children_cpu(), time.monotonic()
+    cpu0, t0, began = _children_cpu(), time.monotonic(), datetime.now(UTC).replace(tzinfo=None)
     done = subprocess.run([sys.executable, "-m", "assets.materialize_all", *SELECT[family]], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     wall, cpu = time.monotonic() - t0, _children_cpu() - cpu0
+    ended = datetime.now(UTC).replace(tzinfo=None)
     if done.returncode != 0:
         print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
         raise SystemExit(f"{family}: the run failed ({done.returncode})")
@@ -99,14 +115,48 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     rerun = time.monotonic() - t1
     if again.returncode != 0 or wh.scalar("SELECT count(*) FROM llm.calls") != made:
         raise SystemExit(f"{family}: the cached rerun failed or made calls ({again.returncode})")
-    rows = wh.rows("SELECT request, created_at, finished_at, status FROM llm.calls ORDER BY created_at, key")
+    rows = wh.rows("SELECT request, created_at, finished_at, latency_s, status, run_id, purpose FROM llm.calls "
+                   "ORDER BY created_at, key")
     span = (max(r["finished_at"] for r in rows) - min(r["created_at"] for r in rows)).total_seconds()
+    parts = decomposition(rows, began, ended, args.delay, args.concurrency)
     bodies = [json.loads(r["request"]) for r in rows]
     bare_wall, bare_cpu = asyncio.run(replay(url, bodies, args.concurrency))
     calls = len(rows)
     return {"family": family, "calls": calls, "failed": sum(r["status"] != "ok" for r in rows),
             "bound": calls * args.delay / args.concurrency, "wall": wall, "span": span, "estimate": estimate,
-            "cpu_ms": 1000 * cpu / calls, "rerun": rerun, "bare_wall": bare_wall, "bare_cpu_ms": 1000 * bare_cpu / calls}
+            "cpu_ms": 1000 * cpu / calls, "rerun": rerun, "parts": parts, "bare_wall": bare_wall, "bare_cpu_ms": 1000 * bare_cpu / calls}
+
+
+def decomposition(rows: list[dict], began: datetime, ended: datetime, delay: float, concurrency: int
+                  ) -> dict[str, float]:
+    """Where the wall time beyond the bound went (see the module docstring): seconds per part,
+    from each call's send time (`finished_at - latency_s`) and answer time, grouped by the run
+    (one Dagster run per slice) that made it."""
+    runs: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        if r["purpose"] == "models.probe":  # the probe's call is part of the start
+            continue
+        done = (r["finished_at"] - began).total_seconds()
+        runs.setdefault(r["run_id"], []).append((done - (r["latency_s"] or 0.0), done))
+    slices = sorted(runs.values(), key=lambda calls: min(s for s, _ in calls))
+    out = {"before the first request": min(s for s, _ in slices[0]), "between slices": 0.0,
+           "inside slices: tails": 0.0, "inside slices: below concurrency": 0.0,
+           "after the last answer": (ended - began).total_seconds() - max(e for _, e in slices[-1])}
+    previous = None
+    for calls in slices:
+        first, last = min(s for s, _ in calls), max(e for _, e in calls)
+        if previous is not None:
+            out["between slices"] += first - previous
+        previous = last
+        out_now, full = 0, first
+        for t, step in sorted([(s, 1) for s, _ in calls] + [(e, -1) for _, e in calls]):
+            out_now += step
+            if out_now >= concurrency:
+                full = t
+        lost = (last - first) - len(calls) * delay / concurrency
+        out["inside slices: tails"] += last - full
+        out["inside slices: below concurrency"] += lost - (last - full)
+    return out
 
 
 def plan_seconds(text: str) -> tuple[float, float] | None:
@@ -157,7 +207,7 @@ def main() -> int:
     print(f"\nscale paper, one model (its own judge) at concurrency {args.concurrency}, stub {args.delay} s per call; "
           f"{os.cpu_count()} CPUs\n")
     print(f"{'family':<7}{'calls':>7}{'failed':>7}{'bound s':>9}{'wall s':>8}{'bound/wall':>11}{'span s':>8}"
-          f"{'plan s':>10}{'plan/wall':>12}{'bare s':>8}{'bare b/w':>9}{'cpu ms/call':>12}{'bare ms/call':>13}")
+          f"{'plan s':>10}{'plan/wall':>12}{'bare s':>8}{'bare b/w':>9}{'cpu ms/call':>12}{'bare ms/call':>13}{'rerun s':>9}")
     for r in out:
         est = r["estimate"]
         plan, ratio = (f"{est[0]:.0f}-{est[1]:.0f}", f"{est[0] / r['wall']:.2f}-{est[1] / r['wall']:.2f}") if est \
@@ -165,6 +215,12 @@ def main() -> int:
         print(f"{r['family']:<7}{r['calls']:>7}{r['failed']:>7}{r['bound']:>9.1f}{r['wall']:>8.1f}"
               f"{r['bound'] / r['wall']:>11.2f}{r['span']:>8.1f}{plan:>10}{ratio:>12}{r['bare_wall']:>8.1f}"
               f"{r['bound'] / r['bare_wall']:>9.2f}{r['cpu_ms']:>12.2f}{r['bare_cpu_ms']:>13.2f}{r['rerun']:>9.1f}")
+    for r in out:
+        parts = r["parts"]
+        print(f"\n{r['family']}: wall - bound = {r['wall'] - r['bound']:.1f} s, of which")
+        for name, seconds in parts.items():
+            print(f"  {name:<34} {seconds:6.1f} s")
+        print(f"  {'(sum; the probe call is in the first)':<34} {sum(parts.values()):6.1f} s")
     return 0
 
 

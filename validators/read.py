@@ -35,6 +35,7 @@ every kind.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import re
 import sys
@@ -131,13 +132,21 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")
 _ANSWER_HEADING_LINE = re.compile(r"^\W*(?:final\s+answer|answer|最终答案|答案)\W*$", re.I)
 
 
+# Every answer cue and answer heading holds one of these words: a line without any of them holds
+# neither, so only the lines this finds (one scan of the whole reply) are matched line by line.
+_CUE_WORD = re.compile(r"answer|option|label|verdict|prediction|conclusion|答案|结论|选项", re.I)
+
+
 def explicit_answers(text: str) -> list[str]:
     """Texts stated as the answer, in reply order: each `\\boxed{}`, the rest of the line after
     each answer cue (up to the next cue on that line), and the line after an answer heading
     ("## Final Answer")."""
     found: list[tuple[int, str]] = [(m.start(), m.group(1)) for m in _BOXED.finditer(text)]
     lines = _lines_with_offsets(text)
-    for k, (line_start, line) in enumerate(lines):
+    starts = [start for start, _ in lines]
+    candidates = sorted({bisect.bisect_right(starts, m.start()) - 1 for m in _CUE_WORD.finditer(text)})
+    for k in candidates:
+        line_start, line = lines[k]
         if _ANSWER_HEADING_LINE.match(line):
             following = next((ln for _, ln in lines[k + 1:] if ln.strip()), None)
             if following:
