@@ -264,25 +264,28 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     except duckdb.Error:
         pass
     lake = on_lake(con)
-    if lake:  # each statement would be a catalog commit of its own (~40 ms): one transaction for all
-        con.execute("BEGIN TRANSACTION")
-        try:
-            _create(con, version, lake)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        return
-    _create(con, version, lake)
+    # one transaction for every statement: on a DuckLake each would be a catalog commit of its own
+    # (~40 ms), on a file a WAL commit of its own (a fresh file's schema took 1.5 s, now 0.3 s)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        _create(con, version, lake)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def _create(con: duckdb.DuckDBPyConnection, version: str, lake: bool) -> None:
     for schema in SCHEMAS:
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    existing = {f"{s}.{t}" for s, t in con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
     for name, columns in TABLES.items():
         columns = lake_columns(columns) if lake else columns
-        con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({columns})")
-        _add_missing_columns(con, name, columns)
+        if name in existing:  # an older file's table: what this version adds to it
+            _add_missing_columns(con, name, columns)
+        else:
+            con.execute(f"CREATE TABLE {name} ({columns})")
     for name, query in VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {query}")
     comment_schema(con, view_columns=not lake)
