@@ -210,6 +210,11 @@ def load_items(wh, partition_key: str) -> list[protocol.Item]:
 def _level_checks(wh, cfg: Config, pk: str, task: str, b: gen.LevelBin, quota: int) -> list:
     """The level's quality gates (generators.muso.level_checks) over what the warehouse now holds:
     the solutions counted per instance in SQL, read back only for the instances CP-SAT re-checks."""
+    with wh.connect(read_only=True):  # one attach for the queries (each reuses it)
+        return _stored_level_checks(wh, cfg, pk, task, b, quota)
+
+
+def _stored_level_checks(wh, cfg: Config, pk: str, task: str, b: gen.LevelBin, quota: int) -> list:
     dup = wh.rows("SELECT parameters->>'$.problem' AS problem, list(instance_id) AS ids FROM muso.instances "
                   "WHERE task = ? GROUP BY 1 HAVING count(*) > 1", [task])
     dup_ids = wh.rows("SELECT instance_id FROM muso.instances GROUP BY 1 HAVING count(*) > 1")

@@ -187,6 +187,12 @@ def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dic
     """Write `<model>.html` (and its plots) and `<model>/samples.html` for each model, and the
     leaderboard `index.html`; model -> (page, panels)."""
     folder.mkdir(parents=True, exist_ok=True)
+    with wh.connect(read_only=True):  # one attach for the dozens of queries below (each reuses it)
+        return _write_reports(wh, models, folder, about)
+
+
+def _write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dict[str, dict[str, Any]]
+                   ) -> dict[str, tuple[Path, list[Panel]]]:
     out = {}
     for model in models:
         w = Writer(folder / safe_name(model))
