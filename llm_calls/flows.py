@@ -13,10 +13,12 @@ What the session does for each `await session.ask(model, request, purpose)`:
   this session is answered by the same future (two flows asking one request make one call);
 - cache lookups of everything asked in one turn of the event loop go to the warehouse as one
   query, on the connection the commits use (`_db`, one task, so the two never interleave);
-- a miss is queued on its model's lane: `2 x concurrency` workers take requests deepest-first
+- a miss is queued on its model's lane: `concurrency` workers take requests deepest-first
   (a flow's later calls before other flows' first calls: items finish early, and a kill loses
   less), hold the run's and the endpoint's slots (`llm_calls/slots.py`) while in flight and make
-  the call with the ledger's retries (`Ledger._call`);
+  the call with the ledger's retries (`Ledger._call`); one worker per slot, so a request is taken
+  off the queue only when a slot is about to be free, and a deeper request asked meanwhile is not
+  stuck behind shallower ones taken early;
 - answers are committed as they arrive, all that finished during the previous commit in one
   transaction; at most `concurrency + max_unsaved` answers per lane wait for their commit, so a
   kill loses at most that many calls, however slow the disk;
@@ -130,7 +132,7 @@ class Lane:
         self.enough = max(1, unsaved // 2)
         self.unsaved = asyncio.Semaphore(ep.concurrency + unsaved)  # requested but not yet committed
         self.progress = _Progress(ep.name, total=0, cached=0)
-        self._workers = [asyncio.create_task(self._worker()) for _ in range(2 * ep.concurrency)]
+        self._workers = [asyncio.create_task(self._worker()) for _ in range(ep.concurrency)]
 
     def _fail_all(self, exc: BaseException) -> None:
         self._failed = exc

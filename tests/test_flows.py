@@ -95,9 +95,11 @@ def test_two_flows_asking_one_request_make_one_call_and_both_get_its_answer(stub
 
 
 def test_a_flows_later_calls_go_before_other_flows_first_calls(tmp_path):
-    """Concurrency 1: flow 0's second call is sent right after its first, ahead of the 9 first calls
-    the other flows queued before it."""
-    with StubServer() as stub:
+    """Concurrency 1, 0.2 s per reply: flow 0's second call is sent as soon as the slot is free
+    after it was asked (the call sent meanwhile is first 1), ahead of the 8 first calls the other
+    flows queued before it. A worker takes a request only when it can send it: a second worker
+    holding first 2 while first 1 is out would send it ahead of second 0."""
+    with StubServer(delay_s=0.2) as stub:
         cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
                                                            "concurrency": 1}})
         with ModelRegistry(cfg) as reg:
@@ -109,8 +111,7 @@ def test_a_flows_later_calls_go_before_other_flows_first_calls(tmp_path):
 
             ledger.run_flows(lambda s: [flow(s, k) for k in range(10)])
         asked = [c["body"]["messages"][-1]["content"] for c in _chat(stub)]
-    # each second call goes as soon as its first is answered (the workers took two firsts at once)
-    assert asked.index("second 0") < asked.index("first 9")
+    assert asked[:3] == ["first 0", "first 1", "second 0"]
     assert len(asked) == 20
 
 
