@@ -81,7 +81,8 @@ class Lane:
         self.defaults = default_sampling(self.config)
         self.asked = self.cached = 0
         self._queue: asyncio.PriorityQueue[tuple[tuple[float, int], _Ask | None]] = asyncio.PriorityQueue()
-        self._workers: list[asyncio.Task] = []
+        self._workers: list[asyncio.Task] = []  # one per slot, and a stand-in for each worker backing off
+        self._stopping = False
         self._starting: asyncio.Task | None = None
         self._seq = itertools.count()
         self.progress = None
@@ -141,18 +142,35 @@ class Lane:
             if ask is not None:
                 self.session._settle(ask, exc=exc)
 
-    async def _worker(self) -> None:
+    async def _worker(self, until: asyncio.Event | None = None) -> None:
+        """Take requests and send them; a stand-in (`until`) stops after the request it holds
+        when its worker is back from its backoff."""
         ledger, session = self.session.ledger, self.session
-        while True:
+        while until is None or not until.is_set():
             _, ask = await self._queue.get()
             if ask is None:
                 return
             await self.unsaved.acquire()
             result, row = await ledger._call(self.client, self.sem, self.ep, self.identity, ask.purpose, ask.key,
-                                             ask.request, ask.params, self.secrets, self.shared)
+                                             ask.request, ask.params, self.secrets, self.shared, self._pause)
             self.progress.record(result.ok)
             session._commit(row, self)
             session._settle(ask, result)
+
+    async def _pause(self, seconds: float) -> None:
+        """A worker waiting out a retry's backoff: a stand-in takes requests meanwhile, so the slot
+        it left is used (one worker per slot would otherwise leave it idle)."""
+        if self._stopping:  # closing: nothing is left to take, and the workers' stops are counted
+            await asyncio.sleep(seconds)
+            return
+        back = asyncio.Event()
+        stand_in = asyncio.create_task(self._worker(until=back))
+        self._workers.append(stand_in)
+        stand_in.add_done_callback(self._workers.remove)
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            back.set()
 
     async def close(self) -> None:
         """Stop the workers and the client. Requests still queued (the flows stopped on an error)
@@ -163,17 +181,19 @@ class Lane:
             await self._starting
         except BaseException:
             return
+        self._stopping = True
         while not self._queue.empty():
             _, ask = self._queue.get_nowait()
             if ask is not None:
                 ask.future.cancel()
                 self.session._live -= 1
+        workers = list(self._workers)
         if self.session._broken is not None:
-            for w in self._workers:
+            for w in workers:
                 w.cancel()
-        for _ in self._workers:
+        for _ in workers:
             self._queue.put_nowait(((float("inf"), next(self._seq)), None))
-        await asyncio.gather(*self._workers, return_exceptions=True)
+        await asyncio.gather(*workers, return_exceptions=True)
         await self.client.close()
         if self.progress.ok or self.progress.failed:
             self.progress.total = self.asked

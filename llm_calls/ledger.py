@@ -449,8 +449,10 @@ class Ledger:
     async def _call(
         self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, ep: Endpoint, identity: str,
         purpose: str, key: str, req: CallRequest, params: dict[str, Any], secrets: Sequence[str] = (),
-        shared: Slots | None = None,
+        shared: Slots | None = None, pause: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> tuple[CallResult, dict[str, Any]]:
+        """One request with its retries; `pause(seconds)` waits out a backoff (the flows' lane lets
+        another worker use the slot meanwhile)."""
         sent = sent_params(ep, key, params)
         named = {k: v for k, v in sent.items() if k in _CLIENT_PARAMS}
         extra = {k: v for k, v in sent.items() if k not in _CLIENT_PARAMS}
@@ -499,14 +501,14 @@ class Ledger:
                 if attempts >= self.config.max_attempts:
                     error = f"retries spent after {attempts} attempts; last: {error}"
                     break
-                await asyncio.sleep(
+                await pause(
                     backoff_delay(attempts, self.config.backoff_base_s, self.config.backoff_max_s, exc.retry_after, self._rng)
                 )
             except openai.RateLimitError as exc:  # 429
                 if attempts >= self.config.max_attempts:
                     error = f"retries spent after {attempts} attempts; last: HTTP 429 {_brief(exc)}"
                     break
-                await asyncio.sleep(backoff_delay(
+                await pause(backoff_delay(
                     attempts, self.config.backoff_base_s, self.config.backoff_max_s,
                     retry_after_seconds(exc.response.headers), self._rng,
                 ))
@@ -522,7 +524,7 @@ class Ledger:
                 if attempts >= self.config.max_attempts:
                     error = f"retries spent after {attempts} attempts; last: {error}"
                     break
-                await asyncio.sleep(backoff_delay(
+                await pause(backoff_delay(
                     attempts, self.config.backoff_base_s, self.config.backoff_max_s,
                     retry_after_seconds(exc.response.headers), self._rng,
                 ))
@@ -534,7 +536,7 @@ class Ledger:
                     if kind == "connection error":  # refused, not slow: spare the other calls the retries
                         _DOWN[ep.base_url] = f"a call spent its {attempts} attempts on connection errors"
                     break
-                await asyncio.sleep(
+                await pause(
                     backoff_delay(attempts, self.config.backoff_base_s, self.config.backoff_max_s, None, self._rng)
                 )
             except Exception as exc:  # undecodable body, schema mismatch, ...

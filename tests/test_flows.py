@@ -115,6 +115,26 @@ def test_a_flows_later_calls_go_before_other_flows_first_calls(tmp_path):
     assert len(asked) == 20
 
 
+def test_a_slot_left_by_a_call_backing_off_is_used_by_other_requests(tmp_path):
+    """Concurrency 1: a call told to retry after 1 s (HTTP 429, Retry-After) leaves its slot to a
+    stand-in worker: the four other requests (0.2 s each) are sent and answered during the wait,
+    and the retry goes last."""
+    with StubServer(delay_s=0.2) as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": 1}})
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+            texts = ["[[stub: status=429 times=1 retry_after=1]] wait", *(f"other {k}" for k in range(4))]
+
+            async def flow(s, text):
+                return await s.ask("stub", CallRequest(user(text)), "t.retry")
+
+            results = ledger.run_flows(lambda s: [flow(s, t) for t in texts])
+        asked = [c["body"]["messages"][-1]["content"] for c in _chat(stub)]
+    assert all(r.ok for r in results) and results[0].attempts == 2
+    assert asked == [texts[0], *texts[1:], texts[0]]
+
+
 def test_a_failed_call_in_a_flow_is_a_failure_and_the_flow_goes_on(stub, stub_ledger):
     async def flow(s):
         bad = await s.ask("stub", CallRequest(user("[[stub: status=400]] no")), "t.bad")
