@@ -211,20 +211,16 @@ def _level_checks(wh, cfg: Config, pk: str, task: str, b: gen.LevelBin, quota: i
     """The level's quality gates (generators.muso.level_checks) over what the warehouse now holds:
     the solutions counted per instance in SQL, read back only for the instances CP-SAT re-checks."""
     with wh.connect(read_only=True):  # one attach for the queries (each reuses it)
-        return _stored_level_checks(wh, cfg, pk, task, b, quota)
-
-
-def _stored_level_checks(wh, cfg: Config, pk: str, task: str, b: gen.LevelBin, quota: int) -> list:
-    dup = wh.rows("SELECT parameters->>'$.problem' AS problem, list(instance_id) AS ids FROM muso.instances "
-                  "WHERE task = ? GROUP BY 1 HAVING count(*) > 1", [task])
-    dup_ids = wh.rows("SELECT instance_id FROM muso.instances GROUP BY 1 HAVING count(*) > 1")
-    instances = wh.rows("SELECT instance_id, solution_count, parameters FROM muso.instances WHERE partition_key = ? "
-                        "ORDER BY instance_id", [pk])
-    counts = {r["instance_id"]: r["n"] for r in wh.rows(
-        "SELECT instance_id, count(*) AS n FROM muso.solutions WHERE partition_key = ? GROUP BY 1", [pk])}
-    sample = [r["instance_id"] for r in instances[:cfg.muso.cpsat_check_per_level.at(cfg.scale)]]
-    solutions = wh.rows("SELECT instance_id, solution FROM muso.solutions WHERE partition_key = ? "
-                        "AND list_contains(?::VARCHAR[], instance_id)", [pk, sample]) if sample else []
+        dup = wh.rows("SELECT parameters->>'$.problem' AS problem, list(instance_id) AS ids FROM muso.instances "
+                      "WHERE task = ? GROUP BY 1 HAVING count(*) > 1", [task])
+        dup_ids = wh.rows("SELECT instance_id FROM muso.instances GROUP BY 1 HAVING count(*) > 1")
+        instances = wh.rows("SELECT instance_id, solution_count, parameters FROM muso.instances "
+                            "WHERE partition_key = ? ORDER BY instance_id", [pk])
+        counts = {r["instance_id"]: r["n"] for r in wh.rows(
+            "SELECT instance_id, count(*) AS n FROM muso.solutions WHERE partition_key = ? GROUP BY 1", [pk])}
+        sample = [r["instance_id"] for r in instances[:cfg.muso.cpsat_check_per_level.at(cfg.scale)]]
+        solutions = wh.rows("SELECT instance_id, solution FROM muso.solutions WHERE partition_key = ? "
+                            "AND list_contains(?::VARCHAR[], instance_id)", [pk, sample]) if sample else []
     return gen.level_checks(task, b, quota, len(sample), instances, counts, solutions,
                             [d["ids"] for d in dup] + [d["instance_id"] for d in dup_ids])
 

@@ -280,8 +280,7 @@ class Session:
             self._hurry.set()
         result = await asyncio.shield(future)
         _DEPTH.set(_DEPTH.get() + 1)
-        prefill = lane.config.prefill
-        return replace(result, prefill=prefill) if prefill else result
+        return with_prefill(lane.config, result)
 
     async def ask_all(self, model: str, requests: Sequence[Any], purpose: str = "") -> list[Any]:
         """Results of `requests`, in order (asked at once)."""
@@ -432,6 +431,12 @@ class Session:
         if self._pending:
             raise batch.BatchPending.combined(self._pending)
         return [t.result() for t in tasks]
+
+
+def with_prefill(config: Any, result: Any) -> Any:
+    """A `CallResult` as the flow sees it: with the start of the reply the model was given to
+    continue (its configured `prefill`), which the stored text leaves out."""
+    return replace(result, prefill=config.prefill) if config.prefill else result
 
 
 def _first(eg: BaseExceptionGroup) -> BaseException:

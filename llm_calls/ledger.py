@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import email.utils
 import functools
 import hashlib
@@ -376,8 +375,8 @@ class Ledger:
                 return [s.ask_all(model, requests, purpose)]
 
             return self.run_flows(flow)[0]
-        prefill = self.registry.config.model(model).prefill
-        return [dataclasses.replace(found[k], prefill=prefill) if prefill else found[k] for k in order]
+        config = self.registry.config.model(model)
+        return [flows.with_prefill(config, found[k]) for k in order]
 
     def samples(
         self, model: str, messages: Sequence[Mapping[str, str]], k: int,

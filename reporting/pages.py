@@ -188,24 +188,19 @@ def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dic
     leaderboard `index.html`; model -> (page, panels)."""
     folder.mkdir(parents=True, exist_ok=True)
     with wh.connect(read_only=True):  # one attach for the dozens of queries below (each reuses it)
-        return _write_reports(wh, models, folder, about)
-
-
-def _write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dict[str, dict[str, Any]]
-                   ) -> dict[str, tuple[Path, list[Panel]]]:
-    out = {}
-    for model in models:
-        w = Writer(folder / safe_name(model))
-        panels = [panel(wh, model, w) for panel in PANELS]
-        for p in panels:  # first, the panel's headline numbers with the count each rests on
-            p.tables.insert(0, ("report.headline", wh.rows(
-                "SELECT scope, metric, value, n FROM report.headline WHERE family = ? AND model = ? "
-                "ORDER BY scope, metric", [p.key, model])))
-        page = folder / f"{safe_name(model)}.html"
-        page.write_text(render(model, about.get(model, {}), panels), encoding="utf-8")
-        (folder / safe_name(model) / "samples.html").write_text(samples_page(wh, model), encoding="utf-8")
-        out[model] = (page, panels)
-    (folder / "index.html").write_text(leaderboard(wh, {m: p for m, (p, _) in out.items()}), encoding="utf-8")
+        out = {}
+        for model in models:
+            w = Writer(folder / safe_name(model))
+            panels = [panel(wh, model, w) for panel in PANELS]
+            for p in panels:  # first, the panel's headline numbers with the count each rests on
+                p.tables.insert(0, ("report.headline", wh.rows(
+                    "SELECT scope, metric, value, n FROM report.headline WHERE family = ? AND model = ? "
+                    "ORDER BY scope, metric", [p.key, model])))
+            page = folder / f"{safe_name(model)}.html"
+            page.write_text(render(model, about.get(model, {}), panels), encoding="utf-8")
+            (folder / safe_name(model) / "samples.html").write_text(samples_page(wh, model), encoding="utf-8")
+            out[model] = (page, panels)
+        (folder / "index.html").write_text(leaderboard(wh, {m: p for m, (p, _) in out.items()}), encoding="utf-8")
     return out
 
 

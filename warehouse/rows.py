@@ -103,9 +103,7 @@ def check_rows(table: str, rows: Sequence[Mapping[str, Any]]) -> None:
 
 # the exact Python types that `_fits` accepts for a column type without looking at the value
 # (VARCHAR[] is not here: its elements are checked one by one)
-_EXACT: dict[str, frozenset[type]] = {
-    "VARCHAR": frozenset({str}), "JSON": frozenset({str}), "INTEGER": frozenset({int}), "BIGINT": frozenset({int}),
-    "DOUBLE": frozenset({float, int}), "BOOLEAN": frozenset({bool}), "TIMESTAMP": frozenset({dt.datetime})}
+_EXACT: dict[str, frozenset[type]] = {t: frozenset(accepts) for t, accepts in _ACCEPTS.items() if t != "VARCHAR[]"}
 
 
 def _columns_fit(cols: Sequence[Column], values: Mapping[str, list[Any]]) -> bool:
