@@ -342,3 +342,38 @@ def test_a_corrupt_file_is_an_error_at_once_not_a_lock_to_wait_for(tmp_path):
     with pytest.raises(duckdb.IOException, match="block"):
         Warehouse(path, lock_timeout_s=30).rows("SELECT 1")
     assert time.monotonic() - t0 < 5
+
+
+def _call_row(key: str, **changes) -> dict:
+    from datetime import datetime
+
+    row = {"key": key, "model": "m", "model_identity": "m@h", "served_model": None, "endpoint_host": "h:1",
+           "purpose": "p", "request": '{"messages": []}', "sample_index": 0, "status": "ok", "response_text": "hi",
+           "finish_reason": "stop", "prompt_tokens": 3, "completion_tokens": None, "latency_s": 1,
+           "attempts": 1, "total_attempts": 1, "error": None, "run_id": "r",
+           "created_at": datetime(2026, 1, 2, 3, 4, 5, 678901), "finished_at": datetime(2026, 1, 2, 3, 4, 6)}
+    return {**row, **changes}
+
+
+def test_a_writers_rows_are_typed_by_the_tables_columns_and_a_misfit_is_named_before_anything_is_written(wh):
+    """The writer converts a commit's rows by the declared column types (not by inference): an int
+    latency is stored as a DOUBLE, a column all NULL in the batch is still its type, a datetime keeps
+    its microseconds; a value that is not its column's type is refused naming the row and field,
+    and the batch it came in is not written."""
+    writer = wh.writer()
+    try:
+        writer.upsert("llm.calls", [_call_row("a"), _call_row("b", served_model="s", latency_s=0.5)])
+        with pytest.raises(RowError, match=r"llm.calls: row 1: field 'prompt_tokens' expects INTEGER"):
+            writer.upsert("llm.calls", [_call_row("c"), _call_row("d", prompt_tokens="12")])
+        with pytest.raises(RowError, match=r"row 0: field 'attempts' expects INTEGER, got int"):
+            writer.upsert("llm.calls", [_call_row("e", attempts=2**40)])
+        # rows whose fields differ are converted as they are (a missing column takes its default)
+        writer.upsert("llm.calls", [_call_row("f"), {k: v for k, v in _call_row("g").items() if k != "error"}])
+    finally:
+        writer.close()
+    stored = wh.rows("SELECT key, served_model, latency_s, completion_tokens, created_at, "
+                     "typeof(latency_s) AS t FROM llm.calls ORDER BY key")
+    assert [(r["key"], r["served_model"], r["latency_s"], r["completion_tokens"], r["t"]) for r in stored] == [
+        ("a", None, 1.0, None, "DOUBLE"), ("b", "s", 0.5, None, "DOUBLE"), ("f", None, 1.0, None, "DOUBLE"),
+        ("g", None, 1.0, None, "DOUBLE")]
+    assert stored[0]["created_at"].microsecond == 678901

@@ -50,8 +50,8 @@ from warehouse.connection import (
     Warehouse,
     WarehouseLockTimeout,
     _check_ident,
+    _declared,
     _insert,
-    _to_arrow,
     backoff_sleep,
 )
 
@@ -212,7 +212,7 @@ class LakeWriter:
     def upsert(self, table: str, rows: Sequence[Mapping[str, Any]] | pa.Table, conflict: OnConflict | None = None,
                insert_first: bool = False) -> int:
         _check_ident(table)
-        data = rows if isinstance(rows, pa.Table) else _to_arrow(rows)
+        data = rows if isinstance(rows, pa.Table) else _declared(table, rows)
         if not data.num_rows:
             return 0
         with self.wh.connect() as con:

@@ -73,6 +73,21 @@ def polars_schema(table: str) -> dict[str, Any]:
     return {c.name: _POLARS[c.type] for c in columns(table)}
 
 
+@cache
+def arrow_schema(table: str, names: tuple[str, ...]) -> Any:
+    """The Arrow schema of the columns `names` of `table`, typed as declared (the types the polars
+    frame of `frame` has); None if the table is not declared or one of `names` is not its column."""
+    import pyarrow as pa
+
+    try:
+        declared = {c.name: _POLARS[c.type] for c in columns(table)}
+    except RowError:
+        return None
+    if not names or any(n not in declared for n in names):
+        return None
+    return pa.schema([(n, pl.Series(n, [], dtype=declared[n]).to_arrow().type) for n in names])
+
+
 def _fits(col: Column, value: Any) -> bool:
     if not isinstance(value, _ACCEPTS[col.type]) or (isinstance(value, bool) and col.type != "BOOLEAN"):
         return False
