@@ -129,7 +129,8 @@ class Lane:
         self.secrets = ledger.registry.secrets()
         self.sem = asyncio.Semaphore(ep.concurrency)
         self.shared = ledger._slots(ep)
-        unsaved = ledger.config.max_unsaved or ep.concurrency
+        # a commit costs a few ms of CPU whatever its size: by default one commit takes a whole wave
+        unsaved = ledger.config.max_unsaved or 2 * ep.concurrency
         self.enough = max(1, unsaved // 2)
         self.unsaved = asyncio.Semaphore(ep.concurrency + unsaved)  # requested but not yet committed
         self.progress = _Progress(ep.name, total=0, cached=0)
