@@ -546,11 +546,10 @@ def _to_arrow(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
 
 
 def _declared(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-    """Rows of many small commits (the ledger's) as Arrow, typed by `table`'s declared columns when
-    every row has the same fields and all are columns: several times cheaper than inferring the
-    types (0.2 against 1.2 ms for 32 ledger rows), the same table. A value Arrow cannot take as its
-    column's type goes to `_typed`, whose check names the row and the field; other rows are
-    converted as they are."""
+    """Rows of many small commits (the ledger's) as Arrow, typed by `table`'s declared columns
+    (0.2 ms for 32 ledger rows; inferring the types takes 1.2). Used when every row has the same
+    fields and each is a column of the table, else the rows are converted as they are. A value
+    Arrow cannot take as its column's type goes to `_typed`, whose check names the row and field."""
     if not rows:
         return pa.table({})
     names = rows[0].keys()

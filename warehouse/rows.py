@@ -80,7 +80,7 @@ def arrow_schema(table: str, names: tuple[str, ...]) -> Any:
     import pyarrow as pa
 
     try:
-        declared = {c.name: _POLARS[c.type] for c in columns(table)}
+        declared = polars_schema(table)
     except RowError:
         return None
     if not names or any(n not in declared for n in names):
