@@ -16,7 +16,7 @@ from assets.versions import code_version
 from configuration import Config
 from evaluations.ib import Item, Runner, all_metric_rows, coverage, slice_args
 from generators import ib as gen
-from reporting.figures import legend, pyplot
+from reporting.figures import figure, legend
 from validators import outcomes
 from warehouse.schema import current
 
@@ -143,8 +143,7 @@ def _output_chart(rows: list[dict]) -> dg.MetadataValue:
 
 def _options_chart(rows: list[dict]) -> dg.MetadataValue:
     """Disturbing-miscellany accuracy by number of options (figure 3, left)."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = figure((5, 3.5))
     for model in sorted({r["model"] for r in rows}):
         pts = sorted((int(r["category"]), r["value"]) for r in rows
                      if r["model"] == model and r["metric"] == "Acc_by_options" and r["value"] is not None)
@@ -155,6 +154,4 @@ def _options_chart(rows: list[dict]) -> dg.MetadataValue:
     ax.set_ylim(0, 1)
     ax.set_title("Disturbing miscellany")
     legend(ax, fontsize=7)
-    value = figure_markdown(fig)
-    plt.close(fig)
-    return value
+    return figure_markdown(fig)

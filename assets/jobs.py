@@ -131,6 +131,35 @@ def plan_steps(assets_by_name: dict[str, dg.AssetsDefinition], families: Sequenc
     return [Step(FIRST[0], "", tuple(FIRST[1]), None), *steps, Step(LAST[0], "", tuple(LAST[1]), None)]
 
 
+def stage_of(step: Step) -> str | None:
+    """'items', 'responses' or 'metrics' for a family's step; None for the models probe and the summary."""
+    return next((stage for stage, prefix in STAGES.items() if step.family and step.job == job_name(step.family, stage)),
+                None)
+
+
+def waits_for(steps: Sequence[Step]) -> list[frozenset[int]]:
+    """For each of `steps` (as `plan_steps` orders them), the earlier steps it reads, by index; the
+    command starts a step once those have ended (ok or not) and runs the rest at once. From the
+    asset graph: a slice reads its dataset's or level's items (a family with one item set: that
+    item set), a family's metrics read each of its slices, the summary and the reports read every
+    family's metrics and the models probe. Nothing else orders them: the probe reads nothing, one
+    family's steps read nothing of another's, and a slice reads no other slice, so every slice of
+    a run shares its models' concurrency instead of waiting for the slice before it."""
+    out: list[frozenset[int]] = []
+    for i, step in enumerate(steps):
+        stage = stage_of(step)
+        if step.job == LAST[0]:
+            out.append(frozenset(range(i)))
+        elif stage == "metrics":
+            out.append(frozenset(j for j in range(i) if steps[j].family == step.family))
+        elif stage == "responses":
+            out.append(frozenset(j for j in range(i) if steps[j].family == step.family
+                                 and stage_of(steps[j]) == "items" and steps[j].base == step.base))
+        else:
+            out.append(frozenset())
+    return out
+
+
 def run_tags(step: Step, config) -> dict[str, str]:
     """What the Runs page filters by: the family, the partition, the models, the configuration
     (the command's runs, and the UI's through `assets.ui_runs`)."""

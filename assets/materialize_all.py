@@ -37,11 +37,14 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import dagster as dg
 
-from assets.jobs import FAMILIES, SelectionError, plan_steps, run_tags
+from assets.compute_logs import open_instance
+from assets.jobs import FAMILIES, SelectionError, Step, plan_steps, run_tags, stage_of, waits_for
 from llm_calls import batch
 from llm_calls.batch import EXPORT_ENV
 from llm_calls.ledger import TOTALS
@@ -71,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", action="append", metavar="NAME",
                         help="only this evaluated model's slices (items already built are kept); repeatable")
     parser.add_argument("--verbose", action="store_true", help="print Dagster's event log as it runs")
+    parser.add_argument("--parallel", type=int, default=8, metavar="N",
+                        help="steps that may run at once (default 8): a step starts once the steps it reads "
+                             "have ended, so every slice shares its models' concurrency; 1 runs them one by one")
     parser.add_argument("--plan", action="store_true",
                         help="print the calls the configured run will make (cached / new) and their time; run nothing")
     parser.add_argument("--latency", type=float, metavar="SECONDS",
@@ -119,7 +125,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not os.environ.get("DAGSTER_HOME"):  # `make` sets it; else the runs go beside the configuration file
         os.environ["DAGSTER_HOME"] = str(Path(config.source).resolve().parent)
         print(f"DAGSTER_HOME not set: recording runs in {os.environ['DAGSTER_HOME']}", file=sys.stderr)
-    instance = dg.DagsterInstance.get()
+    instance, concurrent = open_instance(os.environ["DAGSTER_HOME"])
     materialized = {}
     if args.model:
         stored = stored_items(defs.resources["warehouse"].get())
@@ -139,27 +145,12 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     wh = defs.resources["warehouse"].get()
     planned = _planned_calls(config, wh, args.select)
     progress = Progress(len(steps), planned)
+    parallel = args.parallel if concurrent and not os.environ.get(EXPORT_ENV) else 1
     TOTALS.reset()
     progress.start()
-    done: list[Done] = []
-    run_ids: list[str] = []
     try:
-        for step in steps:
-            progress.begin(step.label)
-            before = (TOTALS.cached, TOTALS.answered, TOTALS.failed)
-            t0 = time.monotonic()
-            result = defs.resolve_job_def(step.job).execute_in_process(
-                instance=instance, partition_key=step.partition, raise_on_error=False,
-                tags=run_tags(step, config), run_config=None if args.verbose else QUIET)
-            run_ids.append(result.run_id)
-            evals = result.get_asset_check_evaluations()
-            calls = (TOTALS.cached - before[0], TOTALS.answered - before[1], TOTALS.failed - before[2])
-            done.append(Done(step, result.success, time.monotonic() - t0, calls,
-                             [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR],
-                             [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.WARN]))
-            if not result.success:
-                sys.stderr.write(f"\nFAILED: {step.label} (run {result.run_id[:8]}): {_failure(result, wh)}\n")
-            progress.finish()
+        done, run_ids = run_steps(steps, waits_for(steps), parallel,
+                                  lambda step: _execute(defs, instance, step, config, args.verbose, wh), progress)
     finally:
         progress.stop()
     try:
@@ -180,6 +171,61 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
               f"{sum(d.ok for d in done)} of {len(done)} steps ok", file=sys.stderr)
         return 1
     return 0 if all(d.ok for d in done) else 1
+
+
+def run_steps(steps: Sequence[Step], waits: Sequence[frozenset[int]], parallel: int,
+              execute: Callable[[Step], tuple[Done, str]], progress: Progress | None = None
+              ) -> tuple[list[Done], list[str]]:
+    """Run every step, each once the steps it waits for (`waits`, by index) have ended, ok or not,
+    up to `parallel` at once, each in a thread of its own (a Dagster run executes in the thread
+    that starts it); items steps one at a time, since building items is the process's own CPU work
+    (generation, solvers) that running two at once would only share out. `execute` runs one step
+    and returns its `Done` and run id. Returns them in the steps' order."""
+    done: dict[int, tuple[Done, str]] = {}
+    left = list(range(len(steps)))
+    running: dict[Future, int] = {}
+    with ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="step") as pool:
+        while left or running:
+            building = any(stage_of(steps[i]) == "items" for i in running.values())
+            for i in list(left):
+                if len(running) >= max(1, parallel):
+                    break
+                if not waits[i] <= done.keys():
+                    continue
+                if stage_of(steps[i]) == "items":
+                    if building:
+                        continue
+                    building = True
+                left.remove(i)
+                if progress is not None:
+                    progress.begin(steps[i].label)
+                running[pool.submit(execute, steps[i])] = i
+            if not running:
+                raise RuntimeError(f"steps waiting for steps that never run: {[steps[i].label for i in left]}")
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                i = running.pop(future)
+                done[i] = future.result()
+                if progress is not None:
+                    progress.finish(steps[i].label)
+    ordered = [done[i] for i in range(len(steps))]
+    return [d for d, _ in ordered], [r for _, r in ordered]
+
+
+def _execute(defs: dg.Definitions, instance: dg.DagsterInstance, step: Step, config, verbose: bool,
+             wh: Warehouse) -> tuple[Done, str]:
+    """One step as one run of its job, in this thread; its calls counted by its run id."""
+    t0 = time.monotonic()
+    result = defs.resolve_job_def(step.job).execute_in_process(
+        instance=instance, partition_key=step.partition, raise_on_error=False,
+        tags=run_tags(step, config), run_config=None if verbose else QUIET)
+    evals = result.get_asset_check_evaluations()
+    done = Done(step, result.success, time.monotonic() - t0, TOTALS.of(result.run_id),
+                [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR],
+                [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.WARN], t0)
+    if not result.success:
+        sys.stderr.write(f"\nFAILED: {step.label} (run {result.run_id[:8]}): {_failure(result, wh)}\n")
+    return done, result.run_id
 
 
 def _import_batches(files: list[str]) -> int:

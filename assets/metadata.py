@@ -9,7 +9,7 @@ from typing import Any
 
 import dagster as dg
 
-from reporting.figures import draw_stacked_bars, pyplot
+from reporting.figures import draw_stacked_bars, figure
 
 
 def table(rows: Sequence[Mapping[str, Any]]) -> dg.MetadataValue:
@@ -60,13 +60,10 @@ def figure_markdown(fig: Any) -> dg.MetadataValue:
 def stacked_bar_chart(bars: Mapping[str, Mapping[str, float]], title: str, ylabel: str = "share",
                       colours: Mapping[str, str] | None = None) -> dg.MetadataValue:
     """`draw_stacked_bars` as a PNG in Markdown."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(max(4, 1.3 * len(bars)), 3.5))
+    fig, ax = figure((max(4, 1.3 * len(bars)), 3.5))
     draw_stacked_bars(ax, bars, ylabel, colours)
     ax.set_title(title)
-    value = figure_markdown(fig)
-    plt.close(fig)
-    return value
+    return figure_markdown(fig)
 
 
 def column_schema(table: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from evaluations import scoring
 from generators import muso as gen
 from generators.muso import partitions, task_bins, task_params
 from llm_calls.batch import Waiting
-from reporting.figures import draw_reliability, pyplot
+from reporting.figures import draw_reliability, figure
 from validators import outcomes
 from validators.outcomes import CALL_FAILED
 from warehouse.schema import current
@@ -227,16 +227,13 @@ def _level_checks(wh, cfg: Config, pk: str, task: str, b: gen.LevelBin, quota: i
 
 def _reliability_plot(responses: list[dict]) -> dg.MetadataValue:
     """Recall-confidence reliability diagram (paper figure 3a) per model and paradigm."""
-    plt = pyplot()
     series: dict[str, tuple[list[float], list[float]]] = {}
     for r in responses:
         if r["variant"] == "standard" and r["status"] == "ok" and r["confidence"] is not None:
             c, s = series.setdefault(f"{r['model']} / {r['paradigm']}", ([], []))
             c.append(r["confidence"] / 100)
             s.append(r["recall"])
-    fig, ax = plt.subplots(figsize=(5, 4))
+    fig, ax = figure((5, 4))
     draw_reliability(ax, series)
     ax.set_title("MuSoBench recall vs confidence")
-    value = figure_markdown(fig)
-    plt.close(fig)
-    return value
+    return figure_markdown(fig)

@@ -14,7 +14,7 @@ from configuration import Config
 from evaluations.s1 import evaluate, evaluation_args, metric_rows
 from generators.s1 import built_subcategories, load_registry, load_release
 from generators.s1_construction import Budgets, Construction, item_checks
-from reporting.figures import pyplot
+from reporting.figures import figure
 from validators import outcomes
 from validators.judge import Judge
 from warehouse.s1 import LINEAGE_BROKEN, NOT_ALL_CORRECT
@@ -153,12 +153,11 @@ def s1_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.M
 
 def _heatmap(rows: list[dict]) -> dg.MetadataValue:
     """Mean response tokens per model (rows) and subcategory (columns), paper figure 9."""
-    plt = pyplot()
     cells = {(r["model"], r["scope"]): r["value"] for r in rows
              if r["level"] == "subcategory" and r["metric"] == "mean_tokens" and r["value"] is not None}
     models = sorted({m for m, _ in cells})
     subs = sorted({s for _, s in cells})
-    fig, ax = plt.subplots(figsize=(max(4, 0.5 * len(subs) + 2), max(2, 0.5 * len(models) + 1.5)))
+    fig, ax = figure((max(4, 0.5 * len(subs) + 2), max(2, 0.5 * len(models) + 1.5)))
     if cells:
         grid = [[cells.get((m, s), float("nan")) for s in subs] for m in models]
         im = ax.imshow(grid, aspect="auto", cmap="viridis")
@@ -166,6 +165,4 @@ def _heatmap(rows: list[dict]) -> dg.MetadataValue:
         ax.set_yticks(range(len(models)), models, fontsize=7)
         fig.colorbar(im, ax=ax, label="mean tokens")
     ax.set_title("S1-Bench response tokens by subcategory")
-    value = figure_markdown(fig)
-    plt.close(fig)
-    return value
+    return figure_markdown(fig)

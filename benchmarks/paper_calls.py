@@ -26,12 +26,11 @@ wall - bound:
 
 - before the first request: imports, the models probe (its one call included), the items, the
   first slice's own start;
-- between slices: from one slice's last answer to the next one's first request (the slice's rows
-  and checks, its Dagster run's end, the next run's start, reading its items);
-- inside slices: each slice's first-request-to-last-answer time beyond its own bound (its calls x
-  delay / concurrency), split into its tail (after the last moment `concurrency` calls were out)
-  and the rest (fewer than `concurrency` out while work remained: the first wave's lookups, the
-  event loop busy reading replies);
+- no call out, between the first request and the tail: a slice waiting for its items, the steps'
+  own work while nothing else is asked (the slices run at once, so this is no longer a gap per slice);
+- fewer than `concurrency` calls out while work remained: the first wave's lookups, the event
+  loops busy reading replies;
+- the tail: after the last moment `concurrency` calls were out (the last items' chains);
 - after the last answer: the metrics, the summary and reports, the command's own end.
 
     python benchmarks/paper_calls.py [--delay 0.5] [--concurrency 64] [--families ib waken]
@@ -130,38 +129,40 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
 def decomposition(rows: list[dict], began: datetime, ended: datetime, delay: float, concurrency: int
                   ) -> dict[str, float]:
     """Where the wall time beyond the bound went (see the module docstring): seconds per part,
-    from each call's send time (`finished_at - latency_s`) and answer time, grouped by the run
-    (one Dagster run per slice) that made it."""
-    runs: dict[str, list[tuple[float, float]]] = {}
-    for r in rows:
-        if r["purpose"] == "models.probe":  # the probe's call is part of the start
-            continue
-        done = (r["finished_at"] - began).total_seconds()
-        runs.setdefault(r["run_id"], []).append((done - (r["latency_s"] or 0.0), done))
-    slices = sorted(runs.values(), key=lambda calls: min(s for s, _ in calls))
-    out = {"before the first request": min(s for s, _ in slices[0]), "between slices": 0.0,
-           "inside slices: tails": 0.0, "inside slices: below concurrency": 0.0,
-           "after the last answer": (ended - began).total_seconds() - max(e for _, e in slices[-1])}
-    previous = None
-    for calls in slices:
-        first, last = min(s for s, _ in calls), max(e for _, e in calls)
-        if previous is not None:
-            out["between slices"] += first - previous
-        previous = last
-        out_now, full = 0, first
-        for t, step in sorted([(s, 1) for s, _ in calls] + [(e, -1) for _, e in calls]):
-            out_now += step
-            if out_now >= concurrency:
-                full = t
-        lost = (last - first) - len(calls) * delay / concurrency
-        out["inside slices: tails"] += last - full
-        out["inside slices: below concurrency"] += lost - (last - full)
-    return out
+    from each call's send time (`finished_at - latency_s`) and answer time. The slices run at once,
+    so the calls are one stream: from its first request to its last answer, the time beyond its
+    bound is its tail (after the last moment `concurrency` calls were out), the time with no call
+    out at all before that (a step between, a slice waiting for its items), and the rest (some
+    calls out but fewer than `concurrency`)."""
+    calls = [((r["finished_at"] - began).total_seconds() - (r["latency_s"] or 0.0),
+              (r["finished_at"] - began).total_seconds())
+             for r in rows if r["purpose"] != "models.probe"]  # the probe's call is part of the start
+    first, last = min(s for s, _ in calls), max(e for _, e in calls)
+    events = sorted([(s, 1) for s, _ in calls] + [(e, -1) for _, e in calls])
+    out_now, full = 0, first
+    for t, step in events:
+        out_now += step
+        if out_now >= concurrency:
+            full = t
+    out_now, since, idle_before_tail = 0, first, 0.0
+    for t, step in events:
+        if t > full:
+            break
+        if out_now == 0:
+            idle_before_tail += t - since
+        out_now += step
+        since = t
+    lost = (last - first) - len(calls) * delay / concurrency
+    return {"before the first request": first,
+            "no call out (before the tail)": idle_before_tail,
+            "fewer than concurrency out": lost - (last - full) - idle_before_tail,
+            "tail (after the last full wave)": last - full,
+            "after the last answer": (ended - began).total_seconds() - last}
 
 
 def plan_seconds(text: str) -> tuple[float, float] | None:
     """The plan's estimate for the new calls: (no reply takes a bounded branch, every bound reached)."""
-    m = re.search(r"one after another: (\d+(?:\.\d+)?) (s|min|h) if no reply .*? at most (\d+(?:\.\d+)?) (s|min|h)\b",
+    m = re.search(r"at once: (\d+(?:\.\d+)?) (s|min|h) if no reply .*? at most (\d+(?:\.\d+)?) (s|min|h)\b",
                   text, re.S)
     if not m:
         return None

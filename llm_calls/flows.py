@@ -112,28 +112,28 @@ class Lane:
         ledger = self.session.ledger
         try:
             ep = await asyncio.to_thread(ledger.registry.endpoint, self.model)
-        except BaseException as exc:
+            if ep.base_url in _DOWN:  # down for an earlier run or batch: back now?
+                why = await asyncio.to_thread(endpoint_unreachable, ep.base_url)
+                if why is None:
+                    _DOWN.pop(ep.base_url, None)
+                else:
+                    _DOWN[ep.base_url] = f"still unreachable: {why}"
+            self.ep = ep
+            self.client = openai.AsyncOpenAI(
+                base_url=ep.base_url, api_key=ep.api_key or "not-needed", max_retries=0,
+                timeout=ledger.config.timeout_s, http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()),
+            )
+            self.secrets = ledger.registry.secrets()
+            self.sem = asyncio.Semaphore(ep.concurrency)
+            self.shared = ledger._slots(ep)  # SlotsError: the slots' database unset or unreachable
+            # a commit costs a few ms of CPU whatever its size: by default one commit takes a whole wave
+            unsaved = ledger.config.max_unsaved or 2 * ep.concurrency
+            self.enough = max(1, unsaved // 2)
+            self.unsaved = asyncio.Semaphore(ep.concurrency + unsaved)  # requested but not yet committed
+            self.progress = _Progress(ep.name, total=0, cached=0, run_id=ledger.run_id)
+        except BaseException as exc:  # no call of this lane can be sent: each fails, none waits forever
             self._fail_all(exc)
             raise
-        if ep.base_url in _DOWN:  # down for an earlier run or batch: back now?
-            why = await asyncio.to_thread(endpoint_unreachable, ep.base_url)
-            if why is None:
-                _DOWN.pop(ep.base_url, None)
-            else:
-                _DOWN[ep.base_url] = f"still unreachable: {why}"
-        self.ep = ep
-        self.client = openai.AsyncOpenAI(
-            base_url=ep.base_url, api_key=ep.api_key or "not-needed", max_retries=0, timeout=ledger.config.timeout_s,
-            http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()),
-        )
-        self.secrets = ledger.registry.secrets()
-        self.sem = asyncio.Semaphore(ep.concurrency)
-        self.shared = ledger._slots(ep)
-        # a commit costs a few ms of CPU whatever its size: by default one commit takes a whole wave
-        unsaved = ledger.config.max_unsaved or 2 * ep.concurrency
-        self.enough = max(1, unsaved // 2)
-        self.unsaved = asyncio.Semaphore(ep.concurrency + unsaved)  # requested but not yet committed
-        self.progress = _Progress(ep.name, total=0, cached=0)
         self._workers = [asyncio.create_task(self._worker()) for _ in range(ep.concurrency)]
 
     def _fail_all(self, exc: BaseException) -> None:
@@ -339,7 +339,7 @@ class Session:
                 async with self._lock:
                     found, known = await asyncio.to_thread(self.ledger._cached, [a.key for a in asks], self._writer)
                 self._known |= known
-                TOTALS.cached += len(found)
+                TOTALS.add(self.ledger.run_id, cached=len(found))
                 for a in asks:
                     if a.key in found:
                         a.lane.cached += 1

@@ -52,6 +52,7 @@ import logging
 import random
 import re
 import ssl
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -321,13 +322,32 @@ class _ServerDied(Exception):
 
 class RunTotals:
     """Requests answered from the cache, answered by a model and failed, by every ledger in this
-    process since the last `reset` (the command's progress line reads them)."""
+    process since the last `reset` (the command's progress line reads them), and per Dagster run
+    (`of`: the command's summary counts each step's calls by its run, as steps run at once)."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()  # ledgers of steps running at once count from their own threads
         self.reset()
 
     def reset(self) -> None:
-        self.cached = self.answered = self.failed = 0
+        with self._lock:
+            self.cached = self.answered = self.failed = 0
+            self._runs: dict[str | None, list[int]] = {}
+
+    def add(self, run_id: str | None, cached: int = 0, answered: int = 0, failed: int = 0) -> None:
+        with self._lock:
+            self.cached += cached
+            self.answered += answered
+            self.failed += failed
+            counts = self._runs.setdefault(run_id, [0, 0, 0])
+            counts[0] += cached
+            counts[1] += answered
+            counts[2] += failed
+
+    def of(self, run_id: str | None) -> tuple[int, int, int]:
+        """(cached, answered, failed) of the ledgers made for the run `run_id` since the last reset."""
+        with self._lock:
+            return tuple(self._runs.get(run_id, (0, 0, 0)))  # type: ignore[return-value]
 
     @property
     def done(self) -> int:
@@ -367,7 +387,7 @@ class Ledger:
             found, _ = self._cached(list(keyed), writer)
         finally:
             writer.close()
-        TOTALS.cached += len(found)
+        TOTALS.add(self.run_id, cached=len(found))
         if len(found) < len(keyed):  # the misses in a session that knows the answers found
 
             def flow(s: flows.Session) -> list[Awaitable[list[CallResult]]]:
@@ -418,7 +438,7 @@ class Ledger:
                                           self.registry.config.beside(how.dir))
         endpoint = await asyncio.to_thread(self.registry.endpoint, model)
         out = await batch.run_api(self, endpoint, identity, purpose, misses, writer, how)
-        progress = _Progress(endpoint.name, total=len(misses), cached=0)
+        progress = _Progress(endpoint.name, total=len(misses), cached=0, run_id=self.run_id)
         for r in out.values():
             progress.record(r.ok)
         self.log.info(progress.line(final=True))
@@ -632,18 +652,17 @@ def _brief(exc: BaseException, limit: int = 500) -> str:
 
 
 class _Progress:
-    def __init__(self, model: str, total: int, cached: int):
-        self.model, self.total, self.cached = model, total, cached
+    def __init__(self, model: str, total: int, cached: int, run_id: str | None = None):
+        self.model, self.total, self.cached, self.run_id = model, total, cached, run_id
         self.ok = self.failed = 0
         self.t0 = time.monotonic()
 
     def record(self, ok: bool) -> None:
         if ok:
             self.ok += 1
-            TOTALS.answered += 1
         else:
             self.failed += 1
-            TOTALS.failed += 1
+        TOTALS.add(self.run_id, answered=int(ok), failed=int(not ok))
 
     def line(self, final: bool = False) -> str:
         elapsed = time.monotonic() - self.t0

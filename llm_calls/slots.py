@@ -12,7 +12,8 @@ leaves one taken:
   every process on this machine;
 - `postgres`: a PostgreSQL advisory lock per slot, in the database whose libpq connection string the
   variable `ledger.slots_env` holds (by default the lake's catalog), for every machine;
-- `run`: no slots, each run bounded by its own semaphore only.
+- `run`: this process's slots only (in memory): the steps that `materialize_all` runs at once
+  share the bound, other processes' runs do not count.
 
 The ledger is the one place a request is sent, so the bound holds however a run was launched (the
 UI, `materialize_all`, a backfill, a notebook). Dagster's concurrency pools bound ops, not requests: a
@@ -76,6 +77,17 @@ class Slots:
 
     def _release(self, k: int) -> None:
         raise NotImplementedError
+
+
+class ProcessSlots(Slots):
+    """Slots of this process alone (`run`): the `_held` set is the whole lock, so the steps that
+    `materialize_all` runs at once share the bound, and other processes do not count."""
+
+    def _try(self, k: int) -> bool:
+        return True
+
+    def _release(self, k: int) -> None:
+        pass
 
 
 class MachineSlots(Slots):
@@ -147,12 +159,11 @@ def default_dir() -> Path:
 
 
 def for_endpoint(endpoint: str, how: str, directory: Path | None = None, dsn_env: str = "") -> Slots | None:
-    """This process's slots of `endpoint` (a base URL) for `ledger.endpoint_slots` = `how`; None for
-    `run`."""
+    """This process's slots of `endpoint` (a base URL) for `ledger.endpoint_slots` = `how`."""
     global _ALL_PID
     if how == "run":
-        return None
-    if how == "postgres":
+        where = ""
+    elif how == "postgres":
         where = os.environ.get(dsn_env, "").strip()
         if not where:
             raise SlotsError(f"ledger.endpoint_slots is postgres but the environment variable {dsn_env} "
@@ -165,5 +176,6 @@ def for_endpoint(endpoint: str, how: str, directory: Path | None = None, dsn_env
             _ALL_PID = os.getpid()
         key = (how, where, endpoint)
         if key not in _ALL:
-            _ALL[key] = PostgresSlots(endpoint, where) if how == "postgres" else MachineSlots(endpoint, Path(where))
+            _ALL[key] = (PostgresSlots(endpoint, where) if how == "postgres" else ProcessSlots(endpoint) if how == "run"
+                         else MachineSlots(endpoint, Path(where)))
         return _ALL[key]

@@ -1,5 +1,5 @@
 """Every figure, drawn once on a matplotlib axis: the assets' metadata previews and the report
-pages draw with the same functions, and `pyplot` is the one place matplotlib is set up."""
+pages draw with the same functions, and `figure` is the one place a figure is made."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend (files, no display): every figure starts here."""
-    import matplotlib
+def figure(figsize: tuple[float, float]) -> tuple[Any, Any]:
+    """A figure and its one axis, drawn off-screen (Agg, files only), without pyplot: pyplot keeps
+    every open figure in one registry per process, which steps drawing at once in threads of one
+    process (`materialize_all` runs independent steps at once) would share; a `Figure` made
+    directly belongs to its caller alone and is freed with its last reference (no `close`)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots()
 
 
 def legend(ax: Any, **kwargs: Any) -> None:

@@ -245,15 +245,18 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
     bound reached. A call takes the median latency of its step's stored calls when there are
     `MIN_STEP_CALLS`, else the model's.
 
-    How the time adds up follows how the family runs:
+    How the time adds up follows how the command runs (`materialize_all`: every slice, of every
+    family, starts once its items are built, all at once):
     - per-item flows (Instruction Boundary, WakenLLM): every step's calls share the model's
       concurrency at once, so a model's time is its calls' total latency over its concurrency
       in whole waves, and at most the tail of one item's chain of dependent calls after that
-      (`FLOW_DEPTH` - 1 calls); the models of
-      a family (the evaluated one, the judge) work at the same time, so the family takes its
-      slowest model's time;
-    - steps one after another (the others): each step is its own waves at the model's
-      concurrency, and the family's models one after another."""
+      (`FLOW_DEPTH` - 1 calls);
+    - steps one after another within a slice (the others): each step is its own waves at the
+      model's concurrency;
+    - a family's models (its slices, the judge) work at the same time, so the family takes its
+      slowest model's time; the families run at the same time too, so the run takes its slowest
+      family's time, or, when more is asked of one model than that, the model's own: the latency
+      of every call it is asked for, across the families, over its concurrency."""
     steps = steps or {}
     out = [f"Capacity plan for {cfg.source} (scale {cfg.scale}); counts assume every call is answered",
            "", f"{'family':<7} {'model':<14} {'step':<40} {'kind':<8} {'calls':>9} {'cached':>9} {'new':>9}  items from"]
@@ -265,6 +268,8 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
                 f"{'latency':>8}  time for the new calls: exact steps only - every bound reached"]
     # (exact calls, bounded calls, new calls, hours of the new exact calls, hours of all new calls)
     totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0, 0.0])
+    # model -> hours of its new (exact, all) calls over its concurrency, across the families
+    load: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for r in rows:
         t = totals[(r.line.family, r.line.model)]
         t[0 if r.line.kind == EXACT else 1] += r.line.calls
@@ -280,6 +285,10 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
         else:  # each step is one batch after the previous: its own waves
             h = hours(r.new, conc, seconds)
         t[4] += h
+        pooled = r.new * seconds / conc / 3600
+        load[r.line.model][1] += pooled
+        if r.line.kind == EXACT:
+            load[r.line.model][0] += pooled
         if r.line.kind == EXACT:
             t[3] += h
     by_family: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
@@ -296,21 +305,20 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
                 h_exact = math.ceil(h_exact * 3600 / lat[0] - 1e-9) * lat[0] / 3600
                 h_all = (math.ceil(h_all * 3600 / lat[0] - 1e-9) + depth - 1) * lat[0] / 3600
             f = by_family[family]
-            if depth is not None:
-                f[0], f[1] = max(f[0], h_exact), max(f[1], h_all)
-            else:
-                f[0], f[1] = f[0] + h_exact, f[1] + h_all
+            f[0], f[1] = max(f[0], h_exact), max(f[1], h_all)
             when = f"{_duration(h_exact)} - {_duration(h_all)}" + (f"  (latency {lat[1]})" if lat else "")
         out.append(f"{family:<7} {model[:14]:<14} {f'{exact:.0f} + {bounded:.0f}':>24} {new:>9.0f} {conc:>5} "
                    f"{(f'{lat[0]:.2f}s' if lat else '-'):>8}  {when}")
-    low, high = sum(f[0] for f in by_family.values()), sum(f[1] for f in by_family.values())
+    # no run ends before each of its models has made every call asked of it
+    low = max([*(m[0] for m in load.values()), *(f[0] for f in by_family.values())], default=0.0)
+    high = max([*(m[1] for m in load.values()), *(f[1] for f in by_family.values())], default=0.0)
     if unknown:
         out += ["", f"Total time unknown: no latency for {', '.join(sorted(set(unknown)))} (no stored calls and no "
                     "probe answered); give --latency SECONDS."]
     else:
-        out += ["", f"Total for the new calls, families one after another: {_duration(low)} if no reply takes a "
-                    f"bounded branch, at most {_duration(high)} (a model's calls run at its concurrency; per-item "
-                    "flows share it across a family's steps)."]
+        out += ["", f"Total for the new calls, families and slices at once: {_duration(low)} if no reply takes a "
+                    f"bounded branch, at most {_duration(high)} (a model's calls run at its concurrency, shared by "
+                    "every slice and family that asks it)."]
     if overhead:
         out.append(overhead)
     return "\n".join(out)

@@ -25,6 +25,15 @@ class Done:
     calls: tuple[int, int, int]  # cached, answered, failed
     failed_checks: list[str] = field(default_factory=list)
     warned_checks: list[str] = field(default_factory=list)
+    started: float | None = None  # time.monotonic() at its start: steps that ran at once overlap
+
+
+def elapsed(done: list[Done]) -> float:
+    """The wall time of `done`: from the first start to the last end where the starts are known
+    (steps that ran at once count once), else the steps' seconds added up."""
+    if done and all(d.started is not None for d in done):
+        return max(d.started + d.seconds for d in done) - min(d.started for d in done)  # type: ignore[operator]
+    return sum(d.seconds for d in done)
 
 
 class Progress:
@@ -41,6 +50,7 @@ class Progress:
         self.every_s = every_s if every_s is not None else (1.0 if self.tty else 30.0)
         self.steps_done = 0
         self.current = ""
+        self._running: list[str] = []
         self.t0 = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -65,11 +75,18 @@ class Progress:
         self._thread.start()
 
     def begin(self, label: str) -> None:
-        self.current = label
+        """A step started; steps that run at once are listed newest first."""
+        self._running.insert(0, label)
+        self.current = self._running[0] + (f" (+{len(self._running) - 1} running)" if len(self._running) > 1 else "")
         self.show(force=True)
 
-    def finish(self) -> None:
+    def finish(self, label: str | None = None) -> None:
+        """A step ended (`label`; by default the oldest still running)."""
+        if self._running:
+            self._running.remove(label if label in self._running else self._running[-1])
         self.steps_done += 1
+        if self._running:
+            self.current = self._running[0] + (f" (+{len(self._running) - 1} running)" if len(self._running) > 1 else "")
         self.show()
 
     def show(self, force: bool = False) -> None:
@@ -141,10 +158,10 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
         if warned:
             status += f" (warnings: {', '.join(warned)})"
         out.append(f"{title(family):<22}{items!s:>7}{cached:>8}{answered + failed:>7}{failed:>8}  "
-                   f"{clock(sum(d.seconds for d in ds)):>7}  {status}")
+                   f"{clock(elapsed(ds)):>7}  {status}")
     out.append(f"{'total':<22}{'':>7}{sum(d.calls[0] for d in done):>8}"
                f"{sum(d.calls[1] + d.calls[2] for d in done):>7}{sum(d.calls[2] for d in done):>8}  "
-               f"{clock(sum(d.seconds for d in done)):>7}")
+               f"{clock(elapsed(done)):>7}")
     out += ["", "headline numbers (report.headline; fractions unless named):"]
     families = [f for f in by_family if f in KEYS]
     rows = wh.rows("SELECT * FROM report.headline WHERE family IN (SELECT unnest(?::VARCHAR[])) "

@@ -196,3 +196,32 @@ def test_a_partly_cached_batch_looks_up_each_answered_key_once(stub, stub_ledger
     results = stub_ledger.complete("stub", requests)
     assert [r.cached for r in results] == [True] * 6 + [False] * 4
     assert len(looked_up) == 10 + 4 and len(_chat(stub)) == 10
+
+
+def test_a_lane_that_cannot_start_fails_its_calls_instead_of_waiting_forever(tmp_path, monkeypatch):
+    """Anything that stops a model's lane from starting (here: the endpoint slots' database named by a
+    variable that is not set) is raised to the flows that asked, promptly: none is left waiting."""
+    import threading
+
+    from llm_calls.slots import SlotsError
+
+    monkeypatch.delenv("BENCHSMITH_NO_SUCH_SLOTS_DSN", raising=False)
+    with StubServer() as stub:
+        cfg = stub_config(stub, tmp_path, ledger={"endpoint_slots": "postgres",
+                                                   "slots_env": "BENCHSMITH_NO_SUCH_SLOTS_DSN"})
+        outcome: list[BaseException | object] = []
+        with ModelRegistry(cfg) as registry:
+            ledger = Ledger(Warehouse(cfg.warehouse_path()), registry)
+
+            def ask() -> None:
+                try:
+                    outcome.append(ledger.complete("stub", [CallRequest(user("a")), CallRequest(user("b"))]))
+                except BaseException as exc:  # noqa: BLE001 - the test reads what was raised
+                    outcome.append(exc)
+
+            worker = threading.Thread(target=ask, daemon=True)
+            worker.start()
+            worker.join(timeout=30)
+        assert not worker.is_alive(), "the calls waited for a lane that never started"
+    assert len(outcome) == 1 and isinstance(outcome[0], SlotsError), outcome
+    assert "BENCHSMITH_NO_SUCH_SLOTS_DSN" in str(outcome[0]) and not _chat(stub)  # no request went out

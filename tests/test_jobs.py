@@ -3,16 +3,19 @@ model, and evaluating an added model without rebuilding items."""
 
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
 from assets.definitions import build_definitions
-from assets.jobs import FAMILIES, SelectionError, job_names, plan_steps
-from assets.materialize_all import raw_assets
+from assets.jobs import FAMILIES, SelectionError, Step, job_names, plan_steps, waits_for
+from assets.materialize_all import raw_assets, run_steps
 from configuration import CONFIG_ENV_VAR
 from llm_calls.stub_server import StubServer
+from reporting.summary import Done
 from tests.conftest import stub_config
 from warehouse import Warehouse
 
@@ -47,6 +50,112 @@ def test_the_steps_run_the_probe_then_each_family_items_slices_metrics_then_the_
     s1 = [(s.job, s.partition) for s in steps if s.family == "s1"]
     assert s1 == [("build_s1", None), ("evaluate_s1", "alpha"), ("evaluate_s1", "beta"), ("score_s1", None)]
     assert {s.job for s in steps} <= set(job_names())
+
+
+def test_each_step_waits_only_for_the_steps_whose_assets_it_reads(stub, tmp_path):
+    cfg = two_models(stub, tmp_path, ib=IB)
+    steps = plan_steps(assets_of(cfg), ["ib", "s1"])
+    waits = waits_for(steps)
+    at = {(s.job, s.partition): i for i, s in enumerate(steps)}
+
+    def named(indexes):
+        return {(steps[j].job, steps[j].partition) for j in indexes}
+
+    assert waits[at[("probe_models", None)]] == frozenset()
+    assert all(not waits[i] for i, s in enumerate(steps) if s.job.startswith("build_"))
+    # a slice reads its dataset's items, and no other slice
+    assert named(waits[at[("evaluate_ib", "arithmetic|beta")]]) == {("build_ib", "arithmetic")}
+    assert named(waits[at[("evaluate_s1", "beta")]]) == {("build_s1", None)}  # one item set
+    assert named(waits[at[("score_ib", None)]]) == {(s.job, s.partition) for s in steps
+                                                      if s.family == "ib" and s.job != "score_ib"}
+    assert waits[at[("summarise", None)]] == frozenset(range(len(steps) - 1))
+
+
+def _fake_steps():
+    return [Step("probe_models", "", ("models",), None),
+            Step("build_ib", "ib", ("ib_items",), "a", "a"), Step("build_ib", "ib", ("ib_items",), "b", "b"),
+            Step("evaluate_ib", "ib", ("ib_responses",), "a|m", "a", "m"),
+            Step("evaluate_ib", "ib", ("ib_responses",), "b|m", "b", "m"),
+            Step("score_ib", "ib", ("ib_metrics",), None), Step("summarise", "", ("llm_call_summary",), None)]
+
+
+def test_steps_start_once_what_they_read_has_ended_slices_at_once_items_one_at_a_time():
+    steps = _fake_steps()
+    lock = threading.Lock()
+    running: set[str] = set()
+    seen: dict[str, tuple[set[str], set[str]]] = {}  # label -> (running when it started, ended before it)
+    ended: set[str] = set()
+    slices_together = threading.Barrier(2, timeout=10)  # broken unless both slices run at once
+
+    def execute(step):
+        with lock:
+            seen[step.label] = (set(running), set(ended))
+            running.add(step.label)
+        if step.job == "evaluate_ib":
+            slices_together.wait()
+        time.sleep(0.02)
+        with lock:
+            running.discard(step.label)
+            ended.add(step.label)
+        return Done(step, step.partition != "a", 0.02, (0, 0, 0)), f"run {step.label}"
+
+    done, runs = run_steps(steps, waits_for(steps), 8, execute)
+    assert [d.step for d in done] == steps and runs == [f"run {s.label}" for s in steps]  # the plan's order
+    assert not any(label.startswith("ib_items") for label in seen["ib_items [b]"][0])  # items one at a time
+    assert "ib_items [a]" in seen["ib_responses [a|m]"][1]  # a failed step still lets its readers run
+    assert {"ib_responses [a|m]", "ib_responses [b|m]"} <= seen["ib_metrics"][1]
+    assert seen["llm_call_summary"][1] == {s.label for s in steps[:-1]}
+
+
+def test_one_step_at_a_time_runs_them_in_the_plans_order():
+    steps = _fake_steps()
+    order: list[str] = []
+
+    def execute(step):
+        order.append(step.label)
+        return Done(step, True, 0.0, (0, 0, 0)), "run"
+
+    run_steps(steps, waits_for(steps), 1, execute)
+    assert order == [s.label for s in steps]
+
+
+def test_the_commands_slices_run_at_once_sharing_the_models_concurrency(tmp_path):
+    """Two models' slices of one dataset: both are sent requests before the first slice ends
+    (they used to run one after the other), and each step's calls are counted by its own run."""
+    probe = "Reply with OK."
+
+    def slow(body):
+        if body["messages"][-1]["content"] != probe:
+            time.sleep(1.5)
+        return "Answer: 1"
+
+    with StubServer(responder=slow) as stub:
+        home = tmp_path / "home"
+        home.mkdir()
+        models = {name: {"base_url": stub.base_url, "model": name, "concurrency": 8} for name in ("alpha", "beta")}
+        cfg = stub_config(stub, tmp_path, ib={**IB, "datasets": {"fld": IB["datasets"]["fld"]}}, models=models,
+                          evaluate=["alpha", "beta"], judge="alpha", probe_prompt=probe, ledger={"timeout_s": 20})
+        env = {"PATH": "/usr/bin:/bin", CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home)}
+        done = subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "ib"],
+                              cwd=Path(__file__).resolve().parent.parent, env=env, capture_output=True, text=True,
+                              timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    wh = Warehouse(cfg.warehouse_path())
+    spans = wh.rows("SELECT model, run_id, count(*) AS n, min(finished_at - to_seconds(latency_s)) AS sent, "
+                    "max(finished_at) AS answered FROM llm.calls WHERE purpose NOT LIKE 'models.%' "
+                    "GROUP BY model, run_id ORDER BY sent")
+    assert [r["model"] for r in spans] in (["alpha", "beta"], ["beta", "alpha"])  # one run per slice
+    first, second = spans
+    assert second["sent"] < first["answered"]  # the second slice did not wait for the first
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        slices = {r.tags["benchsmith/partition"]: r.run_id for r in instance.get_runs()
+                  if r.job_name == "evaluate_ib" and r.tags["benchsmith/partition"].startswith("fld|")}
+    assert {f"fld|{r['model']}": r["run_id"] for r in spans} == slices  # (the miscellany's slices ask nothing)
+    # the summary's row counts the family's calls once: each step's by its own run, not by what the
+    # process made while it ran (the other slice's calls too)
+    row = next(line for line in done.stdout.splitlines() if line.startswith("Instruction Boundary"))
+    cached, new = row.split()[3:5]
+    assert (int(cached), int(new)) == (0, sum(r["n"] for r in spans)), row
 
 
 def test_selection_by_family_partition_and_model(stub, tmp_path):

@@ -108,7 +108,7 @@ def test_the_plan_command_prints_time_at_the_model_concurrency(small, capsys):
     # most); each turn a batch of ceil(6 / 4) = 2 waves at the model's concurrency 4, 2 s a wave: 4 s
     # for the exact solve turns alone, 12 s when every later turn is asked too
     assert "muso    stub                             6 + 12        18     4    2.00s  4 s - 12 s  (latency given)" in out
-    assert "Total for the new calls, families one after another: 4 s if no reply takes a bounded branch, " \
+    assert "Total for the new calls, families and slices at once: 4 s if no reply takes a bounded branch, " \
            "at most 12 s" in out
 
 
@@ -172,7 +172,7 @@ def test_at_a_paper_like_latency_the_plan_foresees_the_run_within_a_quarter(tmp_
     planned = {m.group(1): int(m.group(2)) for m in re.finditer(r"^ib +stub +(ib\.\w+) +exact +\d+ +\d+ +(\d+)", out,
                                                                 re.M)}
     assert planned == {"ib.vanilla": 8, "ib.few_shot": 8} and {k[1]: v for k, v in made.items()} == planned
-    low = _seconds(re.search(r"one after another: (.+?) if no reply", out).group(1))
+    low = _seconds(re.search(r"at once: (.+?) if no reply", out).group(1))
     steps = _seconds(re.search(r"about (\S+) more", out).group(1))
     assert low == 12  # 8 calls a setting, both settings' flows at once two at a time, 1.5 s each: 8 waves x 1.5 s
     assert abs((low + steps) - wall) <= 0.25 * wall, (low, steps, wall, out)
@@ -230,7 +230,8 @@ def test_items_another_scale_built_are_not_the_items_the_plan_counts(tmp_path, m
 def test_a_flows_familys_steps_share_the_concurrency_and_a_stepwise_familys_wait_for_each_other(tmp_path):
     """Two steps of 3 new calls each, two at a time, 1 s a call. IB runs as per-item flows: the 6
     calls pool into 3 waves (3 s), and at most its chain's tail (FLOW_DEPTH - 1 calls) after them.
-    MuSoBench runs its steps one batch after another: 2 waves each (4 s)."""
+    MuSoBench runs its steps one batch after another: 2 waves each (4 s). Both families at once
+    on the one model take its 12 calls' time at its concurrency."""
     from llm_calls.stub_server import StubServer
 
     with StubServer() as stub:
@@ -244,3 +245,6 @@ def test_a_flows_familys_steps_share_the_concurrency_and_a_stepwise_familys_wait
     muso_line = next(ln for ln in text.splitlines() if ln.startswith("muso ") and "+" in ln)
     assert ib_line.rstrip().endswith(f"3 s - {3 + ib_protocol.FLOW_DEPTH - 1} s  (latency given)")
     assert muso_line.rstrip().endswith("4 s - 4 s  (latency given)")
+    # the two families run at once on one model: neither alone (4 s) nor one after the other (7 s),
+    # but every call it is asked for over its concurrency, 12 x 1 s / 2
+    assert "families and slices at once: 6 s if no reply takes a bounded branch, at most 6 s" in text

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reporting.figures import pyplot
+from reporting.figures import figure
 from warehouse import Warehouse
 
 
@@ -45,13 +45,11 @@ class Writer:
         """`draw(ax)` when `reason` is empty; otherwise a "no data" plot saying why."""
         if reason:
             return Plot(title, None, reason)
-        plt = pyplot()
-        fig, ax = plt.subplots(figsize=(5.2, 3.4))
+        fig, ax = figure((5.2, 3.4))
         draw(ax)
         ax.set_title(title, fontsize=10)
         path = self.folder / f"{name}.png"
         fig.savefig(path, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
-        plt.close(fig)
         return Plot(title, f"{self.folder.name}/{path.name}", note=note)
 
 
