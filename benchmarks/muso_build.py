@@ -75,13 +75,14 @@ def main() -> int:
 
     import dagster as dg
 
+    from assets.compute_logs import open_instance
     from assets.definitions import build_definitions
     from assets.materialize_all import QUIET
     from configuration import load_config
 
     cfg = load_config()
     defs = build_definitions()
-    instance = dg.DagsterInstance.get()
+    instance, _ = open_instance(os.environ["DAGSTER_HOME"])  # as the command opens it (its compute logs)
     job = defs.resolve_job_def("build_muso")
     keys = [k for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.key == dg.AssetKey("muso_instances")
             for k in a.partitions_def.get_partition_keys()]

@@ -377,3 +377,79 @@ def test_a_writers_rows_are_typed_by_the_tables_columns_and_a_misfit_is_named_be
         ("a", None, 1.0, None, "DOUBLE"), ("b", "s", 0.5, None, "DOUBLE"), ("f", None, 1.0, None, "DOUBLE"),
         ("g", None, 1.0, None, "DOUBLE")]
     assert stored[0]["created_at"].microsecond == 678901
+
+
+def test_two_writers_of_one_process_write_at_once_without_taking_turns(tmp_path):
+    """The steps `materialize_all` runs at once write from threads of one process: a second writer
+    commits while the first still holds the file (it no longer waits for it to yield), and rows with
+    one key written by both at once end as one row, the conflict clause applied."""
+    import threading
+
+    from warehouse import OnConflict
+
+    wh = Warehouse(tmp_path / "wh.duckdb", lock_timeout_s=3)
+    with wh.connect() as con:
+        con.execute("CREATE TABLE muso.k (key VARCHAR PRIMARY KEY, n INTEGER)")
+        con.execute("CREATE TABLE muso.t (part VARCHAR, i INTEGER NOT NULL, v VARCHAR)")
+    first, second = wh.writer(), wh.writer()
+    first.upsert("muso.t", [{"part": "a", "i": 0, "v": "x"}])
+    held = first._con
+    second.upsert("muso.t", [{"part": "b", "i": 0, "v": "y"}])  # timed out after 3 s when it waited
+    assert first._con is held  # the first kept its attachment: nobody outside waited
+    add = OnConflict(("key",), {"n": "stored.n + incoming.n"})
+    rounds, errors = 40, []
+    barrier = threading.Barrier(2)
+
+    def write(writer):
+        try:
+            for r in range(rounds):
+                barrier.wait(timeout=10)
+                writer.upsert("muso.k", [{"key": f"k{r}", "n": 1}], add, insert_first=True)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    first.close()
+    second.close()
+    assert not errors, errors
+    assert wh.rows("SELECT count(*) AS keys, sum(n) AS n FROM muso.k") == [{"keys": rounds, "n": 2 * rounds}]
+
+
+def test_a_reader_of_the_same_process_gets_in_while_two_writers_keep_writing(wh):
+    """Writers that share the file yield it together when someone waits: once one has let go for a
+    waiter, no writer of the process joins until the last has, so the reader is not starved."""
+    import threading
+
+    stop, errors = threading.Event(), []
+
+    def keep_writing(part):
+        writer = wh.writer(max_hold_s=0.2)
+        try:
+            i = 0
+            while not stop.is_set():
+                writer.upsert("muso.t", [{"part": part, "i": i, "v": "x"}])
+                i += 1
+                time.sleep(0.01)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+        finally:
+            writer.close()
+
+    writers = [threading.Thread(target=keep_writing, args=(p,)) for p in ("a", "b")]
+    for t in writers:
+        t.start()
+    try:
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        seen = Warehouse(wh.path, lock_timeout_s=10).scalar("SELECT count(*) FROM muso.t")
+        waited = time.monotonic() - t0
+    finally:
+        stop.set()
+        for t in writers:
+            t.join(timeout=30)
+    assert not errors, errors
+    assert seen > 0 and waited < 5, waited

@@ -19,6 +19,7 @@ helper can open a connection while its caller holds one.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -346,6 +347,7 @@ class _Instance:
 
 _instances: dict[Path, _Instance] = {}
 _instances_lock = threading.Lock()
+_schema_lock = threading.Lock()
 _instances_pid = os.getpid()
 
 
@@ -400,19 +402,83 @@ def _release(path: Path, con: duckdb.DuckDBPyConnection) -> None:
                         _instances.pop(path).base.close()  # closing the instance detaches too
 
 
+class _WriterLock:
+    """The exclusive sidecar lock of one file, shared by this process's writers: threads of one
+    process (the steps `materialize_all` runs at once) write through one attached DuckDB instance,
+    each on its own cursor and transactions (DuckDB's own concurrency control keeps them apart), so
+    they need not take turns for the file as processes do. Once one of them yields because someone
+    waits (another process, or a `connect()` of this one), no other writer of this process joins
+    until the last holder has let go, so whoever waits gets the file."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.fd: int | None = None
+        self.holders = 0
+        self.taking = False  # one thread is acquiring the file lock for the process
+        self.draining = False  # a holder yielded to a waiter: nobody joins until all have let go
+        self.released = 0.0  # when the last holder let go, yielding
+
+    def take(self, wh: Warehouse, deadline: float, yield_s: float) -> None:
+        with self.cond:
+            while self.taking or self.draining or (
+                    not self.holders and time.monotonic() < self.released + yield_s):
+                if time.monotonic() > deadline:
+                    raise WarehouseLockTimeout(f"{wh.path}: this process's writers held the warehouse for more "
+                                               f"than {wh.lock_timeout_s:.0f} s (raise warehouse.lock_timeout_s)")
+                self.cond.wait(0.01)
+            if self.holders:
+                self.holders += 1
+                return
+            self.taking = True
+        try:
+            fd = wh._acquire_sidecar(shared=False, deadline=deadline)
+        except BaseException:
+            with self.cond:
+                self.taking = False
+                self.cond.notify_all()
+            raise
+        with self.cond:
+            self.fd, self.holders, self.taking = fd, 1, False
+            self.cond.notify_all()
+
+    def let_go(self, yielding: bool) -> None:
+        with self.cond:
+            self.holders -= 1
+            if yielding:
+                self.draining = self.holders > 0
+            if self.holders == 0:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+                os.close(self.fd)
+                self.fd, self.draining = None, False
+                self.released = time.monotonic() if yielding else 0.0
+            self.cond.notify_all()
+
+
+_writer_locks: dict[Path, _WriterLock] = {}
+_writer_locks_lock = threading.Lock()
+
+
+def _writer_lock(path: Path) -> _WriterLock:
+    with _writer_locks_lock:
+        if os.getpid() != _instances_pid:  # a forked child holds none of its parent's locks
+            _writer_locks.clear()
+        return _writer_locks.setdefault(path, _WriterLock())
+
+
 class Writer:
     """Keeps one connection (and the file lock) across many small upserts: attaching the file
     costs a few ms of CPU (see `_attach`), a commit on an open connection under 1 ms. It yields the
     file only when another Benchsmith process waits for it (`Warehouse.someone_waits`, checked
     after each commit once it has held the file `max_hold_s`), so other processes that queue for it
     get their turn (they poll the lock every 5-200 ms; `yield_s` leaves them room) and a lone run
-    never re-attaches. Every upsert is its own committed transaction: a killed process loses
-    nothing it has written. Use from one thread at a time; `close()` when done."""
+    never re-attaches. The writers of one process share the file (`_WriterLock`): each commits on
+    its own cursor of the one attached instance. Every upsert is its own committed transaction: a
+    killed process loses nothing it has written. Use from one thread at a time; `close()` when done."""
 
     def __init__(self, warehouse: Warehouse, max_hold_s: float = 1.0, yield_s: float = 0.05):
         self.wh, self.max_hold_s, self.yield_s = warehouse, max_hold_s, yield_s
         self._con: duckdb.DuckDBPyConnection | None = None
-        self._lock_fd: int | None = None
+        self._lock: _WriterLock | None = None  # this process's share of the file's exclusive lock
         self._opened = 0.0
         self._released = 0.0
         self._single_thread = False  # `SET threads` is the instance's: reset before the file is released
@@ -430,21 +496,22 @@ class Writer:
         if not self._single_thread:
             con.execute("SET threads = 1")  # small commits: more threads only cost CPU
             self._single_thread = True
-        for clause in ((None, conflict) if insert_first else (conflict,)):
+        # A key stored already fails the plain INSERT (`insert_first`); a key that another writer of
+        # this process stored in a transaction that committed first fails the COMMIT. Either goes
+        # again with the conflict clause (twice: the other writer's rows are committed by then).
+        attempts = ([None] if insert_first else []) + [conflict, conflict]
+        for k, clause in enumerate(attempts):
             con.execute("BEGIN TRANSACTION")
             try:
                 _insert(con, table, data, clause)
                 con.execute("COMMIT")
                 break
-            except duckdb.ConstraintException:
-                con.execute("ROLLBACK")
-                if clause is conflict:
+            except BaseException as exc:
+                with contextlib.suppress(duckdb.Error):  # a failed COMMIT has rolled back already
+                    con.execute("ROLLBACK")
+                if not _key_conflict(exc) or k == len(attempts) - 1:
                     self.close()
                     raise
-            except BaseException:
-                con.execute("ROLLBACK")
-                self.close()
-                raise
         if time.monotonic() - self._opened > self.max_hold_s and self.wh.someone_waits():
             self.close()
         return data.num_rows
@@ -464,11 +531,14 @@ class Writer:
                 time.sleep(wait)  # let a queued process take the file
             self.wh.path.parent.mkdir(parents=True, exist_ok=True)
             deadline = time.monotonic() + self.wh.lock_timeout_s
-            self._lock_fd = self.wh._acquire_sidecar(shared=False, deadline=deadline)
+            shared = _writer_lock(self.wh.path)
+            shared.take(self.wh, deadline, self.yield_s)
+            self._lock = shared
             try:
                 fresh = not self.wh.path.exists()
                 self._con = self.wh._open(read_only=False, deadline=deadline)
-                self.wh._ensure_schema(self._con, fresh)
+                with _schema_lock:  # two writers of this process creating the schema at once would conflict
+                    self.wh._ensure_schema(self._con, fresh)
             except BaseException:
                 self._unlock()
                 raise
@@ -491,10 +561,16 @@ class Writer:
                 self._released = time.monotonic()
 
     def _unlock(self) -> None:
-        if self._lock_fd is not None:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock is not None:
+            lock, self._lock = self._lock, None
+            lock.let_go(yielding=self.wh.someone_waits())
+
+
+def _key_conflict(exc: BaseException) -> bool:
+    """A primary key met twice: at the INSERT (a stored row), or at the COMMIT (a row another
+    transaction of this process committed first: DuckDB's TransactionException)."""
+    return isinstance(exc, duckdb.ConstraintException) or (
+        isinstance(exc, duckdb.TransactionException) and "constraint violation" in str(exc).lower())
 
 
 def backoff_sleep(delay: float, cap: float) -> float:
