@@ -24,6 +24,7 @@ one op asks the evaluated model and the judge, so they cannot express this.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import fcntl
 import hashlib
@@ -40,6 +41,11 @@ class SlotsError(RuntimeError):
     """The shared slots cannot be used (the Postgres database unreachable, the variable unset)."""
 
 
+def _wake(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class Slots:
     """The slots of one endpoint (see the module docstring); `hold(n)` takes one of the first n."""
 
@@ -49,28 +55,55 @@ class Slots:
         # flock and an advisory lock are re-entrant for their holder), so it is never tried twice
         self._held: set[int] = set()
         self._mutex = threading.Lock()  # event loops in several threads share this object
+        # calls of this process waiting for a slot, first come first woken: (their loop, a future)
+        self._waiters: collections.deque[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = collections.deque()
 
     def _take(self, n: int) -> int | None:
-        with self._mutex:
-            free = [k for k in range(n) if k not in self._held]
-            random.shuffle(free)  # processes that start together do not all try slot 0 first
-            got = next((k for k in free if self._try(k)), None)
-            if got is not None:
-                self._held.add(got)
-            return got
+        """A free slot of the first `n`, now held; None if none is. Call with `_mutex` held."""
+        free = [k for k in range(n) if k not in self._held]
+        random.shuffle(free)  # processes that start together do not all try slot 0 first
+        got = next((k for k in free if self._try(k)), None)
+        if got is not None:
+            self._held.add(got)
+        return got
 
     @contextlib.asynccontextmanager
     async def hold(self, n: int) -> AsyncIterator[int]:
+        """One of the first `n` slots while the block runs. A call that finds none waits: for a
+        release in this process, which wakes the first waiter (the steps `materialize_all` runs at
+        once wait in several event loops, and polling from each cost a tenth of a paper run's CPU),
+        and, while another process may hold one of its `n` slots, also for that by polling the locks
+        with backoff (another process's release wakes nobody here)."""
+        loop = asyncio.get_running_loop()
         delay = 0.002
-        while (got := self._take(n)) is None:
-            await asyncio.sleep(delay * random.uniform(0.5, 1.0))
-            delay = min(delay * 2, 0.05)
+        while True:
+            with self._mutex:
+                got = self._take(n)
+                if got is not None:
+                    break
+                ours = all(k in self._held for k in range(n))  # only a release of ours frees one
+                woken: asyncio.Future = loop.create_future()
+                self._waiters.append((loop, woken))
+            try:  # a release of ours wakes us; the timeout is the poll (a lost wake-up costs 0.5 s)
+                await asyncio.wait_for(woken, 0.5 if ours else delay * random.uniform(0.5, 1.0))
+            except TimeoutError:
+                delay = min(delay * 2, 0.05)
+            finally:
+                with self._mutex:
+                    with contextlib.suppress(ValueError):
+                        self._waiters.remove((loop, woken))
         try:
             yield got
         finally:
             with self._mutex:
                 self._release(got)
                 self._held.discard(got)
+                while self._waiters:  # the first waiter still waiting (one that timed out is polling)
+                    waiter_loop, waiter = self._waiters.popleft()
+                    if not waiter.done():
+                        with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
+                            waiter_loop.call_soon_threadsafe(_wake, waiter)
+                        break
 
     def _try(self, k: int) -> bool:
         raise NotImplementedError

@@ -225,3 +225,48 @@ def test_a_lane_that_cannot_start_fails_its_calls_instead_of_waiting_forever(tmp
         assert not worker.is_alive(), "the calls waited for a lane that never started"
     assert len(outcome) == 1 and isinstance(outcome[0], SlotsError), outcome
     assert "BENCHSMITH_NO_SUCH_SLOTS_DSN" in str(outcome[0]) and not _chat(stub)  # no request went out
+
+
+def test_a_call_waiting_for_a_slot_this_process_holds_is_woken_by_its_release_not_by_polling():
+    """Steps at once wait for an endpoint's slots in several event loops of one process: a waiter
+    is woken by the release (within milliseconds), and while every slot it may take is this
+    process's it does not poll the locks (polling from every waiting worker cost a tenth of a paper
+    run's CPU)."""
+    import threading
+    import time
+
+    from llm_calls.slots import ProcessSlots
+
+    slots = ProcessSlots("http://127.0.0.1:9/v1")
+    tries = 0
+    take = slots._take
+
+    def counted(n):
+        nonlocal tries
+        tries += 1
+        return take(n)
+
+    slots._take = counted  # type: ignore[method-assign]
+    held, released, got_at = threading.Event(), [0.0], [0.0]
+
+    async def first():
+        async with slots.hold(1):
+            held.set()
+            await asyncio.sleep(1.0)
+            released[0] = time.monotonic()
+
+    async def second():
+        async with slots.hold(1):
+            got_at[0] = time.monotonic()
+
+    a = threading.Thread(target=asyncio.run, args=(first(),))
+    a.start()
+    assert held.wait(10)
+    before = tries
+    b = threading.Thread(target=asyncio.run, args=(second(),))
+    b.start()
+    a.join(10)
+    b.join(10)
+    assert got_at[0] >= released[0] > 0  # never two holders of the one slot
+    assert got_at[0] - released[0] < 0.1  # woken by the release
+    assert tries - before <= 4, tries - before  # its first try, a safety poll at 0.5 s, the one after the wake-up
