@@ -133,8 +133,7 @@ def plan_steps(assets_by_name: dict[str, dg.AssetsDefinition], families: Sequenc
 
 def stage_of(step: Step) -> str | None:
     """'items', 'responses' or 'metrics' for a family's step; None for the models probe and the summary."""
-    return next((stage for stage, prefix in STAGES.items() if step.family and step.job == job_name(step.family, stage)),
-                None)
+    return next((stage for stage in STAGES if step.family and step.job == job_name(step.family, stage)), None)
 
 
 def waits_for(steps: Sequence[Step]) -> list[frozenset[int]]:

@@ -8,7 +8,10 @@
 FAMILY is a key of configuration/families.py; KEY a dataset or level (`fld`, `timetabling_1-50`) or one
 slice (`fld|smollm2`); NAME an evaluated model. The steps (assets/jobs.py): the models probe,
 then per family its items, its (dataset, model) slices and its metrics, then the ledger summary
-and the per-model reports. Each step is a run of a named job (`evaluate_waken`, ...), tagged with
+and the per-model reports. A step starts as soon as the steps it reads have ended
+(`assets.jobs.waits_for`), up to `--parallel` (8) at once, each in a thread: every slice of every
+family starts once its items are built and shares its models' concurrency with the others; items
+are built one at a time. Each step is a run of a named job (`evaluate_waken`, ...), tagged with
 the family, partition, models and configuration, recorded in the instance named by DAGSTER_HOME,
 so the UI's Runs page and each job's page show it. `--model` evaluates only that model's slices
 (items already built are not rebuilt) and refreshes the metrics and reports.
@@ -146,6 +149,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     planned = _planned_calls(config, wh, args.select)
     progress = Progress(len(steps), planned)
     parallel = args.parallel if concurrent and not os.environ.get(EXPORT_ENV) else 1
+    if not concurrent and args.parallel > 1:
+        print("materialize_all: steps run one at a time: the Dagster instance's compute-log manager captures by "
+              "the process's file descriptors (compute_logs: assets.compute_logs.ThreadComputeLogManager allows "
+              "steps at once)", file=sys.stderr)
     TOTALS.reset()
     progress.start()
     try:

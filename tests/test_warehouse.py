@@ -398,6 +398,7 @@ def test_two_writers_of_one_process_write_at_once_without_taking_turns(tmp_path)
     assert first._con is held  # the first kept its attachment: nobody outside waited
     add = OnConflict(("key",), {"n": "stored.n + incoming.n"})
     rounds, errors = 40, []
+    first.upsert("muso.k", [{"key": f"u{r}", "n": 0} for r in range(rounds)])  # rows both will update
     barrier = threading.Barrier(2)
 
     def write(writer):
@@ -405,6 +406,7 @@ def test_two_writers_of_one_process_write_at_once_without_taking_turns(tmp_path)
             for r in range(rounds):
                 barrier.wait(timeout=10)
                 writer.upsert("muso.k", [{"key": f"k{r}", "n": 1}], add, insert_first=True)
+                writer.upsert("muso.k", [{"key": f"u{r}", "n": 1}], add)  # one row updated by both at once
         except BaseException as exc:  # noqa: BLE001 - collected for the assertion
             errors.append(exc)
 
@@ -416,7 +418,10 @@ def test_two_writers_of_one_process_write_at_once_without_taking_turns(tmp_path)
     first.close()
     second.close()
     assert not errors, errors
-    assert wh.rows("SELECT count(*) AS keys, sum(n) AS n FROM muso.k") == [{"keys": rounds, "n": 2 * rounds}]
+    assert wh.rows("SELECT count(*) AS keys, sum(n) AS n FROM muso.k WHERE key LIKE 'k%'") == [
+        {"keys": rounds, "n": 2 * rounds}]
+    assert wh.rows("SELECT count(*) AS keys, sum(n) AS n FROM muso.k WHERE key LIKE 'u%'") == [
+        {"keys": rounds, "n": 2 * rounds}]  # both updates of each row counted: none lost, none failed
 
 
 def test_a_reader_of_the_same_process_gets_in_while_two_writers_keep_writing(wh):

@@ -497,10 +497,12 @@ class Writer:
             con.execute("SET threads = 1")  # small commits: more threads only cost CPU
             self._single_thread = True
         # A key stored already fails the plain INSERT (`insert_first`); a key that another writer of
-        # this process stored in a transaction that committed first fails the COMMIT. Either goes
-        # again with the conflict clause (twice: the other writer's rows are committed by then).
-        attempts = ([None] if insert_first else []) + [conflict, conflict]
+        # this process stored, or a row it updated, in a transaction that committed first fails the
+        # UPDATE or the COMMIT. Each goes again with the conflict clause, after the other has committed.
+        attempts = ([None] if insert_first else []) + [conflict] * 5
         for k, clause in enumerate(attempts):
+            if k > 1:
+                time.sleep(0.005 * k * random.random())  # two writers that met do not meet again
             con.execute("BEGIN TRANSACTION")
             try:
                 _insert(con, table, data, clause)
@@ -567,10 +569,12 @@ class Writer:
 
 
 def _key_conflict(exc: BaseException) -> bool:
-    """A primary key met twice: at the INSERT (a stored row), or at the COMMIT (a row another
-    transaction of this process committed first: DuckDB's TransactionException)."""
+    """A primary key met twice: at the INSERT (a stored row), or, from another transaction of this
+    process that committed first, at the COMMIT ("constraint violation") or at the UPDATE of the
+    conflict clause ("Conflict on update", DuckDB's write-write conflict): TransactionExceptions."""
+    text = str(exc).lower()
     return isinstance(exc, duckdb.ConstraintException) or (
-        isinstance(exc, duckdb.TransactionException) and "constraint violation" in str(exc).lower())
+        isinstance(exc, duckdb.TransactionException) and ("constraint violation" in text or "conflict on" in text))
 
 
 def backoff_sleep(delay: float, cap: float) -> float:
