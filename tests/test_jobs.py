@@ -1,6 +1,7 @@
 """The named jobs and the steps of the main command: order, selection by family, partition and
 model, and evaluating an added model without rebuilding items."""
 
+import os
 import subprocess
 import sys
 import threading
@@ -12,7 +13,7 @@ import pytest
 
 from assets.definitions import build_definitions
 from assets.jobs import FAMILIES, SelectionError, Step, job_names, plan_steps, waits_for
-from assets.materialize_all import raw_assets, run_steps
+from assets.materialize_all import chain_length, raw_assets, run_steps
 from configuration import CONFIG_ENV_VAR
 from llm_calls.stub_server import StubServer
 from reporting.summary import Done
@@ -117,6 +118,43 @@ def test_one_step_at_a_time_runs_them_in_the_plans_order():
 
     run_steps(steps, waits_for(steps), 1, execute)
     assert order == [s.label for s in steps]
+
+
+def test_the_plans_chain_of_runs_follows_the_schedule_run_steps_keeps():
+    steps = _fake_steps()
+    # items a (the probe beside it), items b (slice a beside it), slice b, the metrics, the summary
+    assert chain_length(steps, waits_for(steps), 8) == 5
+    assert chain_length(steps, waits_for(steps), 1) == len(steps)  # one at a time: every run in turn
+    one = [steps[0], steps[1], steps[3], steps[5], steps[6]]  # one dataset
+    assert chain_length(one, waits_for(one), 8) == 4
+    # two items steps never share a round, however many may run at once
+    only_items = [steps[1], steps[2]]
+    assert chain_length(only_items, waits_for(only_items), 8) == 2
+
+
+def test_the_commands_exit_joins_its_threads_runs_the_atexit_handlers_and_flushes_its_output(tmp_path):
+    """`exit_fast` skips only the interpreter's teardown: a thread still working finishes, the
+    atexit handlers run, buffered output arrives, and the exit status is the command's."""
+    script = tmp_path / "ends.py"
+    script.write_text(f"""
+import atexit, sys, threading, time
+from assets.materialize_all import exit_fast
+out = {str(tmp_path)!r}
+atexit.register(lambda: open(out + "/atexit", "w").write("ran"))
+def late():
+    time.sleep(0.3)
+    open(out + "/thread", "w").write("done")
+threading.Thread(target=late).start()
+sys.stdout.write("no newline, still buffered")
+exit_fast(3)
+print("never")
+""")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout buffered, as on a pipe
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 3
+    assert done.stdout == "no newline, still buffered"
+    assert (tmp_path / "thread").read_text() == "done" and (tmp_path / "atexit").read_text() == "ran"
 
 
 def test_the_commands_slices_run_at_once_sharing_the_models_concurrency(tmp_path):
