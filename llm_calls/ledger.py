@@ -198,6 +198,25 @@ def keyed_request(m: Any, identity: str, defaults: Mapping[str, Any], req: CallR
     return req, params, call_key(identity, req.messages, params, req.sample_index)
 
 
+CACHED_COLUMNS = ("key, status, response_text, finish_reason, prompt_tokens, completion_tokens, latency_s, "
+                  "attempts, reasoning_text, reasoning_tokens")
+LITERAL_KEYS = 64  # up to this many keys a lookup lists them as literals (see `lookup_sql`)
+
+
+def lookup_sql(keys: Sequence[str]) -> tuple[str, list[Any]]:
+    """The cache lookup of `keys` in `llm.calls` (SQL and parameters). A flow's lookup carries a few
+    keys (those asked while the last lookup ran): written as string literals (quotes doubled),
+    DuckDB reads them from the table's primary-key index, where a list parameter (`key IN (SELECT
+    unnest(?))`) is joined against every stored key, at a cost that grows with the warehouse. For
+    long lists (a batch's whole turn) the join is the cheaper: `benchmarks/cache_lookup.py`
+    measures both; literals were 1.7-2x faster for 1-4 keys, 1.5x (20,000 rows) to 7.5x (200,000
+    rows) for 64 missing keys, and 3.3x slower for 1,000 at 20,000 rows."""
+    if len(keys) <= LITERAL_KEYS:
+        listed = ", ".join("'" + key.replace("'", "''") + "'" for key in keys)
+        return f"SELECT {CACHED_COLUMNS} FROM llm.calls WHERE key IN ({listed})", []
+    return f"SELECT {CACHED_COLUMNS} FROM llm.calls WHERE key IN (SELECT unnest(?::VARCHAR[]))", [list(keys)]
+
+
 def call_key(identity: str, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any], sample_index: int) -> str:
     """The cache key: sha256 over canonical JSON of what determines a reply."""
     payload = {
@@ -450,11 +469,7 @@ class Ledger:
         """Finished calls among `keys`, and every key that has a row at all (a failed one too)."""
         if not keys:
             return {}, set()
-        # a list parameter, not a registered Arrow table: the first Arrow scan in a process costs ~0.2 s
-        rows = writer.query(
-            """SELECT key, status, response_text, finish_reason, prompt_tokens, completion_tokens, latency_s,
-                      attempts, reasoning_text, reasoning_tokens
-               FROM llm.calls WHERE key IN (SELECT unnest(?::VARCHAR[]))""", [keys])
+        rows = writer.query(*lookup_sql(keys))
         out = {}
         for key, status, text, finish, ptok, ctok, latency, attempts, reasoning, rtok in rows:
             if status == "ok":

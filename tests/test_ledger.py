@@ -5,7 +5,7 @@ import time
 from pathlib import Path
 
 from llm_calls import CallRequest, Ledger, ModelRegistry, call_key
-from llm_calls.ledger import backoff_delay, retry_after_seconds
+from llm_calls.ledger import LITERAL_KEYS, backoff_delay, lookup_sql, retry_after_seconds
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config, user
 from warehouse import Warehouse
@@ -279,3 +279,21 @@ def test_a_key_echoed_inside_a_successful_reply_is_masked_in_everything_stored(t
     assert again.cached and again.text == r.text
     dump = ledger.warehouse.rows("SELECT * FROM llm.calls")
     assert secret not in repr(dump)
+
+
+def test_a_lookup_finds_exactly_the_stored_keys_in_either_form_quotes_and_all(tmp_path):
+    """`lookup_sql` writes a few keys as literals and many as a list parameter: both find the stored
+    keys and nothing else, and a quote inside a key is a character of the key, not SQL."""
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    stored = [f"stored {i}" for i in range(150)] + ["it's", "a'); DROP TABLE llm.calls; --"]
+    with wh.connect() as con:
+        con.execute("INSERT INTO llm.calls (key, model, model_identity, request, sample_index, status, response_text, "
+                    "attempts, total_attempts, created_at, finished_at) SELECT k, 'm', 'm@host', '{}', 0, 'ok', "
+                    "'reply to ' || k, 1, 1, now(), now() FROM unnest(?::VARCHAR[]) AS t(k)", [stored])
+    for asked in (["it's", "stored 3", "never stored", "a'); DROP TABLE llm.calls; --"],  # literals
+                  [*stored[:100], "never stored", "nor this"]):  # a list parameter
+        assert (len(asked) <= LITERAL_KEYS) == (asked[0] == "it's")
+        with wh.connect(read_only=True) as con:
+            found = {row[0]: row[2] for row in con.execute(*lookup_sql(asked)).fetchall()}
+        assert found == {k: f"reply to {k}" for k in asked if k in stored}
+    assert wh.scalar("SELECT count(*) FROM llm.calls") == len(stored)
