@@ -50,3 +50,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/lake_writers.py
 	$(BIN)/python benchmarks/paper_calls.py
 	$(BIN)/python benchmarks/muso_build.py
+	$(BIN)/python benchmarks/cache_lookup.py
