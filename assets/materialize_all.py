@@ -215,13 +215,13 @@ def startable(steps: Sequence[Step], waits: Sequence[frozenset[int]], parallel: 
     """Of the steps not yet started (`left`, by index, in order), those `run_steps` starts now,
     with `ended` and `running` as they are: each whose steps it waits for have all ended, in order,
     while fewer than `parallel` run, and an items step only while no other items step runs."""
-    room = max(1, parallel) - len(running)
+    room, ended = max(1, parallel) - len(running), set(ended)
     building = any(stage_of(steps[i]) == "items" for i in running)
     out: list[int] = []
     for i in left:
         if len(out) >= room:
             break
-        if not waits[i] <= set(ended):
+        if not waits[i] <= ended:
             continue
         if stage_of(steps[i]) == "items":
             if building:

@@ -28,13 +28,7 @@ import duckdb
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from llm_calls.ledger import CACHED_COLUMNS, LITERAL_KEYS  # noqa: E402
-
-PARAMETER = f"SELECT {CACHED_COLUMNS} FROM calls WHERE key IN (SELECT unnest(?::VARCHAR[]))"
-
-
-def literals(keys: list[str]) -> str:
-    return f"SELECT {CACHED_COLUMNS} FROM calls WHERE key IN ({', '.join(repr(k) for k in keys)})"
+from llm_calls.ledger import LITERAL_KEYS, lookup_sql  # noqa: E402
 
 
 def digest(text: str) -> str:
@@ -59,11 +53,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
             con = duckdb.connect(str(Path(tmp) / f"calls-{size}.duckdb"))
-            con.execute("""CREATE TABLE calls (key VARCHAR PRIMARY KEY, status VARCHAR, response_text VARCHAR,
+            con.execute("CREATE SCHEMA llm")  # the ledger's own query, on a table of the ledger's name
+            con.execute("""CREATE TABLE llm.calls (key VARCHAR PRIMARY KEY, status VARCHAR, response_text VARCHAR,
                 finish_reason VARCHAR, prompt_tokens INTEGER, completion_tokens INTEGER, latency_s DOUBLE,
                 attempts INTEGER, reasoning_text VARCHAR, reasoning_tokens INTEGER)""")
             stored = [digest(f"stored {i}") for i in range(size)]
-            con.execute("INSERT INTO calls SELECT k, 'ok', repeat('x', 2000), 'stop', 10, 20, 0.5, 1, NULL, NULL "
+            con.execute("INSERT INTO llm.calls SELECT k, 'ok', repeat('x', 2000), 'stop', 10, 20, 0.5, 1, NULL, NULL "
                         "FROM unnest(?::VARCHAR[]) AS t(k)", [stored])
             con.execute("CHECKPOINT")
             con.execute("SET threads = 1")  # as the ledger's writer sets it
@@ -71,10 +66,10 @@ def main() -> int:
             batches = [(f"{n} missing", [digest(f"new {i}") for i in range(n)]) for n in (1, 4, 64, 256, 1000)]
             batches.append(("4 stored", stored[size // 3: size // 3 + 4]))
             for name, keys in batches:
-                literal = literals(keys)
-                assert sorted(cur.execute(PARAMETER, [keys]).fetchall()) == sorted(cur.execute(literal).fetchall())
-                a = timed(cur, lambda c, keys=keys: c.execute(PARAMETER, [keys]).fetchall())
-                b = timed(cur, lambda c, literal=literal: c.execute(literal).fetchall())
+                parameter, literal = lookup_sql(keys, literals=False), lookup_sql(keys, literals=True)
+                assert sorted(cur.execute(*parameter).fetchall()) == sorted(cur.execute(*literal).fetchall())
+                a = timed(cur, lambda c, q=parameter: c.execute(*q).fetchall())
+                b = timed(cur, lambda c, q=literal: c.execute(*q).fetchall())
                 used = "literals" if len(keys) <= LITERAL_KEYS else "parameter"
                 print(f"{size:>8} {name:>14} {a:>13.2f} {b:>12.2f} {a / b:>6.1f}  (the ledger: {used})")
             con.close()

@@ -203,15 +203,16 @@ CACHED_COLUMNS = ("key, status, response_text, finish_reason, prompt_tokens, com
 LITERAL_KEYS = 64  # up to this many keys a lookup lists them as literals (see `lookup_sql`)
 
 
-def lookup_sql(keys: Sequence[str]) -> tuple[str, list[Any]]:
+def lookup_sql(keys: Sequence[str], literals: bool | None = None) -> tuple[str, list[Any]]:
     """The cache lookup of `keys` in `llm.calls` (SQL and parameters). A flow's lookup carries a few
     keys (those asked while the last lookup ran): written as string literals (quotes doubled),
     DuckDB reads them from the table's primary-key index, where a list parameter (`key IN (SELECT
     unnest(?))`) is joined against every stored key, at a cost that grows with the warehouse. For
     long lists (a batch's whole turn) the join is the cheaper: `benchmarks/cache_lookup.py`
     measures both; literals were 1.7-2x faster for 1-4 keys, 1.5x (20,000 rows) to 7.5x (200,000
-    rows) for 64 missing keys, and 3.3x slower for 1,000 at 20,000 rows."""
-    if len(keys) <= LITERAL_KEYS:
+    rows) for 64 missing keys, and 3.3x slower for 1,000 at 20,000 rows. `literals` forces one form
+    (the benchmark times both)."""
+    if literals if literals is not None else len(keys) <= LITERAL_KEYS:
         listed = ", ".join("'" + key.replace("'", "''") + "'" for key in keys)
         return f"SELECT {CACHED_COLUMNS} FROM llm.calls WHERE key IN ({listed})", []
     return f"SELECT {CACHED_COLUMNS} FROM llm.calls WHERE key IN (SELECT unnest(?::VARCHAR[]))", [list(keys)]
