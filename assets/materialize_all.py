@@ -14,7 +14,10 @@ family starts once its items are built and shares its models' concurrency with t
 are built one at a time. Each step is a run of a named job (`evaluate_waken`, ...), tagged with
 the family, partition, models and configuration, recorded in the instance named by DAGSTER_HOME,
 so the UI's Runs page and each job's page show it. `--model` evaluates only that model's slices
-(items already built are not rebuilt) and refreshes the metrics and reports.
+(items already built are not rebuilt) and refreshes the metrics and reports. A step that is up to
+date (it last ran to the end on the same code, configuration and files, after the steps it reads:
+assets/up_to_date.py) is skipped, and Dagster's instance is not even opened when all are; `--all`
+runs every selected step.
 
 While it runs, one progress line: steps done of all, calls done of those the configuration fixes
 (`+<=N`: the most that replies may add, e.g. WakenLLM's stages), elapsed time and an estimate of
@@ -42,10 +45,12 @@ import sys
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
 
+from assets import up_to_date
 from assets.compute_logs import open_instance
 from assets.jobs import FAMILIES, SelectionError, Step, plan_steps, run_tags, stage_of, waits_for
 from llm_calls import batch
@@ -76,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="only this dataset or level (fld, timetabling_1-50) or slice (fld|smollm2); repeatable")
     parser.add_argument("--model", action="append", metavar="NAME",
                         help="only this evaluated model's slices (items already built are kept); repeatable")
+    parser.add_argument("--all", action="store_true",
+                        help="run every selected step, also those up to date (by default a step that last ran to the "
+                             "end on the same code, configuration and files, after the steps it reads, is skipped)")
     parser.add_argument("--verbose", action="store_true", help="print Dagster's event log as it runs")
     parser.add_argument("--parallel", type=int, default=8, metavar="N",
                         help="steps that may run at once (default 8): a step starts once the steps it reads "
@@ -128,7 +136,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not os.environ.get("DAGSTER_HOME"):  # `make` sets it; else the runs go beside the configuration file
         os.environ["DAGSTER_HOME"] = str(Path(config.source).resolve().parent)
         print(f"DAGSTER_HOME not set: recording runs in {os.environ['DAGSTER_HOME']}", file=sys.stderr)
-    instance, concurrent = open_instance(os.environ["DAGSTER_HOME"])
+    instance, concurrent = open_instance(os.environ["DAGSTER_HOME"]) if args.model else (None, True)
     materialized = {}
     if args.model:
         stored = stored_items(defs.resources["warehouse"].get())
@@ -146,9 +154,16 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except SelectionError as exc:
         parser.error(str(exc))
     wh = defs.resources["warehouse"].get()
-    planned = _planned_calls(config, wh, args.select)
+    exporting = bool(os.environ.get(EXPORT_ENV))
+    waits = waits_for(steps)
+    digest = up_to_date.inputs_digest(config, exporting)
+    skip = set() if args.all or exporting else {steps[i] for i in up_to_date.fresh(steps, waits, up_to_date.records(wh),
+                                                                                   digest)}
+    if instance is None and len(skip) < len(steps):  # Dagster's instance only for steps that run (1-1.5 s)
+        instance, concurrent = open_instance(os.environ["DAGSTER_HOME"])
+    planned = _planned_calls(config, wh, args.select) if len(skip) < len(steps) else None  # none to make
     progress = Progress(len(steps), planned)
-    parallel = args.parallel if concurrent and not os.environ.get(EXPORT_ENV) else 1
+    parallel = args.parallel if concurrent and not exporting else 1
     if not concurrent and args.parallel > 1:
         print("materialize_all: steps run one at a time: the Dagster instance's compute-log manager captures by "
               "the process's file descriptors (compute_logs: assets.compute_logs.ThreadComputeLogManager allows "
@@ -156,13 +171,15 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     TOTALS.reset()
     progress.start()
     try:
-        done, run_ids = run_steps(steps, waits_for(steps), parallel,
-                                  lambda step: _execute(defs, instance, step, config, args.verbose, wh), progress)
+        done, run_ids = run_steps(steps, waits, parallel,
+                                  lambda step: (Done(step, True, 0.0, (0, 0, 0), started=time.monotonic(), skipped=True), "")
+                                  if step in skip else _execute(defs, instance, step, config, args.verbose, wh, digest),
+                                  progress)
     finally:
         progress.stop()
     try:
         print(summary(done, wh, config, wh.where))
-        paid = cost.spent(config, wh, run_ids)
+        paid = cost.spent(config, wh, [r for r in run_ids if r])
         if paid:
             print(paid)
         waiting = batch.exported(wh)
@@ -248,9 +265,11 @@ def chain_length(steps: Sequence[Step], waits: Sequence[frozenset[int]], paralle
 
 
 def _execute(defs: dg.Definitions, instance: dg.DagsterInstance, step: Step, config, verbose: bool,
-             wh: Warehouse) -> tuple[Done, str]:
-    """One step as one run of its job, in this thread; its calls counted by its run id."""
-    t0 = time.monotonic()
+             wh: Warehouse, digest: str) -> tuple[Done, str]:
+    """One step as one run of its job, in this thread; its calls counted by its run id; what it ran
+    with recorded (`assets.up_to_date`): up to date next time only if it succeeded with no failed
+    call, and not as a batch export."""
+    t0, started = time.monotonic(), datetime.now(UTC).replace(tzinfo=None)
     result = defs.resolve_job_def(step.job).execute_in_process(
         instance=instance, partition_key=step.partition, raise_on_error=False,
         tags=run_tags(step, config), run_config=None if verbose else QUIET)
@@ -260,6 +279,12 @@ def _execute(defs: dg.Definitions, instance: dg.DagsterInstance, step: Step, con
                 [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.WARN], t0)
     if not result.success:
         sys.stderr.write(f"\nFAILED: {step.label} (run {result.run_id[:8]}): {_failure(result, wh)}\n")
+    try:
+        up_to_date.record(wh, step, digest, result.success and not done.calls[2] and not os.environ.get(EXPORT_ENV),
+                          result.run_id, started)
+    except Exception as exc:  # the step stands; without its record it only runs again next time
+        sys.stderr.write(f"\n{step.label}: not recorded in {up_to_date.TABLE} ({type(exc).__name__}: {exc}); "
+                         "the next run runs it again\n")
     return done, result.run_id
 
 
@@ -360,7 +385,11 @@ def _plan(args: argparse.Namespace, steps: list[Step]) -> int:
                 latency[model] = (measured, f"median of {args.probe_calls} probe calls")
     by_step = {} if args.latency is not None else per_step
     parallel = 1 if args.export_batch else args.parallel
-    print(plan.render(cfg, rows, latency, by_step, _overhead(len(steps), chain_length(steps, waits_for(steps), parallel))))
+    skip = set() if args.all or args.export_batch else up_to_date.fresh(
+        steps, waits_for(steps), up_to_date.records(wh), up_to_date.inputs_digest(cfg))
+    running = [s for i, s in enumerate(steps) if i not in skip]
+    print(plan.render(cfg, rows, latency, by_step,
+                      _overhead(len(running), chain_length(running, waits_for(running), parallel), len(skip))))
     estimates = cost.estimates(cfg, wh, plan.query_of(wh), {(r.line.model, r.line.step.split(" (")[0]) for r in rows})
     print(cost.render(cfg, cost.step_costs(cfg, rows, estimates)))
     batched = sorted({r.line.model for r in rows if cfg.model(r.line.model).batch is not None})
@@ -372,16 +401,20 @@ def _plan(args: argparse.Namespace, steps: list[Step]) -> int:
     return 0
 
 
-def _overhead(steps: int, chain: int) -> str:
-    """The run's own time beside its calls: each of its `steps` is a Dagster run (created, started,
-    its events written), and `chain` of them run one after another as `run_steps` schedules them
-    (`chain_length`); the others run beside those and the calls. A run's time is measured from the
-    instance's earlier runs of steps that call no model."""
+def _overhead(steps: int, chain: int, skipped: int = 0) -> str:
+    """The run's own time beside its calls: each of its `steps` that will run is a Dagster run
+    (created, started, its events written), and `chain` of them run one after another as
+    `run_steps` schedules them (`chain_length`); the others run beside those and the calls; the
+    `skipped` steps are up to date (`assets.up_to_date`) and cost nothing. A run's time is
+    measured from the instance's earlier runs of steps that call no model."""
     import statistics
 
     home = os.environ.get("DAGSTER_HOME")
     seconds = []
-    runs = f"{steps} steps, each a Dagster run, {chain} of them one after another"
+    fresh = f" ({skipped} more up to date, not run: --all runs them)" if skipped else ""
+    if not steps:
+        return f"Besides the calls: no step to run{fresh}; the command's own start."
+    runs = f"{steps} steps, each a Dagster run, {chain} of them one after another{fresh}"
     if home:
         try:
             with dg.DagsterInstance.from_config(home) as instance:

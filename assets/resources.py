@@ -36,6 +36,23 @@ class WarehouseResource(dg.ConfigurableResource):
             return open_warehouse(load_config(self.config_path))
         return Warehouse(self.path, self.lock_timeout_s)
 
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Before a run writes anything, its steps are marked started in `runs.steps`, wherever it
+        was launched, so the command's next run does not take what reads them for up to date
+        (assets/up_to_date.py)."""
+        from assets import up_to_date
+
+        run = context.run
+        if run is None:  # a resource built outside a run (a test, a script)
+            return
+        keys = run.step_keys_to_execute
+        if keys is None and run.execution_plan_snapshot_id and context.instance is not None:
+            keys = [s.key for s in context.instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id).steps]
+        tags = run.tags
+        first, last = tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")
+        up_to_date.started(self.get(), keys or [], tags.get("dagster/partition"), run.run_id,
+                           f"{first}...{last}" if first is not None else None)
+
 
 class LLMResource(dg.ConfigurableResource):
     """Model access through the call ledger.

@@ -26,6 +26,7 @@ class Done:
     failed_checks: list[str] = field(default_factory=list)
     warned_checks: list[str] = field(default_factory=list)
     started: float | None = None  # time.monotonic() at its start: steps that ran at once overlap
+    skipped: bool = False  # up to date (assets/up_to_date.py): not run again
 
 
 def elapsed(done: list[Done]) -> float:
@@ -149,7 +150,7 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
         cached, answered, failed = (sum(d.calls[i] for d in ds) for i in range(3))
         bad = [d for d in ds if not d.ok]
         warned = sorted({c for d in ds for c in d.warned_checks})
-        status = "ok" if not bad else "FAILED: " + ", ".join(
+        status = ("up to date" if all(d.skipped for d in ds) else "ok") if not bad else "FAILED: " + ", ".join(
             d.step.label + (f" (checks: {', '.join(d.failed_checks)})" if d.failed_checks else "") for d in bad)[:200]
         # a failed check that does not stop its step (coverage: a partial selection fails it too) still shows
         unmet = sorted({c for d in ds if d.ok for c in d.failed_checks})
@@ -162,6 +163,10 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
     out.append(f"{'total':<22}{'':>7}{sum(d.calls[0] for d in done):>8}"
                f"{sum(d.calls[1] + d.calls[2] for d in done):>7}{sum(d.calls[2] for d in done):>8}  "
                f"{clock(elapsed(done)):>7}")
+    skipped = sum(d.skipped for d in done)
+    if skipped:
+        out.append(f"{skipped} of {len(done)} steps up to date, not run again (runs.steps says what each last ran "
+                   "with; --all runs them)")
     out += ["", "headline numbers (report.headline; fractions unless named):"]
     families = [f for f in by_family if f in KEYS]
     rows = wh.rows("SELECT * FROM report.headline WHERE family IN (SELECT unnest(?::VARCHAR[])) "

@@ -6,7 +6,7 @@ runs `python -m assets.materialize_all` in REPO (a checkout: before and after a 
 default `benchsmith.yaml` (every family, demo scale) against a stub endpoint on a fixed port that
 picks each reply from a dozen answer shapes by a digest of the messages, then writes one line per
 table and view: its row count and a sha256 of its rows in `ORDER BY ALL` order, volatile columns
-(times, latencies, run ids, attempts) left out. Two runs of one checkout give the same file;
+(times, latencies, run ids, attempts) and the command's bookkeeping (`runs.steps`) left out. Two runs of one checkout give the same file;
 `diff` two checkouts' files to see what a change altered. `llm.schema_version` is the DDL's digest
 and differs whenever any DDL text does.
 """
@@ -42,7 +42,8 @@ def digests(db: Path) -> list[str]:
     con = duckdb.connect(str(db), read_only=True)
     out = []
     for schema, name, kind in con.execute("SELECT table_schema, table_name, table_type FROM information_schema.tables "
-                                          "WHERE table_catalog = ? ORDER BY 1, 2", [db.stem]).fetchall():
+                                          "WHERE table_catalog = ? AND table_schema <> 'runs' ORDER BY 1, 2",
+                                          [db.stem]).fetchall():  # runs.steps: the command's bookkeeping
         cols = [c for (c,) in con.execute("SELECT column_name FROM information_schema.columns WHERE table_schema = ? "
                                           "AND table_name = ? ORDER BY ordinal_position", [schema, name]).fetchall()]
         keep = [c for c in cols if not VOLATILE.search(c)]

@@ -1,10 +1,11 @@
 """The warehouse's schema: the shared tables, every family's, and the views across families.
 
 Schemas: `llm` (the model-call ledger and the model probe), `sources` (loaded source datasets),
-one per benchmark family (each family's tables, views and their docs in `warehouse/<key>.py`,
-the families listed once in `configuration/families.py`), and `report` (views over every
-family, composed from the families' `HEADLINE` and `MECHANISMS` parts). Tables are created if
-missing, and an existing file gains new columns (`create_schema`).
+`runs` (what each step of the run command last ran with), one per benchmark family (each
+family's tables, views and their docs in `warehouse/<key>.py`, the families listed once in
+`configuration/families.py`), and `report` (views over every family, composed from the
+families' `HEADLINE` and `MECHANISMS` parts). Tables are created if missing, and an existing
+file gains new columns (`create_schema`).
 """
 
 from __future__ import annotations
@@ -94,6 +95,22 @@ TABLES: dict[str, str] = {
         request           JSON NOT NULL,        -- messages and the parameters sent, as llm.calls.request
         PRIMARY KEY (batch_id, key)
     """,
+    # The command's steps (assets/up_to_date.py): what each ran with when it last ran, so a rerun skips
+    # the steps whose inputs have not changed.
+    "runs.steps": """
+        step        VARCHAR PRIMARY KEY,  -- the step as the command names it: its assets [partition]
+        job         VARCHAR NOT NULL,     -- the Dagster job it runs (build_waken, evaluate_waken, ...)
+        family      VARCHAR NOT NULL,     -- the family key ('' for the models probe and the summary)
+        stage       VARCHAR,              -- 'items', 'responses' or 'metrics' (NULL: the probe, the summary)
+        partition   VARCHAR,              -- its Dagster partition key
+        base        VARCHAR,              -- the dataset or level of its partition
+        inputs      VARCHAR NOT NULL,     -- digest of the code, package versions, configuration and named files
+        ok          BOOLEAN NOT NULL,     -- succeeded with no failed model call and not as a batch export
+        run_id      VARCHAR NOT NULL,     -- its Dagster run
+        started_at  TIMESTAMP NOT NULL,   -- when its run started (UTC): what it reads had ended before, or it is stale
+        finished_at TIMESTAMP             -- when its run ended (UTC); NULL: started and not recorded as ended
+                                          -- (running, killed, or run outside the command: never up to date)
+    """,
     # Loaded source datasets, normalised (generators/sources.py). One partition = one configured dataset.
     "sources.records": """
         dataset         VARCHAR NOT NULL,     -- the configured dataset name that loaded it
@@ -117,7 +134,7 @@ TABLES: dict[str, str] = {
 
 # -- the families' parts (configuration/families.py lists them; warehouse/<key>.py holds each) ---------
 FAMILY_MODULES: dict[str, ModuleType] = {f.key: importlib.import_module(f"warehouse.{f.key}") for f in FAMILIES}
-SCHEMAS = ("llm", "sources", *FAMILY_MODULES, "report")
+SCHEMAS = ("llm", "sources", "runs", *FAMILY_MODULES, "report")
 for _module in FAMILY_MODULES.values():
     TABLES.update(_module.TABLES)
 
@@ -303,6 +320,8 @@ TABLE_DOCS: dict[str, str] = {
     "llm.models": "One row per configured model: whether its endpoint answered a probe, and why not.",
     "llm.batches": "One row per batch file (batch mode): its model, mode, status and how many of its requests were answered.",
     "llm.batch_requests": "The requests of each batch file, by ledger key (the custom_id of its line).",
+    "runs.steps": ("One row per step of the run command: the inputs it last ran with and how it ended (a "
+                   "rerun skips the steps up to date)."),
     "sources.records": "Rows loaded from source datasets (hub or local files) for WakenLLM and Instruction Boundary.",
     "llm.call_summary": "Calls per model x purpose x status: counts, truncated, tokens, latency, attempts.",
     **{k: v for m in FAMILY_MODULES.values() for k, v in m.TABLE_DOCS.items()},

