@@ -170,12 +170,17 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
               "steps at once)", file=sys.stderr)
     TOTALS.reset()
     progress.start()
+    # each step's record is written beside the steps that follow it: a write waits while another
+    # step's ledger holds the file, and the next step need not wait with it
+    recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="record")
     try:
         done, run_ids = run_steps(steps, waits, parallel,
                                   lambda step: (Done(step, True, 0.0, (0, 0, 0), started=time.monotonic(), skipped=True), "")
-                                  if step in skip else _execute(defs, instance, step, config, args.verbose, wh, digest),
+                                  if step in skip else _execute(defs, instance, step, config, args.verbose, wh, digest,
+                                                                recorder),
                                   progress)
     finally:
+        recorder.shutdown(wait=True)
         progress.stop()
     try:
         print(summary(done, wh, config, wh.where))
@@ -265,10 +270,10 @@ def chain_length(steps: Sequence[Step], waits: Sequence[frozenset[int]], paralle
 
 
 def _execute(defs: dg.Definitions, instance: dg.DagsterInstance, step: Step, config, verbose: bool,
-             wh: Warehouse, digest: str) -> tuple[Done, str]:
+             wh: Warehouse, digest: str, recorder: ThreadPoolExecutor) -> tuple[Done, str]:
     """One step as one run of its job, in this thread; its calls counted by its run id; what it ran
-    with recorded (`assets.up_to_date`): up to date next time only if it succeeded with no failed
-    call, and not as a batch export."""
+    with recorded by `recorder` (`assets.up_to_date`): up to date next time only if it succeeded
+    with no failed call, and not as a batch export."""
     t0, started = time.monotonic(), datetime.now(UTC).replace(tzinfo=None)
     result = defs.resolve_job_def(step.job).execute_in_process(
         instance=instance, partition_key=step.partition, raise_on_error=False,
@@ -279,12 +284,17 @@ def _execute(defs: dg.Definitions, instance: dg.DagsterInstance, step: Step, con
                 [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.WARN], t0)
     if not result.success:
         sys.stderr.write(f"\nFAILED: {step.label} (run {result.run_id[:8]}): {_failure(result, wh)}\n")
-    try:
-        up_to_date.record(wh, step, digest, result.success and not done.calls[2] and not os.environ.get(EXPORT_ENV),
-                          result.run_id, started)
-    except Exception as exc:  # the step stands; without its record it only runs again next time
-        sys.stderr.write(f"\n{step.label}: not recorded in {up_to_date.TABLE} ({type(exc).__name__}: {exc}); "
-                         "the next run runs it again\n")
+    ok = result.success and not done.calls[2] and not os.environ.get(EXPORT_ENV)
+    finished = datetime.now(UTC).replace(tzinfo=None)
+
+    def record() -> None:
+        try:
+            up_to_date.record(wh, step, digest, ok, result.run_id, started, finished)
+        except Exception as exc:  # the step stands; without its record it only runs again next time
+            sys.stderr.write(f"\n{step.label}: not recorded in {up_to_date.TABLE} ({type(exc).__name__}: {exc}); "
+                             "the next run runs it again\n")
+
+    recorder.submit(record)
     return done, result.run_id
 
 

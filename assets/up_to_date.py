@@ -197,10 +197,11 @@ def started(wh: Warehouse, step_keys: Sequence[str], partition: str | None, run_
 _COLUMNS = ("job", "family", "stage", "partition", "base", "inputs", "ok", "run_id", "started_at", "finished_at")
 
 
-def record(wh: Warehouse, step: Step, digest: str, ok: bool, run_id: str, started: datetime) -> None:
-    """Store what `step` ran with and how it ended (one row per step: its last run's)."""
-    now = datetime.now(UTC).replace(tzinfo=None)
+def record(wh: Warehouse, step: Step, digest: str, ok: bool, run_id: str, started: datetime,
+           finished: datetime) -> None:
+    """Store what `step` ran with and how it ended (one row per step: its last run's). The times
+    are the run's own, whenever this is written."""
     row = {"step": step.label, "job": step.job, "family": step.family, "stage": stage_of(step),
            "partition": step.partition, "base": step.base, "inputs": digest, "ok": ok, "run_id": run_id,
-           "started_at": started, "finished_at": now}
+           "started_at": started, "finished_at": finished}
     wh.upsert(TABLE, [row], OnConflict(("step",), {c: f"incoming.{c}" for c in _COLUMNS}))
