@@ -273,7 +273,7 @@ def _execute(defs: dg.Definitions, instance: dg.DagsterInstance, step: Step, con
              wh: Warehouse, digest: str, recorder: ThreadPoolExecutor) -> tuple[Done, str]:
     """One step as one run of its job, in this thread; its calls counted by its run id; what it ran
     with recorded by `recorder` (`assets.up_to_date`): up to date next time only if it succeeded
-    with no failed call, and not as a batch export."""
+    with no failed call or failed ERROR check, and not as a batch export."""
     t0, started = time.monotonic(), datetime.now(UTC).replace(tzinfo=None)
     result = defs.resolve_job_def(step.job).execute_in_process(
         instance=instance, partition_key=step.partition, raise_on_error=False,
@@ -284,7 +284,7 @@ def _execute(defs: dg.Definitions, instance: dg.DagsterInstance, step: Step, con
                 [e.check_name for e in evals if not e.passed and e.severity == dg.AssetCheckSeverity.WARN], t0)
     if not result.success:
         sys.stderr.write(f"\nFAILED: {step.label} (run {result.run_id[:8]}): {_failure(result, wh)}\n")
-    ok = result.success and not done.calls[2] and not os.environ.get(EXPORT_ENV)
+    ok = up_to_date.ended_ok(result.success, done.calls[2], done.failed_checks, bool(os.environ.get(EXPORT_ENV)))
     finished = datetime.now(UTC).replace(tzinfo=None)
 
     def record() -> None:

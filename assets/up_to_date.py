@@ -8,8 +8,10 @@ What a step ran with is a record in the warehouse itself (`runs.steps`, one row 
 or deleted warehouse file has no records and everything runs, and the record of a table and the
 table are in the same file. A step is up to date when
 
-1. its record says it succeeded with no failed model call and was not a batch export (a failed
-   call is asked again by the next run; an export stops at a turn and waits for its results);
+1. its record says it succeeded with no failed model call, no failed check of ERROR severity and
+   not as a batch export (`ended_ok`: a failed call is asked again by the next run, a check that
+   failed without stopping the step, such as a coverage check on a partial selection, is shown
+   again, and an export stops at a turn and waits for its results);
 2. it ran with the same inputs (`inputs_digest`): the project's code (every file of its packages),
    the versions of the packages it runs on, the whole configuration as loaded, and the size and
    modification time of every file or folder the configuration names (local datasets, release
@@ -192,6 +194,11 @@ def started(wh: Warehouse, step_keys: Sequence[str], partition: str | None, run_
                            "partition": s.partition, "base": base, "inputs": "", "ok": False, "run_id": run_id,
                            "started_at": now, "finished_at": now if partition_range else None} for s, base in rows],
                   OnConflict(("step",), {c: f"incoming.{c}" for c in _COLUMNS}))
+
+
+def ended_ok(success: bool, failed_calls: int, failed_checks: Sequence[str], exporting: bool) -> bool:
+    """Whether a step's run leaves it up to date for the next run (point 1 of the module docstring)."""
+    return success and not failed_calls and not failed_checks and not exporting
 
 
 _COLUMNS = ("job", "family", "stage", "partition", "base", "inputs", "ok", "run_id", "started_at", "finished_at")

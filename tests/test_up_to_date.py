@@ -59,6 +59,14 @@ def test_a_step_not_ok_runs_again_with_what_reads_it_and_the_probe_other_familie
     assert SLICE["arith"].label not in fresh_labels(STEPS, records)
 
 
+def test_only_a_step_that_ended_with_nothing_failed_and_not_as_an_export_is_up_to_date_next_time():
+    assert up_to_date.ended_ok(True, 0, [], False)
+    assert not up_to_date.ended_ok(False, 0, [], False)  # the run failed
+    assert not up_to_date.ended_ok(True, 1, [], False)  # a failed call: the next run asks it again
+    assert not up_to_date.ended_ok(True, 0, ["every_model_setting_form"], False)  # shown again, not hidden
+    assert not up_to_date.ended_ok(True, 0, [], True)  # a batch export stopped at a turn
+
+
 def test_a_step_whose_input_ran_again_since_it_started_is_not_up_to_date_whoever_ran_it():
     records = recs()
     # another command rebuilt the fld items after the slice had started: the slice, the metrics, the summary run

@@ -105,7 +105,7 @@ TABLES: dict[str, str] = {
         partition   VARCHAR,              -- its Dagster partition key
         base        VARCHAR,              -- the dataset or level of its partition
         inputs      VARCHAR NOT NULL,     -- digest of the code, package versions, configuration and named files
-        ok          BOOLEAN NOT NULL,     -- succeeded with no failed model call and not as a batch export
+        ok          BOOLEAN NOT NULL,     -- succeeded, no failed call or ERROR check, not a batch export
         run_id      VARCHAR NOT NULL,     -- its Dagster run
         started_at  TIMESTAMP NOT NULL,   -- when its run started (UTC): what it reads had ended before, or it is stale
         finished_at TIMESTAMP             -- when its run ended (UTC); NULL: started and not recorded as ended
