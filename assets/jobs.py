@@ -136,27 +136,30 @@ def stage_of(step: Step) -> str | None:
     return next((stage for stage in STAGES if step.family and step.job == job_name(step.family, stage)), None)
 
 
+def reads(step: Step, other: Step) -> bool:
+    """Whether `step` reads the tables `other` writes, from the asset graph: a slice reads its
+    dataset's or level's items (a family with one item set: that item set), a family's metrics each
+    of its items and slices, the summary and the reports every other step (the models probe too).
+    The probe and the items read no step's tables."""
+    stage = stage_of(step)
+    if step.job == LAST[0]:
+        return other.job != LAST[0]
+    if stage == "metrics":
+        return other.family == step.family and stage_of(other) in ("items", "responses")
+    if stage == "responses":
+        return other.family == step.family and stage_of(other) == "items" and other.base == step.base
+    return False
+
+
 def waits_for(steps: Sequence[Step]) -> list[frozenset[int]]:
     """For each of `steps` (as `plan_steps` orders them), the earlier steps it reads, by index; the
     command starts a step once those have ended (ok or not) and runs the rest at once. From the
     asset graph: a slice reads its dataset's or level's items (a family with one item set: that
-    item set), a family's metrics read each of its slices, the summary and the reports read every
-    family's metrics and the models probe. Nothing else orders them: the probe reads nothing, one
-    family's steps read nothing of another's, and a slice reads no other slice, so every slice of
-    a run shares its models' concurrency instead of waiting for the slice before it."""
-    out: list[frozenset[int]] = []
-    for i, step in enumerate(steps):
-        stage = stage_of(step)
-        if step.job == LAST[0]:
-            out.append(frozenset(range(i)))
-        elif stage == "metrics":
-            out.append(frozenset(j for j in range(i) if steps[j].family == step.family))
-        elif stage == "responses":
-            out.append(frozenset(j for j in range(i) if steps[j].family == step.family
-                                 and stage_of(steps[j]) == "items" and steps[j].base == step.base))
-        else:
-            out.append(frozenset())
-    return out
+    item set), a family's metrics read each of its items and slices, the summary and the reports
+    read every other step (`reads`). Nothing else orders them: the probe reads
+    nothing, one family's steps read nothing of another's, and a slice reads no other slice, so
+    every slice of a run shares its models' concurrency instead of waiting for the slice before it."""
+    return [frozenset(j for j in range(i) if reads(step, steps[j])) for i, step in enumerate(steps)]
 
 
 def run_tags(step: Step, config) -> dict[str, str]:

@@ -157,8 +157,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     exporting = bool(os.environ.get(EXPORT_ENV))
     waits = waits_for(steps)
     digest = up_to_date.inputs_digest(config, exporting)
-    skip = set() if args.all or exporting else {steps[i] for i in up_to_date.fresh(steps, waits, up_to_date.records(wh),
-                                                                                   digest)}
+    skip = {steps[i] for i in up_to_date.skipped(steps, wh, digest, args.all or exporting)}
     if instance is None and len(skip) < len(steps):  # Dagster's instance only for steps that run (1-1.5 s)
         instance, concurrent = open_instance(os.environ["DAGSTER_HOME"])
     planned = _planned_calls(config, wh, args.select) if len(skip) < len(steps) else None  # none to make
@@ -173,12 +172,13 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     # each step's record is written beside the steps that follow it: a write waits while another
     # step's ledger holds the file, and the next step need not wait with it
     recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="record")
+    def execute(step: Step) -> tuple[Done, str]:
+        if step in skip:  # up to date: no run
+            return Done(step, True, 0.0, (0, 0, 0), started=time.monotonic(), skipped=True), ""
+        return _execute(defs, instance, step, config, args.verbose, wh, digest, recorder)
+
     try:
-        done, run_ids = run_steps(steps, waits, parallel,
-                                  lambda step: (Done(step, True, 0.0, (0, 0, 0), started=time.monotonic(), skipped=True), "")
-                                  if step in skip else _execute(defs, instance, step, config, args.verbose, wh, digest,
-                                                                recorder),
-                                  progress)
+        done, run_ids = run_steps(steps, waits, parallel, execute, progress)
     finally:
         recorder.shutdown(wait=True)
         progress.stop()
@@ -395,8 +395,7 @@ def _plan(args: argparse.Namespace, steps: list[Step]) -> int:
                 latency[model] = (measured, f"median of {args.probe_calls} probe calls")
     by_step = {} if args.latency is not None else per_step
     parallel = 1 if args.export_batch else args.parallel
-    skip = set() if args.all or args.export_batch else up_to_date.fresh(
-        steps, waits_for(steps), up_to_date.records(wh), up_to_date.inputs_digest(cfg))
+    skip = up_to_date.skipped(steps, wh, up_to_date.inputs_digest(cfg), args.all or bool(args.export_batch))
     running = [s for i, s in enumerate(steps) if i not in skip]
     print(plan.render(cfg, rows, latency, by_step,
                       _overhead(len(running), chain_length(running, waits_for(running), parallel), len(skip))))

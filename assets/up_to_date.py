@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from assets.jobs import FIRST, LAST, Step, job_name, stage_of, step_of
+from assets.jobs import FIRST, LAST, Step, reads, stage_of, step_of, waits_for
 from warehouse import OnConflict, Warehouse
 
 TABLE = "runs.steps"
@@ -129,19 +129,18 @@ def records(wh: Warehouse) -> dict[str, dict[str, Any]]:
 
 
 def upstream(step: Step, recs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records of every step whose tables `step` reads (point 3 of the module docstring), of
-    this command or another: a slice its dataset's items, the metrics every items and slice step of
-    the family, the summary everything else; the items and the probe read no step's tables."""
-    stage = stage_of(step)
-    if step.job == LAST[0]:
-        return [r for r in recs.values() if r["job"] != LAST[0]]
-    if stage == "metrics":
-        jobs = {job_name(step.family, "items"), job_name(step.family, "responses")}
-        return [r for r in recs.values() if r["job"] in jobs]
-    if stage == "responses":
-        return [r for r in recs.values() if r["job"] == job_name(step.family, "items")
-                and (r["base"] or "") in (step.base or "", ANY)]
-    return []
+    """The records of every step whose tables `step` reads (`assets.jobs.reads`; point 3 of the
+    module docstring), of this command or another. A record of a range of partitions counts for
+    `step`'s own."""
+    return [r for r in recs.values() if r["step"] != step.label and reads(
+        step, Step(r["job"], r["family"], (), r["partition"], step.base if r["base"] == ANY else r["base"]))]
+
+
+def skipped(steps: Sequence[Step], wh: Warehouse, digest: str, run_all: bool) -> set[int]:
+    """The steps (by index) that the command skips: none when it runs all (`--all`, or the
+    batch-export mode), else those `fresh` finds up to date on the inputs' `digest` by the
+    warehouse's records."""
+    return set() if run_all else fresh(steps, waits_for(steps), records(wh), digest)
 
 
 def fresh(steps: Sequence[Step], waits: Sequence[frozenset[int]], recs: dict[str, dict[str, Any]],
@@ -164,8 +163,7 @@ def _current(step: Step, recs: dict[str, dict[str, Any]], digest: str) -> bool:
     rec = recs.get(step.label)
     if rec is None or not rec["ok"] or rec["inputs"] != digest or rec["finished_at"] is None:
         return False
-    return all(r["finished_at"] is not None and r["finished_at"] <= rec["started_at"]
-               for r in upstream(step, recs) if r["step"] != step.label)
+    return all(r["finished_at"] is not None and r["finished_at"] <= rec["started_at"] for r in upstream(step, recs))
 
 
 def started(wh: Warehouse, step_keys: Sequence[str], partition: str | None, run_id: str,
@@ -190,10 +188,7 @@ def started(wh: Warehouse, step_keys: Sequence[str], partition: str | None, run_
     if summary:
         rows.append((Step(LAST[0], "", tuple(LAST[1]), None), None))
     if rows:
-        wh.upsert(TABLE, [{"step": s.label, "job": s.job, "family": s.family, "stage": stage_of(s),
-                           "partition": s.partition, "base": base, "inputs": "", "ok": False, "run_id": run_id,
-                           "started_at": now, "finished_at": now if partition_range else None} for s, base in rows],
-                  OnConflict(("step",), {c: f"incoming.{c}" for c in _COLUMNS}))
+        _store(wh, [_row(s, base, "", False, run_id, now, now if partition_range else None) for s, base in rows])
 
 
 def ended_ok(success: bool, failed_calls: int, failed_checks: Sequence[str], exporting: bool) -> bool:
@@ -201,14 +196,21 @@ def ended_ok(success: bool, failed_calls: int, failed_checks: Sequence[str], exp
     return success and not failed_calls and not failed_checks and not exporting
 
 
-_COLUMNS = ("job", "family", "stage", "partition", "base", "inputs", "ok", "run_id", "started_at", "finished_at")
-
 
 def record(wh: Warehouse, step: Step, digest: str, ok: bool, run_id: str, started: datetime,
            finished: datetime) -> None:
     """Store what `step` ran with and how it ended (one row per step: its last run's). The times
     are the run's own, whenever this is written."""
-    row = {"step": step.label, "job": step.job, "family": step.family, "stage": stage_of(step),
-           "partition": step.partition, "base": step.base, "inputs": digest, "ok": ok, "run_id": run_id,
-           "started_at": started, "finished_at": finished}
-    wh.upsert(TABLE, [row], OnConflict(("step",), {c: f"incoming.{c}" for c in _COLUMNS}))
+    _store(wh, [_row(step, step.base, digest, ok, run_id, started, finished)])
+
+
+def _row(step: Step, base: str | None, digest: str, ok: bool, run_id: str, started: datetime,
+         finished: datetime | None) -> dict[str, Any]:
+    return {"step": step.label, "job": step.job, "family": step.family, "stage": stage_of(step),
+            "partition": step.partition, "base": base, "inputs": digest, "ok": ok, "run_id": run_id,
+            "started_at": started, "finished_at": finished}
+
+
+def _store(wh: Warehouse, rows: list[dict[str, Any]]) -> None:
+    """Each row replaces the step's earlier one."""
+    wh.upsert(TABLE, rows, OnConflict(("step",), {c: f"incoming.{c}" for c in rows[0] if c != "step"}))

@@ -30,7 +30,8 @@ T0 = datetime(2026, 12, 1, 12, 0)
 
 def recs(steps=STEPS, digest="d"):
     """A record per step, each started and ended a minute after the one before, all ok on digest `d`."""
-    return {s.label: {"step": s.label, "job": s.job, "base": s.base, "inputs": digest, "ok": True,
+    return {s.label: {"step": s.label, "job": s.job, "family": s.family, "partition": s.partition, "base": s.base,
+                      "inputs": digest, "ok": True,
                       "started_at": T0 + timedelta(minutes=k), "finished_at": T0 + timedelta(minutes=k, seconds=30)}
             for k, s in enumerate(steps)}
 
