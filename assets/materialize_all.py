@@ -397,8 +397,9 @@ def _plan(args: argparse.Namespace, steps: list[Step]) -> int:
     parallel = 1 if args.export_batch else args.parallel
     skip = up_to_date.skipped(steps, wh, up_to_date.inputs_digest(cfg), args.all or bool(args.export_batch))
     running = [s for i, s in enumerate(steps) if i not in skip]
-    print(plan.render(cfg, rows, latency, by_step,
-                      _overhead(len(running), chain_length(running, waits_for(running), parallel), len(skip))))
+    text, steps_s = _overhead(len(running), chain_length(running, waits_for(running), parallel), len(skip))
+    rates = plan.branch_rates(rows, plan.stored_calls(cfg, wh, runs))
+    print(plan.render(cfg, rows, latency, by_step, text, rates, steps_s))
     estimates = cost.estimates(cfg, wh, plan.query_of(wh), {(r.line.model, r.line.step.split(" (")[0]) for r in rows})
     print(cost.render(cfg, cost.step_costs(cfg, rows, estimates)))
     batched = sorted({r.line.model for r in rows if cfg.model(r.line.model).batch is not None})
@@ -410,19 +411,20 @@ def _plan(args: argparse.Namespace, steps: list[Step]) -> int:
     return 0
 
 
-def _overhead(steps: int, chain: int, skipped: int = 0) -> str:
-    """The run's own time beside its calls: each of its `steps` that will run is a Dagster run
-    (created, started, its events written), and `chain` of them run one after another as
-    `run_steps` schedules them (`chain_length`); the others run beside those and the calls; the
-    `skipped` steps are up to date (`assets.up_to_date`) and cost nothing. A run's time is
-    measured from the instance's earlier runs of steps that call no model."""
+def _overhead(steps: int, chain: int, skipped: int = 0) -> tuple[str, float | None]:
+    """The run's own time beside its calls, as a line of the plan and in seconds (None when not
+    measured): each of its `steps` that will run is a Dagster run (created, started, its events
+    written), and `chain` of them run one after another as `run_steps` schedules them
+    (`chain_length`); the others run beside those and the calls; the `skipped` steps are up to
+    date (`assets.up_to_date`) and cost nothing. A run's time is measured from the instance's
+    earlier runs of steps that call no model."""
     import statistics
 
     home = os.environ.get("DAGSTER_HOME")
     seconds = []
     fresh = f" ({skipped} more up to date, not run: --all runs them)" if skipped else ""
     if not steps:
-        return f"Besides the calls: no step to run{fresh}; the command's own start."
+        return f"Besides the calls: no step to run{fresh}; the command's own start.", 0.0
     runs = f"{steps} steps, each a Dagster run, {chain} of them one after another{fresh}"
     if home:
         try:
@@ -431,13 +433,13 @@ def _overhead(steps: int, chain: int, skipped: int = 0) -> str:
                     if rec.dagster_run.job_name.startswith("score_") and rec.start_time and rec.end_time:
                         seconds.append(rec.end_time - rec.start_time)
         except Exception as exc:  # the plan is an estimate: an unreadable instance costs only this line
-            return f"Besides the calls: {runs} (instance not read: {exc})."
+            return f"Besides the calls: {runs} (instance not read: {exc}).", None
     if not seconds:
         return (f"Besides the calls: {runs}, each with its own start-up time (not measured: no earlier runs "
-                "in this instance), and the command's own start.")
+                "in this instance), and the command's own start."), None
     each = statistics.median(seconds)
     return (f"Besides the calls: {runs}; a step that calls no model took {each:.1f} s (median of {len(seconds)} "
-            f"earlier runs): about {clock(chain * each)} more, and the command's own start.")
+            f"earlier runs): about {clock(chain * each)} more, and the command's own start."), chain * each
 
 
 def exit_fast(code: int) -> None:

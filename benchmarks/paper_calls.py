@@ -5,7 +5,12 @@ The endpoint is the project's stub server (llm_calls/stub_server.py, its own pro
 every request after `--delay` seconds; one model at `--concurrency` is evaluated and is its own
 judge and polisher, so every call shares one budget. For each family, on a fresh warehouse:
 
-- the plan first (`materialize_all --plan --latency DELAY`): its time estimate, before any call;
+- a pilot: the same selection at `scale: demo` (10 FLD items; 2 questions per IB dataset), as one
+  would run before paying for the paper run; its calls stay in the warehouse and are not counted
+  below (the paper run reuses those whose items it shares);
+- the plan (`materialize_all --plan --latency DELAY`) at paper scale: its range (no bounded branch
+  taken - every bound reached) and its expected time, each bounded step at the rate the pilot took
+  it, with the steps' own time (reporting/plan.py `branch_rates`), before any paper-scale call;
 - the run: `python -m assets.materialize_all --select ib` (every IB dataset and the miscellany) or
   `--select waken --partition fld` at `scale: paper`, timed from the command's start to its end
   (items, Dagster and the warehouse included), its CPU time (user + system) measured;
@@ -17,7 +22,7 @@ judge and polisher, so every call shares one budget. For each family, on a fresh
   from the cache, the run's own time.
 
 Printed per family: calls, bound, wall, bound / wall, the span from the first request to the last
-answer, the plan's estimate (no bounded branch taken - every bound reached) against the wall, the
+answer, the plan's range and its expected time against the wall (goal: within 25 %), the
 bare client's wall and bound / wall, the CPU per call of both sides (the run's includes building
 items, Dagster and the tables; the project's own per-call cost is `benchmarks/llm_ledger.py`'s)
 and the two reruns' seconds (up to date; `--all`, every call cached). Goal: bound / wall >= 0.9 for both families.
@@ -67,10 +72,10 @@ def stub(delay: float) -> tuple[subprocess.Popen, str]:
     return proc, proc.stdout.readline().strip()
 
 
-def config(folder: Path, url: str, concurrency: int) -> Path:
+def config(folder: Path, url: str, concurrency: int, scale: str = "paper") -> Path:
     data = yaml.safe_load((ROOT / "benchsmith.yaml").read_text())
     data.update({
-        "scale": "paper", "warehouse": {"path": str(folder / "wh.duckdb")},
+        "scale": scale, "warehouse": {"path": str(folder / "wh.duckdb")},
         "models": {"stub": {"base_url": url, "model": "stub-model", "concurrency": concurrency}},
         "evaluate": ["stub"], "judge": "stub",
         "ledger": {"timeout_s": 60, "progress_interval_s": 600, "slots_dir": str(folder / "slots")},
@@ -80,7 +85,7 @@ def config(folder: Path, url: str, concurrency: int) -> Path:
     # the stub's replies ("reply to: ...") answer nothing, so every reply is undecided: the checks
     # that would stop such a run are widened here, where the calls' timing is what is measured
     data["reply_checks"] = {"failed_calls": 0.0, "undecided_replies": 1.0, "truncated_replies": 1.0}
-    path = folder / "benchsmith.yaml"
+    path = folder / f"benchsmith.{scale}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
 
@@ -95,6 +100,14 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     path = config(folder, url, args.concurrency)
     env = {**os.environ, "BENCHSMITH_CONFIG": str(path), "DAGSTER_HOME": str(folder / "dagster")}
     (folder / "dagster").mkdir()
+    # the pilot: the same selection at demo scale, as one would before paying for the paper run; the
+    # plan's expected time takes each bounded step at the rate the pilot took it
+    pilot = subprocess.run([sys.executable, "-m", "assets.materialize_all", *SELECT[family]], cwd=ROOT,
+                           env={**env, "BENCHSMITH_CONFIG": str(config(folder, url, args.concurrency, "demo"))},
+                           capture_output=True, text=True)
+    if pilot.returncode != 0:
+        print(pilot.stdout[-3000:], pilot.stderr[-3000:], sep="\n")
+        raise SystemExit(f"{family}: the demo-scale pilot failed ({pilot.returncode})")
     plan = subprocess.run([sys.executable, "-m", "assets.materialize_all", *SELECT[family], "--plan",
                            "--latency", str(args.delay)], cwd=ROOT, env=env, capture_output=True, text=True)
     estimate = plan_seconds(plan.stdout)
@@ -110,6 +123,7 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
 
     wh = Warehouse(folder / "wh.duckdb")
     made = wh.scalar("SELECT count(*) FROM llm.calls")
+    piloted = wh.scalar("SELECT count(*) FROM llm.calls WHERE created_at < ?", [began])
     reruns = []
     for extra in ([], ["--all"]):  # one partition again: up to date (skipped), then run again from the cache
         t1 = time.monotonic()
@@ -121,13 +135,13 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
         if not extra and "steps up to date, not run again" not in again.stdout:
             raise SystemExit(f"{family}: the rerun with nothing changed ran steps:\n{again.stdout[-2000:]}")
     rows = wh.rows("SELECT request, created_at, finished_at, latency_s, status, run_id, purpose FROM llm.calls "
-                   "ORDER BY created_at, key")
+                   "WHERE created_at >= ? ORDER BY created_at, key", [began])  # the paper run's own calls
     span = (max(r["finished_at"] for r in rows) - min(r["created_at"] for r in rows)).total_seconds()
     parts = decomposition(rows, began, ended, args.delay, args.concurrency)
     bodies = [json.loads(r["request"]) for r in rows]
     bare_wall, bare_cpu = asyncio.run(replay(url, bodies, args.concurrency))
     calls = len(rows)
-    return {"family": family, "calls": calls, "failed": sum(r["status"] != "ok" for r in rows),
+    return {"family": family, "calls": calls, "piloted": piloted, "failed": sum(r["status"] != "ok" for r in rows),
             "bound": calls * args.delay / args.concurrency, "wall": wall, "span": span, "estimate": estimate,
             "cpu_ms": 1000 * cpu / calls, "rerun": reruns[0], "forced": reruns[1], "parts": parts,
             "bare_wall": bare_wall, "bare_cpu_ms": 1000 * bare_cpu / calls}
@@ -167,14 +181,17 @@ def decomposition(rows: list[dict], began: datetime, ended: datetime, delay: flo
             "after the last answer": (ended - began).total_seconds() - last}
 
 
-def plan_seconds(text: str) -> tuple[float, float] | None:
-    """The plan's estimate for the new calls: (no reply takes a bounded branch, every bound reached)."""
+def plan_seconds(text: str) -> tuple[float, float, float | None] | None:
+    """The plan's estimate: (no reply takes a bounded branch, every bound reached, expected with the
+    steps' own time; None when the plan gives none)."""
     m = re.search(r"at once: (\d+(?:\.\d+)?) (s|min|h) if no reply .*? at most (\d+(?:\.\d+)?) (s|min|h)\b",
                   text, re.S)
     if not m:
         return None
     unit = {"s": 1, "min": 60, "h": 3600}
-    return float(m.group(1)) * unit[m.group(2)], float(m.group(3)) * unit[m.group(4)]
+    e = re.search(r"^Expected: .*with the steps below, about (\d+(?:\.\d+)?) (s|min|h)\b", text, re.M)
+    return (float(m.group(1)) * unit[m.group(2)], float(m.group(3)) * unit[m.group(4)],
+            float(e.group(1)) * unit[e.group(2)] if e else None)
 
 
 async def replay(url: str, bodies: list[dict], concurrency: int) -> tuple[float, float]:
@@ -215,16 +232,18 @@ def main() -> int:
     print(f"\nscale paper, one model (its own judge) at concurrency {args.concurrency}, stub {args.delay} s per call; "
           f"{os.cpu_count()} CPUs\n")
     print(f"{'family':<7}{'calls':>7}{'failed':>7}{'bound s':>9}{'wall s':>8}{'bound/wall':>11}{'span s':>8}"
-          f"{'plan s':>10}{'plan/wall':>12}{'bare s':>8}{'bare b/w':>9}{'cpu ms/call':>12}{'bare ms/call':>13}{'rerun s':>9}"
-          f"{'--all s':>9}")
+          f"{'plan s':>10}{'expected s':>11}{'exp./wall':>10}{'bare s':>8}{'bare b/w':>9}{'cpu ms/call':>12}"
+          f"{'bare ms/call':>13}{'rerun s':>9}{'--all s':>9}")
     for r in out:
         est = r["estimate"]
-        plan, ratio = (f"{est[0]:.0f}-{est[1]:.0f}", f"{est[0] / r['wall']:.2f}-{est[1] / r['wall']:.2f}") if est \
-            else ("-", "-")
+        plan = f"{est[0]:.0f}-{est[1]:.0f}" if est else "-"
+        expected, ratio = (f"{est[2]:.0f}", f"{est[2] / r['wall']:.2f}") if est and est[2] is not None else ("-", "-")
         print(f"{r['family']:<7}{r['calls']:>7}{r['failed']:>7}{r['bound']:>9.1f}{r['wall']:>8.1f}"
-              f"{r['bound'] / r['wall']:>11.2f}{r['span']:>8.1f}{plan:>10}{ratio:>12}{r['bare_wall']:>8.1f}"
+              f"{r['bound'] / r['wall']:>11.2f}{r['span']:>8.1f}{plan:>10}{expected:>11}{ratio:>10}{r['bare_wall']:>8.1f}"
               f"{r['bound'] / r['bare_wall']:>9.2f}{r['cpu_ms']:>12.2f}{r['bare_cpu_ms']:>13.2f}{r['rerun']:>9.1f}"
               f"{r['forced']:>9.1f}")
+    for r in out:
+        print(f"{r['family']}: the demo-scale pilot before the plan made {r['piloted']} calls (not counted above)")
     for r in out:
         parts = r["parts"]
         print(f"\n{r['family']}: wall - bound = {r['wall'] - r['bound']:.1f} s, of which")

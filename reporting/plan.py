@@ -19,6 +19,10 @@ Each count is what the families' code does, step by step:
 - `at least`: ScienceQA Unknown drafts that the judge rejects are replaced from the pool, each
   replacement one more call.
 
+The time is a range between the exact steps alone and every bound reached; inside it, an expected
+time where the ledger already holds calls of the same steps and models (`branch_rates`: each
+bounded step as often per exact call as the stored runs took it, e.g. a demo run's).
+
 Item counts come from the warehouse when the items are stored (`source: warehouse`), otherwise
 from the configuration (`source: configuration`). "Cached" counts the stored answered calls of the
 same model identity and step, capped at the step's calls: exact for a rerun of an unchanged
@@ -41,7 +45,7 @@ from evaluations.calls import AT_LEAST, AT_MOST, EXACT, Line, Query
 from reporting.summary import stored_items
 from warehouse import Warehouse
 
-__all__ = ["AT_LEAST", "AT_MOST", "EXACT", "Line", "plan_lines"]
+__all__ = ["AT_LEAST", "AT_MOST", "EXACT", "Line", "Rates", "branch_rates", "plan_lines"]
 
 
 def _stored(wh: Warehouse | None, sql: str, params: Sequence[object] = ()) -> list[dict]:
@@ -224,6 +228,79 @@ def with_cache(lines: Sequence[Line], stored: dict[tuple[str, str], int]) -> lis
     return rows
 
 
+@dataclass(frozen=True)
+class Rates:
+    """How often the stored runs took each bounded step: its stored calls per stored call of its
+    family's exact steps (`per_exact`, by (family, step)), and how many exact calls that rests on
+    (`basis`, by family)."""
+
+    per_exact: dict[tuple[str, str], float]
+    basis: dict[str, int]
+
+
+def branch_rates(rows: Sequence[Row], stored: dict[tuple[str, str], int]) -> Rates:
+    """The branch rates of earlier runs, to turn a plan's bounds into an expected count.
+
+    A bounded step's calls depend on the model's replies (WakenLLM's stages run on the items
+    answered Unknown, a judge reads the replies exact reading could not decide), so no count
+    follows from the configuration alone. What the ledger already holds does say how often this
+    model took each branch: a step's stored calls (`stored`, per (model, purpose), as
+    `stored_calls` gives them) against the stored calls of its family's exact steps, the ones
+    every item makes whatever the replies. An earlier run at demo scale, or of a part of the
+    selection, gives the rates the full run will likely show; they are of the stored items, so
+    a dataset with other rates than those stored moves the estimate (the bounds still hold).
+
+    A step counted both exactly and as a bound (later turns of a conversation) is rated whole:
+    its expected calls are its stored calls per exact call, kept between its exact part and its
+    bound (`expected_calls`). A family with no stored exact calls has no rates."""
+    purposes: dict[str, dict[str, set[str]]] = defaultdict(lambda: {"exact": set(), "bounded": set()})
+    for r in rows:
+        purposes[r.line.family]["exact" if r.line.kind == EXACT else "bounded"].add(r.line.step.split(" (")[0])
+    by_purpose: dict[str, int] = defaultdict(int)
+    for (_, purpose), n in stored.items():
+        by_purpose[purpose] += n
+    per_exact, basis = {}, {}
+    for family, kinds in purposes.items():
+        exact_only = kinds["exact"] - kinds["bounded"]
+        base = sum(by_purpose.get(p, 0) for p in exact_only)
+        if not base or not kinds["bounded"]:
+            continue
+        basis[family] = base
+        for p in kinds["bounded"]:
+            per_exact[(family, p)] = by_purpose.get(p, 0) / base
+    return Rates(per_exact, basis)
+
+
+def expected_calls(rows: Sequence[Row], rates: Rates) -> list[float] | None:
+    """Each row's expected calls at `rates`: an exact row's own count; a bounded step's share of
+    (its rate x its family's planned exact calls), shared among its rows by their counts and kept
+    within each row's bound (`at most`) or above its count (`at least`). None when a family with
+    bounded steps has no rates."""
+    exact: dict[str, int] = defaultdict(int)  # planned calls of each family's exact-only steps
+    fixed: dict[tuple[str, str], int] = defaultdict(int)  # a purpose's exact part
+    bounded: dict[tuple[str, str], int] = defaultdict(int)  # a purpose's bounded part
+    for r in rows:
+        key = (r.line.family, r.line.step.split(" (")[0])
+        (fixed if r.line.kind == EXACT else bounded)[key] += r.line.calls
+    for (family, purpose), n in fixed.items():
+        if (family, purpose) not in bounded:
+            exact[family] += n
+    out: list[float] = []
+    for r in rows:
+        key = (r.line.family, r.line.step.split(" (")[0])
+        if r.line.kind == EXACT:  # made in full, whatever the replies (a step rated whole too)
+            out.append(float(r.line.calls))
+            continue
+        if key not in rates.per_exact:
+            return None
+        whole = rates.per_exact[key] * exact[r.line.family]  # the step's calls, both parts
+        if r.line.kind == AT_MOST:
+            out.append(min(float(r.line.calls), max(0.0, whole - fixed[key]) * r.line.calls / bounded[key]))
+        else:  # at least
+            out.append(max(float(r.line.calls), max(0.0, whole - fixed[key]) * r.line.calls / bounded[key]))
+    return out
+
+
 def hours(new_calls: int, concurrency: int, latency_s: float) -> float:
     """Wall time of `new_calls` at `concurrency` calls in flight, each taking `latency_s`."""
     return math.ceil(new_calls / concurrency) * latency_s / 3600
@@ -239,11 +316,14 @@ def flow_depth(family: str) -> int | None:
 
 
 def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str]],
-           steps: dict[tuple[str, str], tuple[float, int]] | None = None, overhead: str = "") -> str:
+           steps: dict[tuple[str, str], tuple[float, int]] | None = None, overhead: str = "",
+           rates: Rates | None = None, steps_s: float | None = None) -> str:
     """The plan as text: a table of steps, then per family and model the calls and the time of
     the new ones, as a range: the exact steps alone (no reply takes a bounded branch) to every
-    bound reached. A call takes the median latency of its step's stored calls when there are
-    `MIN_STEP_CALLS`, else the model's.
+    bound reached. With `rates` (`branch_rates`), the expected time inside that range: every
+    bounded step at the rate the stored runs took it; with `steps_s`, the steps' own time
+    (`overhead` says it) is added to that. A call takes the median latency of its step's stored
+    calls when there are `MIN_STEP_CALLS`, else the model's.
 
     How the time adds up follows how the command runs (`materialize_all`: every slice, of every
     family, starts once its items are built, all at once):
@@ -264,13 +344,20 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
         ln = r.line
         out.append(f"{ln.family:<7} {ln.model[:14]:<14} {ln.step[:40]:<40} {ln.kind:<8} {ln.calls:>9} "
                    f"{r.cached:>9} {r.new:>9}  {ln.source}")
+    expected = expected_calls(rows, rates) if rates is not None else None
     out += ["", f"{'family':<7} {'model':<14} {'calls (exact + at most)':>24} {'new':>9} {'conc':>5} "
-                f"{'latency':>8}  time for the new calls: exact steps only - every bound reached"]
-    # (exact calls, bounded calls, new calls, hours of the new exact calls, hours of all new calls)
-    totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0, 0.0])
-    # model -> hours of its new (exact, all) calls over its concurrency, across the families
-    load: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for r in rows:
+                f"{'latency':>8}  time for the new calls: exact steps only - every bound reached"
+                + ("; expected" if expected else "")]
+    # each scenario's new calls per row: no bounded branch taken, the stored runs' rates, every bound
+    scenarios = [[r.new if r.line.kind == EXACT else 0 for r in rows],
+                 [r.new if r.line.kind == EXACT or expected is None else max(0.0, expected[i] - r.cached)
+                  for i, r in enumerate(rows)],
+                 [r.new for r in rows]]
+    # (family, model) -> [exact calls, bounded calls, new calls, hours per scenario...]
+    totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0, 0.0, 0.0])
+    # model -> hours of its new calls per scenario over its concurrency, across the families
+    load: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for i, r in enumerate(rows):
         t = totals[(r.line.family, r.line.model)]
         t[0 if r.line.kind == EXACT else 1] += r.line.calls
         t[2] += r.new
@@ -280,20 +367,15 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
         if seconds is None:
             continue
         conc = cfg.model(r.line.model).concurrency
-        if flow_depth(r.line.family) is not None:  # the calls' latency, shared out over the concurrency
-            h = r.new * seconds / conc / 3600
-        else:  # each step is one batch after the previous: its own waves
-            h = hours(r.new, conc, seconds)
-        t[4] += h
-        pooled = r.new * seconds / conc / 3600
-        load[r.line.model][1] += pooled
-        if r.line.kind == EXACT:
-            load[r.line.model][0] += pooled
-        if r.line.kind == EXACT:
-            t[3] += h
-    by_family: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        for k, calls in enumerate(scenario[i] for scenario in scenarios):
+            if flow_depth(r.line.family) is not None:  # the calls' latency, shared out over the concurrency
+                t[3 + k] += calls * seconds / conc / 3600
+            else:  # each step is one batch after the previous: its own waves
+                t[3 + k] += hours(math.ceil(calls), conc, seconds)
+            load[r.line.model][k] += calls * seconds / conc / 3600
+    by_family: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     unknown = []
-    for (family, model), (exact, bounded, new, h_exact, h_all) in totals.items():
+    for (family, model), (exact, bounded, new, *h) in totals.items():
         conc = cfg.model(model).concurrency
         lat = latency.get(model)
         depth = flow_depth(family)
@@ -302,16 +384,17 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
             when = "unknown latency (give --latency)"
         else:
             if depth is not None and new:  # whole waves; at most, the last item's chain after its first call
-                h_exact = math.ceil(h_exact * 3600 / lat[0] - 1e-9) * lat[0] / 3600
-                h_all = (math.ceil(h_all * 3600 / lat[0] - 1e-9) + depth - 1) * lat[0] / 3600
+                h = [math.ceil(x * 3600 / lat[0] - 1e-9) * lat[0] / 3600 for x in h]
+                h[2] += (depth - 1) * lat[0] / 3600
             f = by_family[family]
-            f[0], f[1] = max(f[0], h_exact), max(f[1], h_all)
-            when = f"{_duration(h_exact)} - {_duration(h_all)}" + (f"  (latency {lat[1]})" if lat else "")
+            by_family[family] = [max(a, b) for a, b in zip(f, h, strict=True)]
+            when = (f"{_duration(h[0])} - {_duration(h[2])}" + (f"; {_duration(h[1])}" if expected else "")
+                    + (f"  (latency {lat[1]})" if lat else ""))
         out.append(f"{family:<7} {model[:14]:<14} {f'{exact:.0f} + {bounded:.0f}':>24} {new:>9.0f} {conc:>5} "
                    f"{(f'{lat[0]:.2f}s' if lat else '-'):>8}  {when}")
     # no run ends before each of its models has made every call asked of it
-    low = max([*(m[0] for m in load.values()), *(f[0] for f in by_family.values())], default=0.0)
-    high = max([*(m[1] for m in load.values()), *(f[1] for f in by_family.values())], default=0.0)
+    low, mid, high = (max([*(m[k] for m in load.values()), *(f[k] for f in by_family.values())], default=0.0)
+                      for k in range(3))
     if unknown:
         out += ["", f"Total time unknown: no latency for {', '.join(sorted(set(unknown)))} (no stored calls and no "
                     "probe answered); give --latency SECONDS."]
@@ -319,6 +402,15 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
         out += ["", f"Total for the new calls, families and slices at once: {_duration(low)} if no reply takes a "
                     f"bounded branch, at most {_duration(high)} (a model's calls run at its concurrency, shared by "
                     "every slice and family that asks it)."]
+        if expected is not None and rates is not None:
+            calls = sum(scenarios[1])
+            with_steps = f"; with the steps below, about {_duration(mid + steps_s / 3600)}" if steps_s is not None else ""
+            basis = ", ".join(f"{n} of {family}" for family, n in sorted(rates.basis.items()))
+            out.append(f"Expected: {_duration(mid)} for about {calls:.0f} new calls, each bounded step at the rate the "
+                       f"stored runs took it (per exact call; {basis} stored exact calls){with_steps}.")
+        elif any(r.line.kind != EXACT and r.new for r in rows):
+            out.append("Expected: no estimate inside that range: no stored run of these steps shows how often the "
+                       "replies take the bounded branches (a run at demo scale first gives one).")
     if overhead:
         out.append(overhead)
     return "\n".join(out)
@@ -329,5 +421,5 @@ def _duration(h: float) -> str:
     if s < 120:
         return f"{s:.0f} s"
     if s < 7200:
-        return f"{s / 60:.0f} min"
+        return f"{s / 60:.1f} min"
     return f"{h:.1f} h"

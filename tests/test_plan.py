@@ -135,7 +135,7 @@ IB_ONLY = {"ib": {"datasets": {"fld": {"form": "judging", "generator": "fld", "c
 
 
 def _seconds(text: str) -> float:
-    """A duration as the plan prints it: `14 s`, `3 min`, `1.2 h` or a clock `0:07`."""
+    """A duration as the plan prints it: `14 s`, `3.2 min`, `1.2 h` or a clock `0:07`."""
     import re
 
     if m := re.fullmatch(r"(\d+):(\d\d)(?::(\d\d))?", text):
@@ -248,3 +248,79 @@ def test_a_flows_familys_steps_share_the_concurrency_and_a_stepwise_familys_wait
     # the two families run at once on one model: neither alone (4 s) nor one after the other (7 s),
     # but every call it is asked for over its concurrency, 12 x 1 s / 2
     assert "families and slices at once: 6 s if no reply takes a bounded branch, at most 6 s" in text
+
+
+def test_the_expected_count_takes_each_bounded_step_at_its_stored_rate_within_its_bound():
+    """Stored: 20 calls of the exact step, 5 of the judge, 4 of a second turn whose first 10 are
+    exact. Planned: 100 exact calls, so the judge is expected 25 times (5 per 20), the second turn
+    20 times in all (10 exact, 10 of its bound); a step stored more often than its bound allows
+    stays at its bound, and without stored exact calls there is no expectation at all."""
+    L, R = plan.Line, plan.Row
+    rows = [R(L("ib", "m", "ib.vanilla", 100), 0), R(L("ib", "m", "ib.judge", 100, plan.AT_MOST), 0),
+            R(L("ib", "m", "ib.follow_up", 10), 0), R(L("ib", "m", "ib.follow_up (later turns)", 50, plan.AT_MOST), 0),
+            R(L("ib", "j", "ib.judge", 300, plan.AT_MOST), 0)]
+    rates = plan.branch_rates(rows, {("m", "ib.vanilla"): 20, ("m", "ib.judge"): 5, ("m", "ib.follow_up"): 4})
+    assert rates.basis == {"ib": 20} and rates.per_exact[("ib", "ib.judge")] == 0.25
+    expected = plan.expected_calls(rows, rates)
+    # the judge's 25 shared by its two rows as their bounds are (100 : 300)
+    assert expected == [100, 6.25, 10, 10, 18.75]
+    too_often = plan.branch_rates(rows, {("m", "ib.vanilla"): 20, ("m", "ib.judge"): 200})
+    assert plan.expected_calls(rows, too_often)[1] == 100 and plan.expected_calls(rows, too_often)[4] == 300
+    assert plan.expected_calls(rows, plan.branch_rates(rows, {("m", "ib.judge"): 5})) is None
+    text = plan.render(stub_like_config(), rows, {"m": (1.0, "given"), "j": (1.0, "given")},
+                       rates=rates, steps_s=3.0)
+    # m: 100 + 6.25 + 10 + 10 expected new calls, j: 18.75, each at concurrency 4 in whole waves of 1 s
+    assert "Expected: 32 s for about 145 new calls" in text and "with the steps below, about 35 s" in text
+
+
+def stub_like_config():
+    from configuration import parse_config
+
+    return parse_config({"models": {m: {"base_url": "http://127.0.0.1:9/v1", "model": m, "concurrency": 4}
+                                    for m in ("m", "j")}, "evaluate": ["m"], "judge": "j"}, "test")
+
+
+def test_after_a_demo_run_the_plan_expects_the_judge_calls_the_paper_run_makes(tmp_path, monkeypatch, capsys):
+    """The replies to few-shot prompts need the judge, the others do not: a demo run shows the
+    judge one call per two exact calls, and the plan at paper scale expects that many; the paper
+    run (other items: another seed) makes exactly them."""
+    import re
+
+    from llm_calls.stub_server import StubServer
+
+    def answer(body):
+        text = body["messages"][-1]["content"]
+        tag = zlib.crc32(json.dumps(body["messages"]).encode())
+        return f"I cannot tell ({tag})" if "examples to learn from" in text else f"Answer: True ({tag})"
+
+    ib = {"ib": {"datasets": {"fld": {"form": "judging", "generator": "fld", "count": {"demo": 2, "paper": 6}}},
+                 "settings": ["vanilla", "few_shot"]},
+          "reply_checks": {"failed_calls": 0.0, "undecided_replies": 1.0, "truncated_replies": 1.0}}
+    with StubServer(responder=answer) as stub:
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        demo = stub_config(stub, tmp_path, seed=1, **ib)
+        monkeypatch.setenv("BENCHSMITH_CONFIG", demo.source)
+        assert materialize_all(["--select", "ib", "--partition", "fld"]) == 0
+        piloted = _by_step(_made(demo))
+        assert piloted["ib.judge"] == piloted["ib.few_shot"] == piloted["ib.vanilla"] > 0
+        paper = stub_config(stub, tmp_path, scale="paper", seed=2, **ib)
+        monkeypatch.setenv("BENCHSMITH_CONFIG", paper.source)
+        wh = Warehouse(paper.warehouse_path())
+        rows = plan.with_cache(plan.plan_lines(paper, wh, ["ib"]), {})
+        rates = plan.branch_rates(rows, plan.stored_calls(paper, wh))  # the demo run's calls alone
+        expected = plan.expected_calls(rows, rates)
+        capsys.readouterr()
+        assert materialize_all(["--plan", "--latency", "1", "--select", "ib", "--partition", "fld"]) == 0
+        out = capsys.readouterr().out
+        before = _made(paper)
+        assert materialize_all(["--select", "ib", "--partition", "fld"]) == 0
+    made = _by_step(_made(paper) - before)
+    assert rates.per_exact[("ib", "ib.judge")] == 0.5 and rates.basis == {"ib": 2 * piloted["ib.vanilla"]}
+    judge = sum(e for r, e in zip(rows, expected, strict=True) if r.line.step == "ib.judge")
+    assert made["ib.judge"] == judge == (made["ib.vanilla"] + made["ib.few_shot"]) / 2 > piloted["ib.judge"]
+    assert re.search(r"^Expected: \d+ s for about \d+ new calls, each bounded step at the rate the stored runs took "
+                     r"it .*; with the steps below, about \d+ s\.$", out, re.M), out
+
+
+def _by_step(made: Counter) -> Counter:
+    return Counter({purpose: n for (_, purpose), n in made.items()})
