@@ -20,8 +20,8 @@ Each count is what the families' code does, step by step:
   replacement one more call.
 
 The time is a range between the exact steps alone and every bound reached; inside it, an expected
-time where the ledger already holds calls of the same steps and models (`branch_rates`: each
-bounded step as often per exact call as the stored runs took it, e.g. a demo run's).
+time where the ledger already holds calls of the same steps (`branch_rates`: each bounded step
+as often per exact call as the stored runs took it, e.g. a demo run's).
 
 Item counts come from the warehouse when the items are stored (`source: warehouse`), otherwise
 from the configuration (`source: configuration`). "Cached" counts the stored answered calls of the
@@ -243,12 +243,15 @@ def branch_rates(rows: Sequence[Row], stored: dict[tuple[str, str], int]) -> Rat
 
     A bounded step's calls depend on the model's replies (WakenLLM's stages run on the items
     answered Unknown, a judge reads the replies exact reading could not decide), so no count
-    follows from the configuration alone. What the ledger already holds does say how often this
-    model took each branch: a step's stored calls (`stored`, per (model, purpose), as
+    follows from the configuration alone. What the ledger already holds does say how often the
+    branches were taken: a step's stored calls (`stored`, per (model, purpose), as
     `stored_calls` gives them) against the stored calls of its family's exact steps, the ones
     every item makes whatever the replies. An earlier run at demo scale, or of a part of the
-    selection, gives the rates the full run will likely show; they are of the stored items, so
-    a dataset with other rates than those stored moves the estimate (the bounds still hold).
+    selection, gives the rates the full run will likely show. The rates pool the configured
+    models (a judge's calls are counted against the evaluated models' answers they read), so a
+    model with no stored run is expected to take the branches as often as the stored ones did;
+    and they are of the stored items, so a dataset or model with other rates moves the estimate
+    (the bounds still hold).
 
     A step counted both exactly and as a bound (later turns of a conversation) is rated whole:
     its expected calls are its stored calls per exact call, kept between its exact part and its
