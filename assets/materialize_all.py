@@ -381,7 +381,8 @@ def _plan(args: argparse.Namespace, steps: list[Step]) -> int:
     if (args.partition or args.model) and os.environ.get("DAGSTER_HOME"):
         with dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"]) as instance:
             runs = plan.selected_runs(instance, args.partition, args.model)
-    rows = plan.with_cache(lines, plan.stored_calls(cfg, wh, runs))
+    answered = plan.stored_calls(cfg, wh, runs)
+    rows = plan.with_cache(lines, answered)
     latency: dict[str, tuple[float, str]] = {}
     stored, per_step = plan.stored_latency(cfg, wh)
     for model in sorted({r.line.model for r in rows}):
@@ -398,9 +399,9 @@ def _plan(args: argparse.Namespace, steps: list[Step]) -> int:
     skip = up_to_date.skipped(steps, wh, up_to_date.inputs_digest(cfg), args.all or bool(args.export_batch))
     running = [s for i, s in enumerate(steps) if i not in skip]
     text, steps_s = _overhead(len(running), chain_length(running, waits_for(running), parallel), len(skip))
-    rates = plan.branch_rates(rows, plan.stored_calls(cfg, wh, runs))
+    rates = plan.branch_rates(rows, answered)
     print(plan.render(cfg, rows, latency, by_step, text, rates, steps_s))
-    estimates = cost.estimates(cfg, wh, plan.query_of(wh), {(r.line.model, r.line.step.split(" (")[0]) for r in rows})
+    estimates = cost.estimates(cfg, wh, plan.query_of(wh), {(r.line.model, r.line.purpose) for r in rows})
     print(cost.render(cfg, cost.step_costs(cfg, rows, estimates)))
     batched = sorted({r.line.model for r in rows if cfg.model(r.line.model).batch is not None})
     if batched:

@@ -28,6 +28,12 @@ class Line:
     partition: str | None = None  # the dataset or level (None: the family's one item set, or none)
     for_model: str | None = None  # the evaluated model whose slice makes these calls (None: items, probe)
 
+    @property
+    def purpose(self) -> str:
+        """The ledger purpose of these calls: the step without a note in parentheses, as one step
+        counted exactly and as a bound is named ("ib.multi_turn (later turns)")."""
+        return self.step.split(" (")[0]
+
 
 @dataclass(frozen=True)
 class Counts:

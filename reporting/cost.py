@@ -194,7 +194,7 @@ def step_costs(cfg: Config, rows: Sequence[Any], est: Mapping[tuple[str, str], E
     out = []
     for r in rows:
         ln = r.line
-        e = est.get((ln.model, ln.step.split(" (")[0]), Estimate())
+        e = est.get((ln.model, ln.purpose), Estimate())
         prompt = None if e.prompt is None else e.prompt * r.new
         completion = None if e.completion is None else e.completion * r.new
         m = cfg.model(ln.model)

@@ -221,7 +221,7 @@ def with_cache(lines: Sequence[Line], stored: dict[tuple[str, str], int]) -> lis
     left = dict(stored)
     rows = []
     for ln in lines:
-        purpose = ln.step.split(" (")[0]
+        purpose = ln.purpose
         take = min(ln.calls, left.get((ln.model, purpose), 0))
         left[(ln.model, purpose)] = left.get((ln.model, purpose), 0) - take
         rows.append(Row(ln, take))
@@ -258,7 +258,7 @@ def branch_rates(rows: Sequence[Row], stored: dict[tuple[str, str], int]) -> Rat
     bound (`expected_calls`). A family with no stored exact calls has no rates."""
     purposes: dict[str, dict[str, set[str]]] = defaultdict(lambda: {"exact": set(), "bounded": set()})
     for r in rows:
-        purposes[r.line.family]["exact" if r.line.kind == EXACT else "bounded"].add(r.line.step.split(" (")[0])
+        purposes[r.line.family]["exact" if r.line.kind == EXACT else "bounded"].add(r.line.purpose)
     by_purpose: dict[str, int] = defaultdict(int)
     for (_, purpose), n in stored.items():
         by_purpose[purpose] += n
@@ -283,14 +283,14 @@ def expected_calls(rows: Sequence[Row], rates: Rates) -> list[float] | None:
     fixed: dict[tuple[str, str], int] = defaultdict(int)  # a purpose's exact part
     bounded: dict[tuple[str, str], int] = defaultdict(int)  # a purpose's bounded part
     for r in rows:
-        key = (r.line.family, r.line.step.split(" (")[0])
+        key = (r.line.family, r.line.purpose)
         (fixed if r.line.kind == EXACT else bounded)[key] += r.line.calls
     for (family, purpose), n in fixed.items():
         if (family, purpose) not in bounded:
             exact[family] += n
     out: list[float] = []
     for r in rows:
-        key = (r.line.family, r.line.step.split(" (")[0])
+        key = (r.line.family, r.line.purpose)
         if r.line.kind == EXACT:  # made in full, whatever the replies (a step rated whole too)
             out.append(float(r.line.calls))
             continue
@@ -365,7 +365,7 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
         t[0 if r.line.kind == EXACT else 1] += r.line.calls
         t[2] += r.new
         lat = latency.get(r.line.model)
-        own = steps.get((r.line.model, r.line.step.split(" (")[0]))
+        own = steps.get((r.line.model, r.line.purpose))
         seconds = own[0] if own and own[1] >= MIN_STEP_CALLS else (lat[0] if lat else None)
         if seconds is None:
             continue
