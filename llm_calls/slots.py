@@ -28,6 +28,7 @@ import collections
 import contextlib
 import fcntl
 import hashlib
+import itertools
 import os
 import random
 import tempfile
@@ -60,12 +61,14 @@ class Slots:
 
     def _take(self, n: int) -> int | None:
         """A free slot of the first `n`, now held; None if none is. Call with `_mutex` held."""
-        free = [k for k in range(n) if k not in self._held]
-        random.shuffle(free)  # processes that start together do not all try slot 0 first
-        got = next((k for k in free if self._try(k)), None)
-        if got is not None:
-            self._held.add(got)
-        return got
+        # from a random slot on, round: processes that start together do not all try slot 0 first
+        # (a walk, not a shuffled list of all n: this runs once per call, with most slots held)
+        start = random.randrange(n) if n > 0 else 0
+        for k in itertools.chain(range(start, n), range(start)):
+            if k not in self._held and self._try(k):
+                self._held.add(k)
+                return k
+        return None
 
     @contextlib.asynccontextmanager
     async def hold(self, n: int) -> AsyncIterator[int]:

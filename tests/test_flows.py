@@ -270,3 +270,28 @@ def test_a_call_waiting_for_a_slot_this_process_holds_is_woken_by_its_release_no
     assert got_at[0] >= released[0] > 0  # never two holders of the one slot
     assert got_at[0] - released[0] < 0.1  # woken by the release
     assert tries - before <= 4, tries - before  # its first try, a safety poll at 0.5 s, the one after the wake-up
+
+
+def test_a_slot_is_taken_among_the_free_ones_from_a_random_start(tmp_path):
+    """`Slots._take(n)`: a slot of the first n that neither this process nor another holds, none
+    when every one is held; the first one tried is drawn, so processes that start together spread
+    over the slots instead of all trying slot 0."""
+    import os
+
+    from llm_calls.slots import MachineSlots
+
+    ours, theirs = MachineSlots("http://127.0.0.1:9/v1", tmp_path), MachineSlots("http://127.0.0.1:9/v1", tmp_path)
+    assert theirs._take(1) == 0  # another process holds slot 0 (its flock)
+    taken = [ours._take(4) for _ in range(3)]
+    assert sorted(taken) == [1, 2, 3]  # each free slot once, never the one held elsewhere
+    assert ours._take(4) is None and ours._take(5) == 4  # all of the first 4 held; the 5th is free
+    firsts = set()
+    for _ in range(200):
+        fresh = MachineSlots("http://127.0.0.1:9/v2", tmp_path)
+        k = fresh._take(8)
+        firsts.add(k)
+        fresh._release(k)
+        fresh._held.discard(k)
+        for fd in fresh._fds.values():
+            os.close(fd)
+    assert firsts == set(range(8))  # P(some slot never first in 200 draws) < 8 * (7/8) ** 200, about 2e-11

@@ -230,6 +230,48 @@ def test_back_pressure_bounds_the_answers_waiting_for_their_commit(tmp_path, mon
         assert sent.index(t) + 1 - committed <= 2 + 3
 
 
+def test_answers_are_committed_by_half_the_room_and_the_last_ones_when_nothing_is_in_flight(tmp_path, monkeypatch):
+    """A commit costs a few ms of CPU whatever its size, so the writer gathers answers until half
+    the lane's back-pressure room (concurrency + max_unsaved) has answered, not by the clock, and
+    commits the answers it holds as soon as nothing else is in flight. With the gathering wait made
+    a minute long: 40 quick calls at concurrency 4 (room 4 + 8, half: 4) commit in batches of at
+    least 4; then a quick and a slow call commit together as the slow one is answered, not a
+    minute later (before, the quick one's answer started a timed wait that the slow one's end did
+    not cut short)."""
+    import threading
+
+    from llm_calls import flows
+    from warehouse.connection import Writer
+
+    sizes: list[int] = []
+    real_upsert = Writer.upsert
+
+    def counted(self, table, rows, *args, **kwargs):
+        sizes.append(len(rows))
+        return real_upsert(self, table, rows, *args, **kwargs)
+
+    monkeypatch.setattr(Writer, "upsert", counted)
+    monkeypatch.setattr(flows, "_FLUSH_GATHER_S", 60.0)
+    with StubServer(delay_s=0.02) as stub:
+        cfg = stub_config(stub, tmp_path, ledger={"max_unsaved": 8})
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+            for batch in ([CallRequest(user(f"q{i}")) for i in range(40)],
+                          [CallRequest(user("[[stub: delay=0.1]] quick")), CallRequest(user("[[stub: delay=0.6]] slow"))]):
+                sizes.clear()
+                out: list = []
+                worker = threading.Thread(target=lambda out=out, batch=batch: out.append(ledger.complete("stub", batch)),
+                                          daemon=True)
+                worker.start()
+                worker.join(30)
+                assert not worker.is_alive(), f"answers waited for the gathering wait (committed so far: {sizes})"
+                assert all(r.ok for r in out[0]) and sum(sizes) == len(batch)
+                if len(batch) == 40:
+                    assert all(n >= 4 for n in sizes[:-1]) and len(sizes) <= 10, sizes
+                else:
+                    assert sizes == [2]
+
+
 def test_an_endpoint_that_refuses_connections_is_not_asked_once_per_call(tmp_path):
     """Once a call spends its retries on connection errors the endpoint is down: the batch's other
     calls are recorded as failed without a request, the next batch checks once that it is still
