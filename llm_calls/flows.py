@@ -51,10 +51,10 @@ from llm_calls.endpoints import default_sampling
 T = TypeVar("T")
 
 # how long the writer waits for more finished calls before a commit, unless half the back-pressure
-# room is full or nothing is left in flight: each commit costs about 5 ms of CPU whatever its size,
-# so at 64 calls in flight at 0.5 s a 0.2 s wait made commits of about 25 rows (0.2 ms of CPU per
-# call) where waiting for 64 makes it 0.09 (benchmarks/llm_ledger.py). What a kill may lose is
-# bounded by the room (`Lane.unsaved`), not by this wait.
+# room is full or nothing is left in flight: a commit costs 5-9 ms of CPU whatever its size, so at
+# 64 calls in flight at 0.5 s a 0.2 s wait made commits of about 25 rows (the writer's thread spent
+# 0.26-0.31 ms of CPU per call) where waiting for 64 spends 0.14-0.18 (README, the ledger's
+# benchmark). What a kill may lose is bounded by the room (`Lane.unsaved`), not by this wait.
 _FLUSH_GATHER_S = 1.0
 _IDLE_RELEASE_S = 0.5  # without work this long, the writer yields the warehouse to a process that waits
 _IDLE_HOLD_S = 5.0  # and after this long to anyone (a duckdb shell, which cannot say it waits)
