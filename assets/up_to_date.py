@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import importlib.util
 import json
 import os
 import sys
@@ -48,7 +47,11 @@ from assets.jobs import FIRST, LAST, Step, reads, stage_of, step_of, waits_for
 from warehouse import OnConflict, Warehouse
 
 TABLE = "runs.steps"
-# the packages whose files are code (pyproject.toml's [tool.setuptools] packages), read where installed
+# the packages whose files are code (pyproject.toml's [tool.setuptools] packages), read in the
+# project's folder, not where an import would find a package of that name: PyPI's `validators`
+# (which dagster-cloud-cli requires) comes first on the path of a process started outside the
+# project's root, and the digest must not depend on where the command was started from
+PROJECT = Path(__file__).resolve().parent.parent
 PACKAGES = ("assets", "configuration", "evaluations", "generators", "llm_calls", "releases", "reporting",
             "solvers", "validators", "warehouse")
 # the distributions the steps' results depend on (a new version may read, solve or store differently)
@@ -66,10 +69,9 @@ def inputs_digest(config: Any, export: bool = False) -> str:
     h = hashlib.sha256()
     h.update(f"python {sys.version_info[:3]} export {export}\n".encode())
     for package in PACKAGES:
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.submodule_search_locations:
+        root = PROJECT / package
+        if not root.is_dir():
             continue
-        root = Path(next(iter(spec.submodule_search_locations)))
         for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
                            and p.suffix not in (".pyc", ".pyo")):
             h.update(f"{package}/{path.relative_to(root).as_posix()}\n".encode())

@@ -102,6 +102,24 @@ def test_the_inputs_digest_follows_the_configuration_and_the_files_it_names_not_
     assert up_to_date.inputs_digest(load_config(path)) not in (first, changed)
 
 
+def test_the_inputs_digest_reads_the_project_s_packages_wherever_the_command_starts(tmp_path):
+    """A process started outside the project's root finds another package named like one of the
+    project's first on its path (PyPI's `validators` is installed beside it): the digest still
+    reads the project's own files, so the same command gives the same digest from any folder."""
+    root = Path(__file__).resolve().parent.parent
+    shadow = tmp_path / "shadow" / "validators"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("# another package of the same name\n")
+    (tmp_path / "benchsmith.yaml").write_text("scale: demo\n")
+    code = ("from assets.up_to_date import inputs_digest; from configuration import load_config; "
+            f"print(inputs_digest(load_config({str(tmp_path / 'benchsmith.yaml')!r})))")
+    digests = [subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
+                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{tmp_path / 'shadow'}:{root}"})
+               for cwd in (root, tmp_path)]
+    assert [d.returncode for d in digests] == [0, 0], digests[1].stderr[-2000:]
+    assert digests[0].stdout == digests[1].stdout and len(digests[0].stdout.strip()) == 32
+
+
 def _run(cfg, home, *args):
     root = Path(__file__).resolve().parent.parent
     env = {"PATH": "/usr/bin:/bin", CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home)}
