@@ -43,14 +43,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import openai
-from openai.types.chat import ChatCompletion
+from typing import TYPE_CHECKING, Any
 
 from configuration import BatchConfig, Config
 from llm_calls.endpoints import Endpoint, ModelRegistry, redact
 from warehouse import OnConflict
+
+if TYPE_CHECKING:  # `openai` is imported where a batch is sent or read: the run command reads
+    import openai  # `exported` and `EXPORT_ENV` without it (assets/materialize_all.py)
 
 URL = "/v1/chat/completions"
 # `materialize_all --export-batch DIR` sets this: every model of the run writes batch files under DIR
@@ -168,6 +168,8 @@ def answer_of_line(line: Mapping[str, Any], secrets: Sequence[str] = ()):
     body = response.get("body") if isinstance(response, Mapping) else None
     if status == 200 and isinstance(body, Mapping) and not line.get("error"):
         try:
+            from openai.types.chat import ChatCompletion
+
             return Answer.of(ChatCompletion.model_validate(body), secrets)
         except Exception as exc:  # a body that is no chat completion
             return Answer(False, error=f"malformed response: {type(exc).__name__}: {str(exc)[:300]}")
@@ -362,6 +364,8 @@ async def run_api(ledger: Any, ep: Endpoint, identity: str, purpose: str,
     """Send the pending requests as one provider batch, wait for it, store its results; the
     `CallResult`s by key. A batch of the same requests already submitted (a killed run) is polled,
     not created again."""
+    import openai
+
     from llm_calls.ledger import _UPSERT, Answer, _tls_context
 
     lines = prepare(ep, todo)
@@ -437,6 +441,8 @@ async def run_api(ledger: Any, ep: Endpoint, identity: str, purpose: str,
 async def _created_as(client: openai.AsyncOpenAI, bid: str) -> str | None:
     """The provider's id of the batch created as `bid` (its metadata names it), if it was created:
     a run killed between creating a batch and recording its id finds it here."""
+    import openai
+
     try:
         async for b in client.batches.list(limit=100):
             if (getattr(b, "metadata", None) or {}).get("benchsmith_batch") == bid[:512]:

@@ -52,7 +52,6 @@ import logging
 import random
 import re
 import ssl
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +65,7 @@ from configuration import LedgerConfig
 from llm_calls import batch, flows
 from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling, model_messages, redact, wire_params
 from llm_calls.slots import Slots, for_endpoint
+from llm_calls.totals import TOTALS, RunTotals  # noqa: F401 (counted here, read by the command)
 from warehouse import OnConflict, Warehouse
 
 T = TypeVar("T")
@@ -340,41 +340,6 @@ class _ServerDied(Exception):
     """The embedded server behind the endpoint died (its message says how): no retry can reach it."""
 
 
-class RunTotals:
-    """Requests answered from the cache, answered by a model and failed, by every ledger in this
-    process since the last `reset` (the command's progress line reads them), and per Dagster run
-    (`of`: the command's summary counts each step's calls by its run, as steps run at once)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()  # ledgers of steps running at once count from their own threads
-        self.reset()
-
-    def reset(self) -> None:
-        with self._lock:
-            self.cached = self.answered = self.failed = 0
-            self._runs: dict[str | None, list[int]] = {}
-
-    def add(self, run_id: str | None, cached: int = 0, answered: int = 0, failed: int = 0) -> None:
-        with self._lock:
-            self.cached += cached
-            self.answered += answered
-            self.failed += failed
-            counts = self._runs.setdefault(run_id, [0, 0, 0])
-            counts[0] += cached
-            counts[1] += answered
-            counts[2] += failed
-
-    def of(self, run_id: str | None) -> tuple[int, int, int]:
-        """(cached, answered, failed) of the ledgers made for the run `run_id` since the last reset."""
-        with self._lock:
-            return tuple(self._runs.get(run_id, (0, 0, 0)))  # type: ignore[return-value]
-
-    @property
-    def done(self) -> int:
-        return self.cached + self.answered + self.failed
-
-
-TOTALS = RunTotals()
 
 
 class Ledger:

@@ -13,8 +13,9 @@ from typing import Any
 
 from configuration import Config
 from configuration.families import BY_KEY, FAMILIES, KEYS, title
-from llm_calls.ledger import TOTALS
+from llm_calls.totals import TOTALS
 from warehouse import Warehouse
+from warehouse.sql import in_list
 
 
 @dataclass
@@ -169,8 +170,8 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
                    "with; --all runs them)")
     out += ["", "headline numbers (report.headline; fractions unless named):"]
     families = [f for f in by_family if f in KEYS]
-    rows = wh.rows("SELECT * FROM report.headline WHERE family IN (SELECT unnest(?::VARCHAR[])) "
-                   "ORDER BY family, model, scope, metric", [families]) if families else []
+    rows = wh.rows(f"SELECT * FROM report.headline WHERE family IN {in_list(families)} "
+                   "ORDER BY family, model, scope, metric") if families else []
     if not rows:
         out.append("  none: no metrics were computed")
     for family in families:
@@ -186,15 +187,14 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
             shown = "; ".join(parts[:6]) + (f"; ... {len(parts) - 6} more" if len(parts) > 6 else "")
             mark = " (no longer configured: rows of an earlier configuration)" if model in gone else ""
             out.append(f"  {title(family)} [{model}]{mark}: {shown}")
-    stale = wh.rows("SELECT * FROM report.stale WHERE family IN (SELECT unnest(?::VARCHAR[]))",
-                    [families]) if families else []
+    stale = wh.rows(f"SELECT * FROM report.stale WHERE family IN {in_list(families)}") if families else []
     if stale:
         out += ["", "stale replies, left out of every metric (report.stale): made on items since rebuilt "
                     "differently or removed; run those slices again (--model NAME):"]
         out += [f"  {title(r['family'])} [{r['model']}] {r['scope']}: {r['replies']} replies in {r['table']} "
                 f"({r['item_changed']} on changed items, {r['item_gone']} on items no longer stored)" for r in stale]
-    missed = wh.rows("SELECT * FROM report.mechanisms WHERE family IN (SELECT unnest(?::VARCHAR[])) AND NOT reached",
-                     [families]) if families else []
+    missed = wh.rows(f"SELECT * FROM report.mechanisms WHERE family IN {in_list(families)} AND NOT reached"
+                     ) if families else []
     measured = {r["family"] for r in wh.rows("SELECT DISTINCT family FROM report.mechanisms")} if families else set()
     nothing = [f for f in families if f not in measured]
     if families:

@@ -18,7 +18,7 @@ from types import ModuleType
 import duckdb
 
 from configuration.families import FAMILIES
-from warehouse.sql import current_rows, made_on_join
+from warehouse.sql import current_rows, literal, made_on_join
 
 TABLES: dict[str, str] = {
     # One row per distinct call (the key). A failed call is stored as a failure and
@@ -438,24 +438,20 @@ def column_docs(columns_ddl: str) -> dict[str, str]:
     return docs
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def comment_schema(con: duckdb.DuckDBPyConnection, view_columns: bool = True) -> None:
     """COMMENT ON every table, view and column, so DESCRIBE and any SQL client explain the warehouse
     (a DuckLake has no comments on view columns: `view_columns` False)."""
     for name, columns in TABLES.items():
-        con.execute(f"COMMENT ON TABLE {name} IS {_quote(TABLE_DOCS.get(name, ''))}")
+        con.execute(f"COMMENT ON TABLE {name} IS {literal(TABLE_DOCS.get(name, ''))}")
         for col, doc in column_docs(columns).items():
             if doc:
-                con.execute(f"COMMENT ON COLUMN {name}.{col} IS {_quote(doc)}")
+                con.execute(f"COMMENT ON COLUMN {name}.{col} IS {literal(doc)}")
     for name in VIEWS:
-        con.execute(f"COMMENT ON VIEW {name} IS {_quote(TABLE_DOCS.get(name, ''))}")
+        con.execute(f"COMMENT ON VIEW {name} IS {literal(TABLE_DOCS.get(name, ''))}")
         if not view_columns:
             continue
         schema, view = name.split(".")
         for (col,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? "
                                   "AND database_name = current_database()", [schema, view]).fetchall():
             quoted = '"' + col.replace('"', '""') + '"'
-            con.execute(f"COMMENT ON COLUMN {name}.{quoted} IS {_quote(_view_column_doc(col))}")
+            con.execute(f"COMMENT ON COLUMN {name}.{quoted} IS {literal(_view_column_doc(col))}")

@@ -1,0 +1,46 @@
+"""The calls counted in this process: what the run command's progress line and summary read.
+
+Its own module, without the `openai` client, so that the command can print a summary without
+importing it (a run whose steps are all up to date makes no call).
+"""
+
+from __future__ import annotations
+
+import threading
+
+
+class RunTotals:
+    """Requests answered from the cache, answered by a model and failed, by every ledger in this
+    process since the last `reset` (the command's progress line reads them), and per Dagster run
+    (`of`: the command's summary counts each step's calls by its run, as steps run at once)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # ledgers of steps running at once count from their own threads
+        self.reset()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.cached = self.answered = self.failed = 0
+            self._runs: dict[str | None, list[int]] = {}
+
+    def add(self, run_id: str | None, cached: int = 0, answered: int = 0, failed: int = 0) -> None:
+        with self._lock:
+            self.cached += cached
+            self.answered += answered
+            self.failed += failed
+            counts = self._runs.setdefault(run_id, [0, 0, 0])
+            counts[0] += cached
+            counts[1] += answered
+            counts[2] += failed
+
+    def of(self, run_id: str | None) -> tuple[int, int, int]:
+        """(cached, answered, failed) of the ledgers made for the run `run_id` since the last reset."""
+        with self._lock:
+            return tuple(self._runs.get(run_id, (0, 0, 0)))  # type: ignore[return-value]
+
+    @property
+    def done(self) -> int:
+        return self.cached + self.answered + self.failed
+
+
+TOTALS = RunTotals()
