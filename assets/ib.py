@@ -8,7 +8,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.metadata import check_results, column_schema, figure_markdown, headline, stacked_bar_chart, table
-from assets.partitions import by_model, model_slice
+from assets.partitions import by_model, items_partitions, model_slice
 from assets.release import released_tables
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -26,7 +26,7 @@ RESPONSES_VERSION, METRICS_VERSION = "ib-responses-1", "ib-metrics-1"
 
 
 def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
-    partitions_def = dg.StaticPartitionsDefinition([*cfg.ib.datasets, gen.MISCELLANY])
+    partitions_def = items_partitions(cfg, "ib")
 
     @dg.asset(name="ib_items", group_name=GROUP, metadata=column_schema("ib.items"), partitions_def=partitions_def, kinds={"duckdb"},
               code_version=code_version(gen.ITEMS_VERSION, cfg, "ib"),

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import dagster as dg
-
-from assets.partitions import MODEL
+from assets.partitions import slice_keys
+from configuration import Config
 from configuration.families import BY_KEY
+
+if TYPE_CHECKING:
+    import dagster as dg
 
 # family -> (items, responses, metrics) asset names, in the order the command runs the families
 FAMILIES: dict[str, tuple[str, str, str]] = {key: family.assets for key, family in BY_KEY.items()}
@@ -43,6 +46,8 @@ def job_names() -> list[str]:
 
 
 def define_jobs() -> list[dg.UnresolvedAssetJobDefinition]:
+    import dagster as dg  # only here: the command plans its steps without Dagster (assets.partitions)
+
     jobs = [dg.define_asset_job(FIRST[0], selection=dg.AssetSelection.assets(*FIRST[1]),
                                 description="Probe every configured model's endpoint (run first by the command).")]
     for family, assets in FAMILIES.items():
@@ -69,26 +74,16 @@ class Step:
         return ", ".join(self.assets) + (f" [{self.partition}]" if self.partition else "")
 
 
-def _split(asset: dg.AssetsDefinition, stage: str, key: str) -> tuple[str | None, str | None]:
-    """(dataset or level, model) of a partition key of `asset`: a responses asset is partitioned by
-    (dataset or level, model), or by model alone when its family has one item set (S1-Bench)."""
-    pdef = asset.partitions_def
-    if isinstance(pdef, dg.MultiPartitionsDefinition):
-        dims = pdef.get_partition_key_from_str(key).keys_by_dimension
-        return next(v for d, v in dims.items() if d != MODEL), dims[MODEL]
-    return (None, key) if stage == "responses" else (key, None)
-
-
 class SelectionError(ValueError):
     """A --select, --partition or --model value that names nothing in the configuration."""
 
 
-def plan_steps(assets_by_name: dict[str, dg.AssetsDefinition], families: Sequence[str] | None = None,
-               partitions: Sequence[str] | None = None, models: Sequence[str] | None = None,
-               materialized: dict[str, set[str]] | None = None) -> list[Step]:
+def plan_steps(cfg: Config, families: Sequence[str] | None = None, partitions: Sequence[str] | None = None,
+               models: Sequence[str] | None = None, materialized: dict[str, set[str]] | None = None) -> list[Step]:
     """The steps of a run, in order: the models probe; per family its items (each dataset or
-    level), its responses (each slice), its metrics; the summary. `families`, `partitions` (a
-    dataset, level or whole slice key) and `models` narrow it. With `models`, items already
+    level), its responses (each slice), its metrics; the summary. The partitions are the
+    configuration's (`assets.partitions`, as the asset definitions' are). `families`, `partitions`
+    (a dataset, level or whole slice key) and `models` narrow it. With `models`, items already
     materialised (`materialized`: asset name -> partition keys) are not rebuilt: evaluating an
     added model runs only its slices, then the metrics and the summary."""
     unknown = sorted(set(families or ()) - set(FAMILIES))
@@ -97,17 +92,14 @@ def plan_steps(assets_by_name: dict[str, dg.AssetsDefinition], families: Sequenc
     chosen = [f for f in FAMILIES if not families or f in families]
     steps: list[Step] = []
     matched_partitions: set[str] = set()
-    all_models: set[str] = set()
+    all_models = set(cfg.evaluate)
     for family in chosen:
-        items, responses, metrics = (assets_by_name[a] for a in FAMILIES[family])
+        items, responses, metrics = FAMILIES[family]
+        item_keys = cfg.item_partitions(family)
         family_steps: list[Step] = []
-        for stage, asset in (("items", items), ("responses", responses)):
-            name = asset.key.path[-1]
-            keys = asset.partitions_def.get_partition_keys() if asset.partitions_def else [None]
-            for key in keys:
-                base, model = _split(asset, stage, key) if key is not None else (None, None)
-                if model is not None:
-                    all_models.add(model)
+        for stage, name, keys in (("items", items, [(k, k, None) for k in item_keys or [None]]),
+                                  ("responses", responses, slice_keys(cfg, family))):
+            for key, base, model in keys:
                 if partitions and not ({base, key} & set(partitions)):
                     continue
                 matched_partitions |= {base, key} & set(partitions or ())
@@ -119,7 +111,7 @@ def plan_steps(assets_by_name: dict[str, dg.AssetsDefinition], families: Sequenc
         if partitions and not family_steps:
             continue  # a family without the partitions asked for
         steps += family_steps
-        steps.append(Step(job_name(family, "metrics"), family, (metrics.key.path[-1],), None))
+        steps.append(Step(job_name(family, "metrics"), family, (metrics,), None))
     missing = sorted(set(partitions or ()) - matched_partitions)
     if missing:
         raise SelectionError(f"--partition {missing[0]!r}: no such dataset, level or slice in "

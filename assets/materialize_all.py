@@ -16,8 +16,9 @@ the family, partition, models and configuration, recorded in the instance named 
 so the UI's Runs page and each job's page show it. `--model` evaluates only that model's slices
 (items already built are not rebuilt) and refreshes the metrics and reports. A step that is up to
 date (it last ran to the end on the same code, configuration and files, after the steps it reads:
-assets/up_to_date.py) is skipped, and Dagster's instance is not even opened when all are; `--all`
-runs every selected step.
+assets/up_to_date.py) is skipped; when all are, the command prints its summary without importing
+Dagster or the model client (the steps come from the configuration: `assets.jobs.plan_steps`);
+`--all` runs every selected step.
 
 While it runs, one progress line: steps done of all, calls done of those the configuration fixes
 (`+<=N`: the most that replies may add, e.g. WakenLLM's stages), elapsed time and an estimate of
@@ -47,20 +48,20 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from pathlib import Path
-
-import dagster as dg
+from typing import TYPE_CHECKING
 
 from assets import up_to_date
-from assets.compute_logs import open_instance
 from assets.jobs import FAMILIES, SelectionError, Step, plan_steps, run_tags, stage_of, waits_for
 from llm_calls import batch
 from llm_calls.batch import EXPORT_ENV
-from llm_calls.ledger import TOTALS
-from reporting import cost
+from llm_calls.totals import TOTALS
 from reporting.summary import Done, Progress, clock, left_out_at_demo, stored_items, summary
 from warehouse import Warehouse, open_warehouse
 from warehouse.connection import WarehouseVersionError
 from warehouse.lake import LakeError
+
+if TYPE_CHECKING:  # Dagster, the model client and the cost tables are imported where steps run:
+    import dagster as dg  # a run whose steps are all up to date prints its summary without them
 
 # Dagster's console log stays quiet (the event log in the instance keeps everything; --verbose prints
 # it): a failed step is reported by this command in one line, with its cause.
@@ -69,6 +70,8 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 def raw_assets(defs: dg.Definitions) -> list[dg.AssetsDefinition]:
     """The asset definitions as passed to `Definitions`, before resources are bound."""
+    import dagster as dg
+
     return [a for a in (defs.assets or []) if isinstance(a, dg.AssetsDefinition)]
 
 
@@ -117,32 +120,50 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from assets.definitions import build_definitions
+    from configuration import load_config
 
-    defs = build_definitions()  # from the configuration named now (BENCHSMITH_CONFIG), not at first import
-    by_name = {k.path[-1]: a for a in raw_assets(defs) for k in a.keys}
+    config = load_config()  # the file named now (BENCHSMITH_CONFIG); a bad one stops here, naming its key
     try:  # a bad selection fails before any run, and the plan refuses what the run refuses
-        steps_planned = plan_steps(by_name, [f for f in args.select or () if not (args.plan and f == "llm")] or None,
+        steps_planned = plan_steps(config, [f for f in args.select or () if not (args.plan and f == "llm")] or None,
                                    args.partition, args.model)
     except SelectionError as exc:
         parser.error(str(exc))
     if args.plan:
         return _plan(args, steps_planned)
-    config = defs.resources["settings"].load()
-    unusable = _unusable(defs.resources["warehouse"].get())
+    wh = open_warehouse(config)
+    unusable = _unusable(wh)
     if unusable:
         print(f"materialize_all: {unusable}", file=sys.stderr)
         return 2
+    exporting = bool(os.environ.get(EXPORT_ENV))
+    digest = up_to_date.inputs_digest(config, exporting)
+    if not args.model and len(up_to_date.skipped(steps_planned, wh, digest, args.all or exporting)) == len(steps_planned):
+        # nothing to run: the summary without importing Dagster or the model client (1.5-2 s of a 2.5-3 s
+        # rerun); `--model` plans its steps from what Dagster's instance has materialised, so it goes on
+        now = time.monotonic()
+        return _finish([Done(s, True, 0.0, (0, 0, 0), started=now, skipped=True) for s in steps_planned], [], wh,
+                       config)
+    return _run_steps(args, parser, config, wh, digest)
+
+
+def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config, wh: Warehouse, digest: str) -> int:
+    """Run the selected steps that are not up to date, each as a run of its Dagster job, and print the summary."""
+    import dagster as dg
+
+    from assets.compute_logs import open_instance
+    from assets.definitions import build_definitions
+
+    defs = build_definitions()  # from the configuration named now (BENCHSMITH_CONFIG), not at first import
     if not os.environ.get("DAGSTER_HOME"):  # `make` sets it; else the runs go beside the configuration file
         os.environ["DAGSTER_HOME"] = str(Path(config.source).resolve().parent)
         print(f"DAGSTER_HOME not set: recording runs in {os.environ['DAGSTER_HOME']}", file=sys.stderr)
     instance, concurrent = open_instance(os.environ["DAGSTER_HOME"]) if args.model else (None, True)
     materialized = {}
     if args.model:
-        stored = stored_items(defs.resources["warehouse"].get())
+        stored = stored_items(wh)
         for name, family in FAMILIES.items():
             key = dg.AssetKey(family[0])
-            if by_name[family[0]].partitions_def is None:
+            if config.item_partitions(name) is None:
                 recorded = {""} if instance.get_latest_materialization_event(key) else set()
             else:
                 recorded = set(instance.get_materialized_partitions(key))
@@ -150,13 +171,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             # warehouse file has no items, whatever the instance says)
             materialized[family[0]] = recorded & stored[name]
     try:
-        steps = plan_steps(by_name, args.select, args.partition, args.model, materialized)
+        steps = plan_steps(config, args.select, args.partition, args.model, materialized)
     except SelectionError as exc:
         parser.error(str(exc))
-    wh = defs.resources["warehouse"].get()
     exporting = bool(os.environ.get(EXPORT_ENV))
     waits = waits_for(steps)
-    digest = up_to_date.inputs_digest(config, exporting)
     skip = {steps[i] for i in up_to_date.skipped(steps, wh, digest, args.all or exporting)}
     if instance is None and len(skip) < len(steps):  # Dagster's instance only for steps that run (1-1.5 s)
         instance, concurrent = open_instance(os.environ["DAGSTER_HOME"])
@@ -182,9 +201,14 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     finally:
         recorder.shutdown(wait=True)
         progress.stop()
+    return _finish(done, run_ids, wh, config)
+
+
+def _finish(done: list[Done], run_ids: Sequence[str], wh: Warehouse, config) -> int:
+    """Print the summary, what the runs spent and the batch files waiting; the command's exit code."""
     try:
         print(summary(done, wh, config, wh.where))
-        paid = cost.spent(config, wh, [r for r in run_ids if r])
+        paid = _spent(config, wh, [r for r in run_ids if r])
         if paid:
             print(paid)
         waiting = batch.exported(wh)
@@ -200,6 +224,15 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
               f"{sum(d.ok for d in done)} of {len(done)} steps ok", file=sys.stderr)
         return 1
     return 0 if all(d.ok for d in done) else 1
+
+
+def _spent(config, wh: Warehouse, run_ids: Sequence[str]) -> str | None:
+    """What the runs `run_ids` spent (reporting/cost.py); None when they made no call."""
+    if not run_ids:
+        return None
+    from reporting import cost
+
+    return cost.spent(config, wh, run_ids)
 
 
 def run_steps(steps: Sequence[Step], waits: Sequence[frozenset[int]], parallel: int,
@@ -274,6 +307,8 @@ def _execute(defs: dg.Definitions, instance: dg.DagsterInstance, step: Step, con
     """One step as one run of its job, in this thread; its calls counted by its run id; what it ran
     with recorded by `recorder` (`assets.up_to_date`): up to date next time only if it succeeded
     with no failed call or failed ERROR check, and not as a batch export."""
+    import dagster as dg
+
     t0, started = time.monotonic(), datetime.now(UTC).replace(tzinfo=None)
     result = defs.resolve_job_def(step.job).execute_in_process(
         instance=instance, partition_key=step.partition, raise_on_error=False,
@@ -302,6 +337,7 @@ def _import_batches(files: list[str]) -> int:
     """`--import-batch`: each file read into the ledger whole, or refused whole with its bad lines."""
     from configuration import ConfigError, load_config
     from llm_calls.endpoints import ModelRegistry
+    from reporting import cost
 
     try:
         config = load_config()
@@ -327,6 +363,8 @@ def _import_batches(files: list[str]) -> int:
 def _failure(result: dg.ExecuteInProcessResult, wh: Warehouse) -> str:
     """Why a step failed, in one line: the failing checks and the first failed call's error, or the
     step's own error."""
+    import dagster as dg
+
     failed = [e for e in result.get_asset_check_evaluations()
               if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
     if failed:
@@ -371,6 +409,8 @@ def _planned_calls(config, wh: Warehouse, families) -> tuple[int, int, int] | No
 
 def _plan(args: argparse.Namespace, steps: list[Step]) -> int:
     """Print the capacity plan (no asset runs; calls only the latency probes it needs)."""
+    import dagster as dg
+
     from configuration import load_config
     from reporting import cost, plan
 
@@ -420,6 +460,8 @@ def _overhead(steps: int, chain: int, skipped: int = 0) -> tuple[str, float | No
     date (`assets.up_to_date`) and cost nothing. A run's time is measured from the instance's
     earlier runs of steps that call no model."""
     import statistics
+
+    import dagster as dg
 
     home = os.environ.get("DAGSTER_HOME")
     seconds = []

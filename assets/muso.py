@@ -12,7 +12,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.metadata import check_results, column_schema, figure_markdown, headline, table
-from assets.partitions import by_model, model_slice
+from assets.partitions import by_model, items_partitions, model_slice
 from assets.release import released_tables
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -34,8 +34,7 @@ RESPONSES_VERSION, METRICS_VERSION = "muso-responses-1", "muso-metrics-1"
 
 
 def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
-    parts = partitions(cfg)
-    partitions_def = dg.StaticPartitionsDefinition(list(parts))
+    partitions_def = items_partitions(cfg, "muso")
     check_docs = {
         "quota_met": "the level holds the configured number of instances",
         "counts_in_bin": "every instance's solution count lies in the level's bin and equals its stored solutions",

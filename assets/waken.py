@@ -8,7 +8,7 @@ from collections import Counter
 import dagster as dg
 
 from assets.metadata import check_results, column_schema, headline, stacked_bar_chart, table
-from assets.partitions import by_model, model_slice
+from assets.partitions import by_model, items_partitions, model_slice
 from assets.release import released_tables
 from assets.reply_checks import reply_check_results, reply_check_specs
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
@@ -28,7 +28,7 @@ OUTCOMES_VERSION, METRICS_VERSION = "waken-outcomes-1", "waken-metrics-1"
 
 
 def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
-    partitions_def = dg.StaticPartitionsDefinition(list(cfg.waken.datasets))
+    partitions_def = items_partitions(cfg, "waken")
 
     @dg.asset(name="waken_items", group_name=GROUP, metadata=column_schema("waken.items"), partitions_def=partitions_def, kinds={"duckdb"},
               code_version=code_version(ITEMS_VERSION, cfg, "waken"),

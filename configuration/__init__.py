@@ -288,6 +288,11 @@ class _Spine(Strict):
                     raise _RefError(f"{family.key}.{key}", name, allowed)
         return self
 
+    def item_partitions(self, family: str) -> list[str] | None:
+        """The partition keys of a family's items at the configured scale (its section's
+        `item_partitions`); None: one item set."""
+        return getattr(self, family).item_partitions(self.scale)
+
     def beside(self, path: str) -> Path:
         """`path` as the configuration means it: a relative path lies beside the configuration file."""
         p = Path(path)

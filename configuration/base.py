@@ -53,8 +53,15 @@ def derived_seed(seed: int, *parts: object) -> int:
 class Section(Strict):
     """A family's section of the configuration (`configuration/<key>.py`, named by the registry).
 
-    Two hooks let the whole configuration check it without knowing the family: the models it
-    names, and the paths in it that are relative to the configuration file."""
+    Three hooks let the whole configuration use it without knowing the family: the models it
+    names, the paths in it that are relative to the configuration file, and the partitions of its
+    items."""
+
+    def item_partitions(self, scale: str) -> list[str] | None:
+        """The partition keys of the family's items at `scale`, in the order they are built (a
+        dataset or a level each); None: one item set. The one list that the asset definitions
+        (assets/partitions.py), the command's steps (assets/jobs.py) and the plan read."""
+        return None
 
     def referenced_models(self) -> list[tuple[str, str, str]]:
         """(key under the section, model name, 'models' or 'evaluate': where the name must be)."""

@@ -4,7 +4,7 @@ A family's code lives in modules named after its key, one per layer that has wor
 
 | layer | module | what the cross-family code takes from it |
 | --- | --- | --- |
-| `configuration/` | `configuration/<key>.py` | its section's model (`config` below), checked and resolved by `Config` |
+| `configuration/` | `configuration/<key>.py` | its section's model (`config` below), checked by `Config`; `item_partitions` |
 | `warehouse/` | `warehouse/<key>.py` | `TABLES`, `VIEWS`, their docs, `ITEM_KEYS`, `MADE_ON`, `HEADLINE`, `MECHANISMS`, `SAMPLES` |
 | `evaluations/` | `evaluations/<key>.py` | `planned_calls(cfg, query)`: the calls its protocol makes |
 | `assets/` | `assets/<key>.py` | `build_assets(cfg)`: its assets and checks |

@@ -52,6 +52,9 @@ class IBDataset(Strict):
         return self
 
 
+MISCELLANY = "miscellany"  # the partition of the disturbing-miscellany items (ten-option questions)
+
+
 class IBConfig(Section):
     """Instruction Boundary (paper 003): datasets per form, the miscellany set, settings, budgets."""
 
@@ -70,6 +73,10 @@ class IBConfig(Section):
 
     def referenced_models(self) -> list[tuple[str, str, str]]:
         return [("polisher", self.polisher, "models")] if self.polisher is not None else []
+
+    def item_partitions(self, scale: str) -> list[str]:
+        """One partition per dataset, in the configured order, then the miscellany's."""
+        return [*self.datasets, MISCELLANY]
 
     @classmethod
     def paths_beside(cls, section: dict[str, Any], base: Path) -> dict[str, Any]:

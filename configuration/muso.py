@@ -8,6 +8,18 @@ from pydantic import Field, field_validator, model_validator
 
 from configuration.base import PerScale, Section, Strict
 
+TASKS = ("timetabling", "subsetsum")  # the order the levels are built, listed and shown in
+
+
+def bin_label(lo: int, hi: int | None) -> str:
+    """A bin of solution counts in words: `1-50`, or `301+` for the open last one."""
+    return f"{lo}+" if hi is None else f"{lo}-{hi}"
+
+
+def level_key(task: str, lo: int, hi: int | None) -> str:
+    """A level's partition key: its task and its bin (`timetabling_1-50`, `subsetsum_301+`)."""
+    return f"{task}_{bin_label(lo, hi)}"
+
 
 def _default_bins(n: int, width: int, open_last: bool) -> list[tuple[int, int | None]]:
     bins: list[tuple[int, int | None]] = [(1 + width * i, width * (i + 1)) for i in range(n)]
@@ -72,6 +84,17 @@ class MusoConfig(Section):
     model_paradigms: dict[str, list[Literal["short_cot", "long_cot"]]] = Field(default_factory=dict, description=(
         "per evaluated model, the paradigms it runs instead of `paradigms` (paper 001, section 3: Qwen3-8B "
         "non-thinking as Short-CoT, thinking as Long-CoT: two configured models, one paradigm each)"))
+
+    def levels(self, scale: str) -> list[tuple[str, int, int, int | None]]:
+        """(task, level number from 1, lo, hi) of each level built at `scale`: at demo scale only
+        the first `demo_levels` of each task (a level keeps its number whichever levels are built)."""
+        limit = self.demo_levels if scale == "demo" else None
+        return [(task, n, lo, hi) for task in TASKS for n, (lo, hi) in enumerate(getattr(self, task).bins, start=1)
+                if limit is None or n <= limit]
+
+    def item_partitions(self, scale: str) -> list[str]:
+        """One partition per level, the tasks in order."""
+        return [level_key(task, lo, hi) for task, _, lo, hi in self.levels(scale)]
 
     def paradigms_for(self, model: str) -> list[str]:
         """The paradigms `model` is evaluated in."""

@@ -67,6 +67,10 @@ class WakenConfig(Section):
     baselines: list[Literal[WAKEN_BASELINES]] = Field(default_factory=lambda: list(WAKEN_BASELINES))
     max_tokens: PerScale = PerScale(demo=96, paper=2048)
 
+    def item_partitions(self, scale: str) -> list[str]:
+        """One partition per dataset, in the configured order."""
+        return list(self.datasets)
+
     @classmethod
     def paths_beside(cls, section: dict[str, Any], base: Path) -> dict[str, Any]:
         return datasets_beside(section, base)

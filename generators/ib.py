@@ -45,12 +45,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from configuration import IBDataset, derived_seed
+from configuration.ib import MISCELLANY  # the partition of the disturbing-miscellany items
 from generators.fld import generate_problem
 from generators.sources import SourceRecord, load_configured
 from validators.checks import Check
 
 ITEMS_VERSION = "ib-2"
-MISCELLANY = "miscellany"  # the partition of the disturbing-miscellany items (ten-option questions)
 ALL_FALSE = "All other options are false"
 JUDGING_OPTIONS = ("True", "False", "Unknown")
 

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from configuration import Config, MusoSubsetSum, MusoTimetabling, derived_seed
+from configuration.muso import TASKS, bin_label, level_key
 from solvers import subsetsum as ss
 from solvers import timetabling as tt
 from validators.checks import Check
 from validators.muso_check import subset_violations, timetable_violations
 
 GENERATOR_VERSION = "muso-1"
-TASKS = ("timetabling", "subsetsum")
 TASK_PREFIX = {"timetabling": "tt", "subsetsum": "ss"}
 
 
@@ -53,7 +53,7 @@ class LevelBin:
 
     @property
     def label(self) -> str:
-        return f"{self.lo}+" if self.hi is None else f"{self.lo}-{self.hi}"
+        return bin_label(self.lo, self.hi)
 
     def contains(self, count: int) -> bool:
         return count >= self.lo and (self.hi is None or count <= self.hi)
@@ -68,7 +68,7 @@ def level_of(count: int, bins: Sequence[LevelBin]) -> int | None:
 
 
 def partition_key(task: str, b: LevelBin) -> str:
-    return f"{task}_{b.label}"
+    return level_key(task, b.lo, b.hi)
 
 
 def level_seed(seed: int, task: str, b: LevelBin) -> int:
@@ -294,15 +294,9 @@ def task_params(cfg: Config, task: str) -> TimetablingParams | SubsetSumParams:
 
 
 def partitions(cfg: Config) -> dict[str, tuple[str, int, LevelBin]]:
-    """Partition key -> (task, level, bin); at demo scale only the first `demo_levels` of each task
-    (a level keeps its number and its instances whichever levels are built)."""
-    limit = cfg.muso.demo_levels if cfg.scale == "demo" else None
-    return {
-        partition_key(task, b): (task, level, b)
-        for task in TASKS
-        for level, b in enumerate(task_bins(cfg, task), start=1)
-        if limit is None or level <= limit
-    }
+    """Partition key -> (task, level, bin) of each level built at the configured scale
+    (`MusoConfig.levels`)."""
+    return {level_key(task, lo, hi): (task, level, LevelBin(lo, hi)) for task, level, lo, hi in cfg.muso.levels(cfg.scale)}
 
 
 # -- the rows of a level, and its quality checks (the `muso_instances` asset stores and reports them) --

@@ -38,7 +38,7 @@ def assets_of(cfg):
 
 def test_the_steps_run_the_probe_then_each_family_items_slices_metrics_then_the_summary(stub, tmp_path):
     cfg = two_models(stub, tmp_path, ib=IB)
-    steps = plan_steps(assets_of(cfg))
+    steps = plan_steps(cfg)
     assert steps[0].job == "probe_models" and steps[-1].job == "summarise"
     assert steps[-1].assets == ("llm_call_summary", "model_report")
     families = [s.family for s in steps[1:-1]]
@@ -53,9 +53,25 @@ def test_the_steps_run_the_probe_then_each_family_items_slices_metrics_then_the_
     assert {s.job for s in steps} <= set(job_names())
 
 
+@pytest.mark.parametrize("scale", ["demo", "paper"])
+def test_the_steps_partitions_are_the_asset_definitions_partitions_in_their_order(stub, tmp_path, scale):
+    """The command plans its steps from the configuration without importing Dagster
+    (`Config.item_partitions`, `assets.partitions.slice_keys`); the asset definitions read the same
+    keys: every family's items and slices, in Dagster's order, at either scale."""
+    cfg = two_models(stub, tmp_path, ib=IB, waken=WAKEN, scale=scale, muso={"demo_levels": 2})
+    assets, steps = assets_of(cfg), plan_steps(cfg)
+    for family, names in FAMILIES.items():
+        for name in names[:2]:
+            pdef = assets[name].partitions_def
+            assert [s.partition for s in steps if s.assets == (name,)] == (
+                pdef.get_partition_keys() if pdef is not None else [None]), (family, name)
+    levels = [s.partition for s in steps if s.assets == ("muso_instances",)]
+    assert len(levels) == (4 if scale == "demo" else 17) and levels[:2] == ["timetabling_1-50", "timetabling_51-100"]
+
+
 def test_each_step_waits_only_for_the_steps_whose_assets_it_reads(stub, tmp_path):
     cfg = two_models(stub, tmp_path, ib=IB)
-    steps = plan_steps(assets_of(cfg), ["ib", "s1"])
+    steps = plan_steps(cfg, ["ib", "s1"])
     waits = waits_for(steps)
     at = {(s.job, s.partition): i for i, s in enumerate(steps)}
 
@@ -198,18 +214,17 @@ def test_the_commands_slices_run_at_once_sharing_the_models_concurrency(tmp_path
 
 def test_selection_by_family_partition_and_model(stub, tmp_path):
     cfg = two_models(stub, tmp_path, ib=IB, waken=WAKEN)
-    assets = assets_of(cfg)
-    one = plan_steps(assets, ["waken"], ["fld"])
+    one = plan_steps(cfg, ["waken"], ["fld"])
     assert [(s.job, s.partition) for s in one] == [
         ("probe_models", None), ("build_waken", "fld"), ("evaluate_waken", "fld|alpha"),
         ("evaluate_waken", "fld|beta"), ("score_waken", None), ("summarise", None)]
     # a partition without a family: every family that has it (S1-Bench and MuSoBench have no `fld`)
-    assert {s.family for s in plan_steps(assets, None, ["fld"])} == {"", "waken", "ib"}
+    assert {s.family for s in plan_steps(cfg, None, ["fld"])} == {"", "waken", "ib"}
     # one slice
-    assert [s.partition for s in plan_steps(assets, ["ib"], ["fld|beta"]) if s.partition] == ["fld|beta"]
+    assert [s.partition for s in plan_steps(cfg, ["ib"], ["fld|beta"]) if s.partition] == ["fld|beta"]
     # an added model: its slices only; items already built are not rebuilt, missing ones are
     built = {"ib_items": {"fld", "arithmetic"}, "waken_items": {"fld"}, "muso_instances": set(), "s1_items": {""}}
-    steps = plan_steps(assets, ["ib", "s1"], None, ["beta"], built)
+    steps = plan_steps(cfg, ["ib", "s1"], None, ["beta"], built)
     assert [(s.job, s.partition) for s in steps if s.family] == [
         ("build_ib", "miscellany"), ("evaluate_ib", "fld|beta"), ("evaluate_ib", "arithmetic|beta"),
         ("evaluate_ib", "miscellany|beta"), ("score_ib", None), ("evaluate_s1", "beta"), ("score_s1", None)]
@@ -223,7 +238,7 @@ def test_selection_by_family_partition_and_model(stub, tmp_path):
 def test_a_selection_that_names_nothing_is_refused(stub, tmp_path, args, message):
     cfg = two_models(stub, tmp_path, ib=IB)
     with pytest.raises(SelectionError, match=message.replace("(", r"\(").replace("|", r"\|")):
-        plan_steps(assets_of(cfg), *args)
+        plan_steps(cfg, *args)
 
 
 def ib_command(stub, tmp_path):

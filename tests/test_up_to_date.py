@@ -120,9 +120,9 @@ def test_the_inputs_digest_reads_the_project_s_packages_wherever_the_command_sta
     assert digests[0].stdout == digests[1].stdout and len(digests[0].stdout.strip()) == 32
 
 
-def _run(cfg, home, *args):
+def _run(cfg, home, *args, **environ):
     root = Path(__file__).resolve().parent.parent
-    env = {"PATH": "/usr/bin:/bin", CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home)}
+    env = {"PATH": "/usr/bin:/bin", CONFIG_ENV_VAR: cfg.source, "DAGSTER_HOME": str(home), **environ}
     return subprocess.run([sys.executable, "-m", "assets.materialize_all", "--select", "ib", *args],
                           cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
@@ -160,10 +160,13 @@ def test_a_rerun_asks_again_what_failed_then_with_nothing_changed_runs_no_step(t
         tables = {t: wh.rows(f"SELECT * FROM {t} ORDER BY ALL") for t in ("ib.items", "ib.responses", "ib.metrics")}
         runs, calls = _runs(home), len(asked)
 
-        third = _run(cfg, home)
+        third = _run(cfg, home, PYTHONPROFILEIMPORTTIME="1")  # each import the process made, on stderr
         assert third.returncode == 0, third.stderr[-2000:]
         steps = wh.scalar("SELECT count(*) FROM runs.steps")
         assert f"{steps} of {steps} steps up to date, not run again" in third.stdout
+        assert "Instruction Boundary [alpha]: vanilla Acc=" in third.stdout  # the same summary, headline numbers too
+        imported = {line.rsplit("|", 1)[1].strip() for line in third.stderr.splitlines() if line.startswith("import time")}
+        assert "warehouse" in imported and not imported & {"dagster", "openai", "pandas"}  # nothing runs: 1-1.5 s
         assert _runs(home) == runs and len(asked) == calls  # no Dagster run, no request
         assert {t: wh.rows(f"SELECT * FROM {t} ORDER BY ALL") for t in tables} == tables
         plan = _run(cfg, home, "--plan", "--latency", "1")  # the plan counts only the runs that will happen
