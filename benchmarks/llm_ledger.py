@@ -11,7 +11,9 @@ requests/s of both sides, each side's share of the bound (concurrency /
 delay) and ledger / bare (targets: >= 0.95 at 0.5 s, >= 0.9 at 0.05 s); the CPU time
 per call of both sides (this process's, the ledger's writer thread included) and the ledger's
 extra (target: <= 0.5 ms: request build, key hash, cache lookup, commit); and
-the cached rerun's speed-up (target >= 200x). Timings cover `Ledger.complete`
+the cached rerun's speed-up (target >= 200x). The extra is the median of the alternated pairs'
+differences (each pair ran back to back, so a machine's drift between pairs cancels), printed with
+their range. Timings cover `Ledger.complete`
 only; the warehouse file exists beforehand, as it does in any run after the
 first.
 
@@ -80,7 +82,7 @@ class _Quiet:
         pass
 
 
-def bench_delay(delay: float, waves: int, repeats: int, tmp: Path
+def bench_delay(delay: float, waves: int, repeats: int, tmp: Path, levels: tuple[int, ...] = (1, 8, 64)
                 ) -> tuple[list[float], tuple[Path, list[str], int, float, list[float]] | None]:
     server = subprocess.Popen([sys.executable, "-m", "llm_calls.stub_server", "--delay", str(delay)],
                               stdout=subprocess.PIPE, text=True)
@@ -93,7 +95,7 @@ def bench_delay(delay: float, waves: int, repeats: int, tmp: Path
         asyncio.run(bare(base_url, [f"warm bare {delay} #{i}" for i in range(16)], 8))
         ledger_run(base_url, db, [f"warm ledger {delay} #{i}" for i in range(16)], 8)
         ratios, last = [], None
-        for c in (1, 8, 64):
+        for c in levels:
             n = c * waves
             bound = c / delay
             t_bare, t_ledger, cpu_bare, cpu_ledger = [], [], [], []
@@ -107,10 +109,13 @@ def bench_delay(delay: float, waves: int, repeats: int, tmp: Path
                 cpu_ledger.append(cpu)
             bare_rps, ledger_rps = n / statistics.median(t_bare), n / statistics.median(t_ledger)
             ms_bare, ms_ledger = (1000 * statistics.median(x) / n for x in (cpu_bare, cpu_ledger))
+            # each pair ran back to back, so its difference leaves out the drift between pairs
+            extra = sorted(1000 * (b - a) / n for a, b in zip(cpu_bare, cpu_ledger))
             ratios.append(ledger_rps / bare_rps)
             print(f"{delay:>6} {c:>5} {n:>8} {bound:>8.1f} {bare_rps:>8.1f} {ledger_rps:>9.1f} "
                   f"{bare_rps / bound:>10.2f} {ledger_rps / bound:>12.2f} {ledger_rps / bare_rps:>11.2f} "
-                  f"{ms_bare:>9.2f} {ms_ledger:>10.2f} {ms_ledger - ms_bare:>9.2f}", flush=True)
+                  f"{ms_bare:>9.2f} {ms_ledger:>10.2f} {statistics.median(extra):>9.2f} "
+                  f"{extra[0]:>6.2f}..{extra[-1]:.2f}", flush=True)
             last = (db, prompts, c, t_ledger[-1])
         if delay == max(DELAYS_SEEN):
             db, prompts, c, t_first = last
@@ -130,6 +135,7 @@ def main() -> None:
     parser.add_argument("--delays", type=float, nargs="+", default=[0.5, 0.05], help="server delays (s)")
     parser.add_argument("--waves", type=int, default=8, help="requests per run = concurrency x waves")
     parser.add_argument("--repeats", type=int, default=3, help="alternated runs per side; the median is printed")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64], help="concurrency levels")
     args = parser.parse_args()
     DELAYS_SEEN.extend(args.delays)
 
@@ -137,11 +143,11 @@ def main() -> None:
           "alternated runs per side\n")
     print(f"{'delay':>6} {'conc':>5} {'requests':>8} {'bound/s':>8} {'bare/s':>8} {'ledger/s':>9} "
           f"{'bare/bound':>10} {'ledger/bound':>12} {'ledger/bare':>11} {'bare ms':>9} {'ledger ms':>10} "
-          f"{'extra ms':>9}  (CPU per call)")
+          f"{'extra ms':>9} {'pairs':>12}  (CPU per call; extra: the median of the pairs' differences, then their range)")
     cached = None
     with tempfile.TemporaryDirectory() as tmp:
         for delay in args.delays:
-            _, rerun = bench_delay(delay, args.waves, args.repeats, Path(tmp))
+            _, rerun = bench_delay(delay, args.waves, args.repeats, Path(tmp), tuple(args.concurrency))
             cached = rerun or cached
     if cached:
         _, prompts, c, t_first, reruns = cached
