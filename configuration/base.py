@@ -60,7 +60,7 @@ class Section(Strict):
     def item_partitions(self, scale: str) -> list[str] | None:
         """The partition keys of the family's items at `scale`, in the order they are built (a
         dataset or a level each); None: one item set. The one list that the asset definitions
-        (assets/partitions.py), the command's steps (assets/jobs.py) and the plan read."""
+        (assets/partitions.py) and the command's steps (assets/jobs.py) read."""
         return None
 
     def referenced_models(self) -> list[tuple[str, str, str]]:
