@@ -129,7 +129,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except SelectionError as exc:
         parser.error(str(exc))
     if args.plan:
-        return _plan(args, steps_planned)
+        return _plan(args, steps_planned, config)
     wh = open_warehouse(config)
     unusable = _unusable(wh)
     if unusable:
@@ -137,17 +137,22 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 2
     exporting = bool(os.environ.get(EXPORT_ENV))
     digest = up_to_date.inputs_digest(config, exporting)
-    if not args.model and len(up_to_date.skipped(steps_planned, wh, digest, args.all or exporting)) == len(steps_planned):
-        # nothing to run: the summary without importing Dagster or the model client (1.5-2 s of a 2.5-3 s
-        # rerun); `--model` plans its steps from what Dagster's instance has materialised, so it goes on
+    if args.model:  # the steps follow from what Dagster's instance has materialised: planned again there
+        return _run_steps(args, parser, config, wh, digest, exporting)
+    skip = up_to_date.skipped(steps_planned, wh, digest, args.all or exporting)
+    if len(skip) == len(steps_planned):
+        # nothing to run: the summary without importing Dagster or the model client (1.5-2 s of a 2.5-3 s rerun)
         now = time.monotonic()
         return _finish([Done(s, True, 0.0, (0, 0, 0), started=now, skipped=True) for s in steps_planned], [], wh,
                        config)
-    return _run_steps(args, parser, config, wh, digest)
+    return _run_steps(args, parser, config, wh, digest, exporting, (steps_planned, skip))
 
 
-def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config, wh: Warehouse, digest: str) -> int:
-    """Run the selected steps that are not up to date, each as a run of its Dagster job, and print the summary."""
+def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config, wh: Warehouse, digest: str,
+               exporting: bool, planned: tuple[list[Step], set[int]] | None = None) -> int:
+    """Run the selected steps that are not up to date, each as a run of its Dagster job, and print the
+    summary. `planned`: the steps and those up to date (by index), when `_run` has them (not with
+    `--model`)."""
     import dagster as dg
 
     from assets.compute_logs import open_instance
@@ -157,9 +162,9 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
     if not os.environ.get("DAGSTER_HOME"):  # `make` sets it; else the runs go beside the configuration file
         os.environ["DAGSTER_HOME"] = str(Path(config.source).resolve().parent)
         print(f"DAGSTER_HOME not set: recording runs in {os.environ['DAGSTER_HOME']}", file=sys.stderr)
-    instance, concurrent = open_instance(os.environ["DAGSTER_HOME"]) if args.model else (None, True)
+    instance, concurrent = open_instance(os.environ["DAGSTER_HOME"]) if planned is None else (None, True)
     materialized = {}
-    if args.model:
+    if planned is None:  # --model: the items the instance has materialised are not built again
         stored = stored_items(wh)
         for name, family in FAMILIES.items():
             key = dg.AssetKey(family[0])
@@ -170,13 +175,14 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
             # built only if the instance remembers it AND the warehouse holds it (a deleted or new
             # warehouse file has no items, whatever the instance says)
             materialized[family[0]] = recorded & stored[name]
-    try:
-        steps = plan_steps(config, args.select, args.partition, args.model, materialized)
-    except SelectionError as exc:
-        parser.error(str(exc))
-    exporting = bool(os.environ.get(EXPORT_ENV))
+        try:
+            steps = plan_steps(config, args.select, args.partition, args.model, materialized)
+        except SelectionError as exc:
+            parser.error(str(exc))
+        planned = (steps, up_to_date.skipped(steps, wh, digest, args.all or exporting))
+    steps = planned[0]
     waits = waits_for(steps)
-    skip = {steps[i] for i in up_to_date.skipped(steps, wh, digest, args.all or exporting)}
+    skip = {steps[i] for i in planned[1]}
     if instance is None and len(skip) < len(steps):  # Dagster's instance only for steps that run (1-1.5 s)
         instance, concurrent = open_instance(os.environ["DAGSTER_HOME"])
     planned = _planned_calls(config, wh, args.select) if len(skip) < len(steps) else None  # none to make
@@ -407,14 +413,12 @@ def _planned_calls(config, wh: Warehouse, families) -> tuple[int, int, int] | No
             sum(r.line.calls for r in rows if r.line.kind != plan.EXACT))
 
 
-def _plan(args: argparse.Namespace, steps: list[Step]) -> int:
+def _plan(args: argparse.Namespace, steps: list[Step], cfg) -> int:
     """Print the capacity plan (no asset runs; calls only the latency probes it needs)."""
     import dagster as dg
 
-    from configuration import load_config
     from reporting import cost, plan
 
-    cfg = load_config()
     wh = open_warehouse(cfg)
     lines = plan.plan_lines(cfg, wh, args.select, args.partition, args.model)
     runs = None

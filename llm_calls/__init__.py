@@ -8,26 +8,15 @@ imported on first use (PEP 562), so that a submodule without the `openai` client
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-_WHERE = {
+_WHERE = {  # each public name -> the submodule that defines it
     "CallRequest": "ledger", "CallResult": "ledger", "Ledger": "ledger", "call_key": "ledger",
     "reply_with_reasoning": "ledger",
     "Endpoint": "endpoints", "ModelRegistry": "endpoints", "endpoint_host": "endpoints", "redact": "endpoints",
     "EmbeddedServer": "embedded", "EmbeddedModelError": "embedded", "embedded_model_path": "embedded",
 }
-__all__ = [
-    "CallRequest", "CallResult", "Ledger", "call_key", "reply_with_reasoning",
-    "Endpoint", "ModelRegistry", "endpoint_host", "redact",
-    "EmbeddedServer", "EmbeddedModelError", "embedded_model_path",
-]
-
-if TYPE_CHECKING:
-    from llm_calls.embedded import EmbeddedModelError, EmbeddedServer, embedded_model_path
-    from llm_calls.endpoints import Endpoint, ModelRegistry, endpoint_host, redact
-    from llm_calls.ledger import CallRequest, CallResult, Ledger, call_key, reply_with_reasoning
-
-
+__all__ = list(_WHERE)
 
 
 def __getattr__(name: str) -> Any:

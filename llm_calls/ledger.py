@@ -65,7 +65,7 @@ from configuration import LedgerConfig
 from llm_calls import batch, flows
 from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling, model_messages, redact, wire_params
 from llm_calls.slots import Slots, for_endpoint
-from llm_calls.totals import TOTALS, RunTotals  # noqa: F401 (counted here, read by the command)
+from llm_calls.totals import TOTALS  # the calls counted here, read by the run command
 from warehouse import OnConflict, Warehouse
 
 T = TypeVar("T")
@@ -338,8 +338,6 @@ class _Failed(Exception):
 
 class _ServerDied(Exception):
     """The embedded server behind the endpoint died (its message says how): no retry can reach it."""
-
-
 
 
 class Ledger:
