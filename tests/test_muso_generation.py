@@ -12,6 +12,7 @@ from generators.muso import (
     question,
     reference_answer,
     solution_json,
+    solution_text,
 )
 from solvers import subsetsum as ss
 from solvers import timetabling as tt
@@ -87,6 +88,20 @@ def test_every_subsetsum_level_fills_with_counts_in_bin_and_verified_solutions(l
         values = inst.problem.values
         assert 10 <= len(values) <= 15 and len(set(values)) == len(values)
         assert 1 <= min(values) and max(values) <= 50
+
+
+@pytest.mark.parametrize(("task", "bins", "params"), [("timetabling", TT_BINS, TimetablingParams()),
+                                                      ("subsetsum", SS_BINS, SubsetSumParams())])
+def test_the_stored_solution_text_is_the_json_of_the_solution(task, bins, params):
+    """`solution_text` writes the JSON by hand (for speed); it must be `json.dumps`'s text exactly,
+    which the evaluation parses back and compares."""
+    import json
+
+    solutions = [s for level in (1, 3) for inst in generate_level(task, bins, level, 2, seed=4, params=params)
+                 for s in inst.solutions]
+    assert len(solutions) > 100
+    assert [solution_text(task, s) for s in solutions] == [json.dumps(solution_json(task, s)) for s in solutions]
+    assert solution_text("subsetsum", (-7, 0, 12)) == "[-7, 0, 12]"
 
 
 def test_unfillable_level_fails_naming_the_level():
