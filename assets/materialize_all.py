@@ -11,7 +11,8 @@ then per family its items, its (dataset, model) slices and its metrics, then the
 and the per-model reports. A step starts as soon as the steps it reads have ended
 (`assets.jobs.waits_for`), up to `--parallel` (8) at once, each in a thread: every slice of every
 family starts once its items are built and shares its models' concurrency with the others; items
-are built one at a time. Each step is a run of a named job (`evaluate_waken`, ...), tagged with
+are built one at a time (MuSoBench's levels generated ahead, in their order, by a worker process
+while the steps before them run: `levels_ahead`). Each step is a run of a named job (`evaluate_waken`, ...), tagged with
 the family, partition, models and configuration, recorded in the instance named by DAGSTER_HOME,
 so the UI's Runs page and each job's page show it. `--model` evaluates only that model's slices
 (items already built are not rebuilt) and refreshes the metrics and reports. A step that is up to
@@ -44,20 +45,22 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assets import up_to_date
 from assets.jobs import FAMILIES, SelectionError, Step, plan_steps, run_tags, stage_of, waits_for
+from generators import ahead
 from llm_calls import batch
 from llm_calls.batch import EXPORT_ENV
 from llm_calls.totals import TOTALS
 from reporting.summary import Done, Progress, clock, left_out_at_demo, stored_items, summary
 from warehouse import Warehouse, open_warehouse
-from warehouse.connection import WarehouseVersionError
+from warehouse.connection import WarehouseVersionError, duckdb_threads
 from warehouse.lake import LakeError
 
 if TYPE_CHECKING:  # Dagster, the model client and the cost tables are imported where steps run:
@@ -145,7 +148,33 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         now = time.monotonic()
         return _finish([Done(s, True, 0.0, (0, 0, 0), started=now, skipped=True) for s in steps_planned], [], wh,
                        config)
-    return _run_steps(args, parser, config, wh, digest, exporting, (steps_planned, skip))
+    # MuSoBench's levels generated in a worker process while the steps before each run (started
+    # first: the worker's start overlaps Dagster's imports)
+    with levels_ahead(config, _levels_to_build(config, steps_planned, skip)):
+        return _run_steps(args, parser, config, wh, digest, exporting, (steps_planned, skip))
+
+
+def _levels_to_build(config, steps: Sequence[Step], skip: Collection[int]) -> list[str]:
+    """The MuSoBench levels the run builds, in the order their steps start (items steps run one at
+    a time, in order): those not up to date, when no release is read instead
+    (`assets.release.released_tables`)."""
+    if config.release.load.get("muso"):
+        return []
+    return [s.partition for i, s in enumerate(steps) if i not in skip and s.family == "muso" and stage_of(s) == "items"]
+
+
+@contextmanager
+def levels_ahead(config, levels: Sequence[str]) -> Iterator[None]:
+    """MuSoBench's `levels` generated, with their rows, in a worker process (`generators.ahead`)
+    while the block runs their steps, each step taking its level from it; this process's DuckDB
+    leaves the worker a core meanwhile. Nothing started when there are no levels."""
+    from generators import muso
+
+    jobs = [muso.level_job(config, key) for key in levels]
+    with ahead.building_ahead(muso.build_level, jobs) as worker:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        with duckdb_threads(max(1, cores - 1)) if worker is not None else nullcontext():
+            yield
 
 
 def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config, wh: Warehouse, digest: str,

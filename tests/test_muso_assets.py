@@ -91,6 +91,37 @@ def test_rematerialising_a_level_replaces_it(perfect_stub, tmp_path):
         "SELECT count(*) FROM muso.solutions")
 
 
+def test_a_level_generated_ahead_in_the_worker_is_stored_exactly_as_one_built_inline(perfect_stub, tmp_path):
+    """`materialize_all` generates the levels it will build in a worker process
+    (`levels_ahead`); the step takes its level from there and stores the same rows, with the same
+    data version, as when it generates the level itself. A level not planned is built inline."""
+    from assets.materialize_all import levels_ahead
+    from configuration import load_config
+
+    cfg = stub_config(perfect_stub, tmp_path, muso=MUSO)
+    defs = build_definitions(cfg.source)
+    wh = Warehouse(cfg.warehouse_path())
+
+    def build(pk):
+        result = materialize(defs, ["muso_instances"], pk).results[0]
+        assert result.success and all(c.passed for c in result.get_asset_check_evaluations())
+        meta = result.asset_materializations_for_node("muso_instances")[0]
+        stored = wh.rows("SELECT * FROM muso.instances WHERE partition_key = ? ORDER BY instance_id", [pk])
+        solutions = wh.rows("SELECT * FROM muso.solutions WHERE partition_key = ? ORDER BY ALL", [pk])
+        return meta, stored, solutions
+
+    inline = build("timetabling_51-100")
+    assert inline[0].metadata["generated_ahead"].value is False
+    with levels_ahead(load_config(cfg.source), ["timetabling_51-100"]):
+        ahead_built = build("timetabling_51-100")
+        other = build("subsetsum_51+")  # not planned: built here
+    assert ahead_built[0].metadata["generated_ahead"].value is True
+    assert set(ahead_built[0].metadata["build_seconds"].value) == {"generation", "rows", "waited", "write", "checks"}
+    assert other[0].metadata["generated_ahead"].value is False
+    assert ahead_built[1] == inline[1] and ahead_built[2] == inline[2] and len(inline[2]) > 100
+    assert ahead_built[0].tags["dagster/data_version"] == inline[0].tags["dagster/data_version"]
+
+
 def test_a_level_s_checks_read_what_the_warehouse_holds_and_its_time_is_reported(perfect_stub, tmp_path):
     """The level's gates count the stored solutions in SQL and read back only the sample CP-SAT
     re-enumerates: a solution row lost from the first instance breaks `counts_in_bin` and

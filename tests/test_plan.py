@@ -92,8 +92,15 @@ def test_the_plan_counts_the_calls_the_run_makes(small):
 
 
 def test_after_a_run_the_plan_finds_the_exact_steps_cached(small):
+    import dagster as dg
+
     cfg = small
     assert materialize_all(["--select", "muso", "--select", "ib"]) == 0
+    # the run's MuSoBench levels were generated ahead, in the worker process (assets.materialize_all.levels_ahead)
+    with dg.DagsterInstance.get() as instance:
+        records = instance.fetch_materializations(dg.AssetKey("muso_instances"), limit=100).records
+        ahead = {r.partition_key: r.asset_materialization.metadata["generated_ahead"].value for r in records}
+    assert ahead and all(ahead.values()), ahead
     wh = Warehouse(cfg.warehouse_path())
     rows = plan.with_cache(plan.plan_lines(cfg, wh, ["llm", "muso", "ib"]), plan.stored_calls(cfg, wh))
     exact = [r for r in rows if r.line.kind == plan.EXACT]

@@ -458,3 +458,19 @@ def test_a_reader_of_the_same_process_gets_in_while_two_writers_keep_writing(wh)
             t.join(timeout=30)
     assert not errors, errors
     assert seen > 0 and waited < 5, waited
+
+
+def test_duckdb_threads_holds_this_process_s_duckdb_to_n_threads_while_its_block_runs(tmp_path):
+    """While a worker process generates MuSoBench levels, the steps' DuckDB leaves it a core
+    (`assets.materialize_all.levels_ahead`); afterwards DuckDB has its default again."""
+    from warehouse.connection import duckdb_threads
+
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    default = wh.scalar("SELECT current_setting('threads')")
+    assert default != 7  # (DuckDB's default is one thread per core)
+    with duckdb_threads(7):
+        assert wh.scalar("SELECT current_setting('threads')") == 7
+        with duckdb_threads(None):
+            assert wh.scalar("SELECT current_setting('threads')") == default
+        assert wh.scalar("SELECT current_setting('threads')") == 7
+    assert wh.scalar("SELECT current_setting('threads')") == default

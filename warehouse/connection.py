@@ -343,12 +343,28 @@ class _Instance:
     base: duckdb.DuckDBPyConnection
     users: int = 0
     read_only: bool = False
+    threads: int | None = None  # as set by `duckdb_threads` (None: DuckDB's default, one per core)
 
 
 _instances: dict[Path, _Instance] = {}
 _instances_lock = threading.Lock()
 _schema_lock = threading.Lock()
 _instances_pid = os.getpid()
+_threads: int | None = None
+
+
+@contextmanager
+def duckdb_threads(n: int | None) -> Iterator[None]:
+    """While the block runs, this process's DuckDB works with at most `n` threads (None: its
+    default, one per core), from each file's next attach on. For a process that leaves cores to
+    others: while `generators.ahead`'s worker generates MuSoBench levels on one of two cores, a
+    write on two threads slowed its generation by a fifth (benchmarks/muso_build.py)."""
+    global _threads
+    before, _threads = _threads, n
+    try:
+        yield
+    finally:
+        _threads = before
 
 
 def _attach(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -370,6 +386,9 @@ def _attach(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
             for p in idle[: max(0, len(_instances) - 1 - _KEEP_IDLE)]:
                 _instances.pop(p).base.close()
         if inst.users == 0:
+            if inst.threads != _threads:
+                inst.base.execute("RESET threads" if _threads is None else f"SET threads = {int(_threads)}")
+                inst.threads = _threads
             quoted = str(path).replace("'", "''")
             inst.base.execute(f"ATTACH '{quoted}' AS {_CATALOG}" + (" (READ_ONLY)" if read_only else ""))
             inst.read_only = read_only
