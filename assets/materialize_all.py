@@ -156,11 +156,29 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _levels_to_build(config, steps: Sequence[Step], skip: Collection[int]) -> list[str]:
     """The MuSoBench levels the run builds, in the order their steps start (items steps run one at
-    a time, in order): those not up to date, when no release is read instead
+    a time, in `start_order`): those not up to date, when no release is read instead
     (`assets.release.released_tables`)."""
     if config.release.load.get("muso"):
         return []
-    return [s.partition for i, s in enumerate(steps) if i not in skip and s.family == "muso" and stage_of(s) == "items"]
+    return [steps[i].partition for i in start_order(steps) if i not in skip and _muso_level(steps[i])]
+
+
+def _muso_level(step: Step) -> bool:
+    return step.family == "muso" and stage_of(step) == "items"
+
+
+def start_order(steps: Sequence[Step]) -> list[int]:
+    """The order `run_steps` tries the steps in (by index): the plan's, with MuSoBench's levels
+    taking one another's places in `configuration.muso.build_order` (the two tasks alternating, so
+    that the worker generating them ahead and the steps storing them are both kept busy)."""
+    from configuration.muso import build_order
+
+    places = [i for i, s in enumerate(steps) if _muso_level(s)]
+    index = {steps[i].partition: i for i in places}
+    order = list(range(len(steps)))
+    for place, key in zip(places, build_order([steps[i].partition for i in places])):
+        order[place] = index[key]
+    return order
 
 
 @contextmanager
@@ -232,7 +250,7 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
         return _execute(defs, instance, step, config, args.verbose, wh, digest, recorder)
 
     try:
-        done, run_ids = run_steps(steps, waits, parallel, execute, progress)
+        done, run_ids = run_steps(steps, waits, parallel, execute, progress, start_order(steps))
     finally:
         recorder.shutdown(wait=True)
         progress.stop()
@@ -271,15 +289,16 @@ def _spent(config, wh: Warehouse, run_ids: Sequence[str]) -> str | None:
 
 
 def run_steps(steps: Sequence[Step], waits: Sequence[frozenset[int]], parallel: int,
-              execute: Callable[[Step], tuple[Done, str]], progress: Progress | None = None
-              ) -> tuple[list[Done], list[str]]:
+              execute: Callable[[Step], tuple[Done, str]], progress: Progress | None = None,
+              order: Sequence[int] | None = None) -> tuple[list[Done], list[str]]:
     """Run every step, each once the steps it waits for (`waits`, by index) have ended, ok or not,
     up to `parallel` at once, each in a thread of its own (a Dagster run executes in the thread
     that starts it); items steps one at a time, since building items is the process's own CPU work
     (generation, solvers) that running two at once would only share out. `execute` runs one step
-    and returns its `Done` and run id. Returns them in the steps' order."""
+    and returns its `Done` and run id; `order` (by index), the order steps are tried in (default:
+    theirs). Returns them in the steps' order."""
     done: dict[int, tuple[Done, str]] = {}
-    left = list(range(len(steps)))
+    left = list(order) if order is not None else list(range(len(steps)))
     running: dict[Future, int] = {}
     with ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="step") as pool:
         while left or running:

@@ -75,6 +75,8 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                 clock.restart()
             clock.seconds.update(built.seconds)
             inst_rows, sol_rows = built.instances, built.solutions
+        gen.check_solution_rows(inst_rows, sol_rows)
+        clock.lap("validation")
         wh = warehouse.get()
         wh.replace_partitions({"muso.instances": inst_rows, "muso.solutions": sol_rows}, {"partition_key": pk})
         version = dg.DataVersion(wh.item_set_version("muso.instances", {"partition_key": pk}))
@@ -91,9 +93,9 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                 "from_release": released is not None,
                 "generated_ahead": "waited" in clock.seconds,
                 "generation_seconds": round(clock.seconds["generation"], 3),
-                # where the step's time went: generation (or reading the release), the rows and their
-                # independent validation, the write, the quality checks (CP-SAT re-enumeration included);
-                # generated ahead, the first two were the worker's, and `waited` is this step's wait for it
+                # where the step's time went: generation (or reading the release), the rows, every
+                # solution's independent validation, the write, the quality checks (CP-SAT re-enumeration
+                # included); generated ahead, the first two were the worker's, `waited` this step's wait for it
                 "build_seconds": dg.MetadataValue.json({k: round(v, 3) for k, v in clock.seconds.items()}),
             },
             check_results=checks,

@@ -6,11 +6,14 @@ speed drifts; both are printed and the ratio uses their mean).
 
 The build: the `build_muso` job for each level, one Dagster run per level as
 `python -m assets.materialize_all` runs it (in process, against a fresh warehouse and Dagster
-instance). Each run's `build_seconds` metadata says where its time went: generation, the rows
-(every solution re-checked by the independent validator, the question and reference answer
-texts), the write (one transaction, DuckDB's checkpoint when the file is released), the quality
-checks (solution counts in SQL, CP-SAT re-enumerating the level's sample); the rest of each run's
-wall time is Dagster's (creating the run, its events in the instance's SQLite storage).
+instance), twice: with the levels generated ahead in a worker process as `materialize_all` does
+(`levels_ahead`), then inline, each into a warehouse of its own. Each run's `build_seconds`
+metadata says where its time went: generation, the rows (the solutions' JSON, the question and
+reference answer texts), the validation (every solution re-checked from its text by the
+independent validator), the write (one transaction, DuckDB's checkpoint when the file is
+released), the quality checks (solution counts in SQL, CP-SAT re-enumerating the level's sample);
+built ahead, the first two are the worker's and `waited` is the step's wait for it. The rest of
+each run's wall time is Dagster's (creating the run, its events in the instance's SQLite storage).
 
 Memory: the process's peak resident set, the resident set right after the imports, and what is
 left resident after the last level once Python's garbage is collected and glibc's `malloc_trim`
@@ -102,13 +105,15 @@ def main() -> int:
     from assets.definitions import build_definitions
     from assets.materialize_all import levels_ahead
     from configuration import load_config
+    from configuration.muso import build_order
 
     cfg = load_config()
     defs = build_definitions()
     instance, _ = open_instance(os.environ["DAGSTER_HOME"])  # as the command opens it (its compute logs)
     job = defs.resolve_job_def("build_muso")
-    keys = [k for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.key == dg.AssetKey("muso_instances")
-            for k in a.partitions_def.get_partition_keys()]
+    # every level, in the order `materialize_all` builds them (the tasks alternating)
+    keys = build_order([k for a in defs.assets if isinstance(a, dg.AssetsDefinition)
+                        and a.key == dg.AssetKey("muso_instances") for k in a.partitions_def.get_partition_keys()])
     after_imports = resident_mib()
 
     before = generation_alone(cfg)
@@ -133,12 +138,13 @@ def main() -> int:
     print(f"the build, levels generated ahead: {ahead_wall:.1f} s = {ahead_wall / alone:.2f} x generation alone "
           f"(goal: at most 1.3 x){'' if every_ahead else '  (NOT every level came from the worker)'}")
     print(f"  in the worker: generation {phases['generation']:.1f} s, rows {phases['rows']:.1f} s")
-    here = phases["waited"] + phases["write"] + phases["checks"]
-    print(f"  in this process: waiting for the worker {phases['waited']:.1f} s, write {phases['write']:.1f} s, "
+    here = phases["waited"] + phases["validation"] + phases["write"] + phases["checks"]
+    print(f"  in this process: waiting for the worker {phases['waited']:.1f} s, validation {phases['validation']:.1f} s, "
+          f"write {phases['write']:.1f} s, "
           f"checks {phases['checks']:.1f} s, Dagster {wall - here:.1f} s ({(wall - here) / len(keys):.2f} s a run), "
           f"the worker's start and stop {ahead_wall - wall:.1f} s")
     print(f"the build, inline:  {inline_wall:.1f} s = {inline_wall / alone:.2f} x generation alone")
-    for name in ("generation", "rows", "write", "checks"):
+    for name in ("generation", "rows", "validation", "write", "checks"):
         print(f"  {name:<11} {inline_phases[name]:6.1f} s  ({inline_phases[name] / inline_wall:5.1%})")
     dagster = inline_wall - sum(inline_phases.values())
     print(f"  {'Dagster':<11} {dagster:6.1f} s  ({dagster / inline_wall:5.1%}; {len(keys)} runs, "

@@ -344,7 +344,8 @@ def level_job(cfg: Config, pk: str) -> LevelJob:
 
 def build_level(job: LevelJob) -> BuiltLevel:
     """Generate a level and make its rows (`generate_level`, `level_rows`): the build of one
-    `muso_instances` partition up to its write, in this process or a worker (`generators.ahead`)."""
+    `muso_instances` partition up to the rows' validation and write, in this process or a worker
+    (`generators.ahead`)."""
     t0 = time.perf_counter()
     instances = generate_level(job.task, list(job.bins), job.level, job.quota, job.seed, job.params)
     t1 = time.perf_counter()
@@ -355,27 +356,39 @@ def build_level(job: LevelJob) -> BuiltLevel:
 
 def level_rows(pk: str, task: str, level: int, b: LevelBin, instances: Sequence[Instance], config_seed: int
                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(`muso.instances` rows, `muso.solutions` rows) of one level; every solution is re-checked
-    against the constraints by a validator independent of the enumerators, and a violation stops
-    the build (an instance with a wrong solution would be scored against it)."""
+    """(`muso.instances` rows, `muso.solutions` rows) of one level. The step that stores them first
+    re-checks every solution in them (`check_solution_rows`)."""
     inst_rows, sol_rows = [], []
     for inst in instances:
-        problem = inst.problem.to_json()
-        for k, sol in enumerate(inst.solutions):
-            bad = timetable_violations(problem, sol) if task == "timetabling" else subset_violations(problem, sol)
-            if bad:
-                raise RuntimeError(f"{inst.instance_id} solution {k} breaks the constraints: {bad}")
-            sol_rows.append({"partition_key": pk, "instance_id": inst.instance_id, "solution_index": k,
-                             "solution": solution_text(task, sol)})
+        sol_rows += [{"partition_key": pk, "instance_id": inst.instance_id, "solution_index": k,
+                      "solution": solution_text(task, sol)} for k, sol in enumerate(inst.solutions)]
         inst_rows.append({
             "partition_key": pk, "instance_id": inst.instance_id, "task": task, "level": level,
             "level_lo": b.lo, "level_hi": b.hi, "solution_count": inst.solution_count,
             "question": question(inst), "reference_answer": reference_answer(inst),
-            "parameters": json.dumps({"problem": problem, "arm": inst.arm}),
+            "parameters": json.dumps({"problem": inst.problem.to_json(), "arm": inst.arm}),
             "config_seed": config_seed, "level_seed": inst.seed, "candidate_index": inst.candidate_index,
             "generator_version": GENERATOR_VERSION,
         })
     return inst_rows, sol_rows
+
+
+def check_solution_rows(inst_rows: Sequence[Mapping[str, Any]], sol_rows: Sequence[Mapping[str, Any]]) -> None:
+    """Every solution row re-checked against its instance's constraints by a validator independent
+    of the enumerators (validators/muso_check.py), read from the texts about to be stored (the
+    problem in `parameters`, the solution's JSON); a violation, or a solution of no instance in
+    `inst_rows`, stops the build, naming the instance and the solution: an instance with a wrong
+    solution would be scored against it. Run by the step that stores them, built or read from a
+    release."""
+    problems = {r["instance_id"]: (r["task"], json.loads(r["parameters"])["problem"]) for r in inst_rows}
+    for r in sol_rows:
+        task, problem = problems.get(r["instance_id"], (None, None))
+        if problem is None:
+            raise RuntimeError(f"{r['instance_id']} solution {r['solution_index']}: no such instance in the level")
+        sol = json.loads(r["solution"])
+        bad = timetable_violations(problem, sol) if task == "timetabling" else subset_violations(problem, sol)
+        if bad:
+            raise RuntimeError(f"{r['instance_id']} solution {r['solution_index']} breaks the constraints: {bad}")
 
 
 def cpsat_disagreements(task: str, instances: Sequence[Mapping[str, Any]],

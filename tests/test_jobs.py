@@ -136,6 +136,40 @@ def test_one_step_at_a_time_runs_them_in_the_plans_order():
     assert order == [s.label for s in steps]
 
 
+def test_the_run_builds_musobench_s_levels_with_the_tasks_alternating_and_everything_else_in_the_plans_order(
+        stub, tmp_path):
+    """`start_order` (what `run_steps` tries first) changes only the MuSoBench levels: they take one
+    another's places so that TimeTabling and SubsetSum alternate, each task's levels still in their
+    bins' order; the worker that generates them ahead is given them in that order."""
+    from assets.materialize_all import _levels_to_build, start_order
+
+    cfg = two_models(stub, tmp_path, ib=IB, waken=WAKEN, scale="paper")
+    steps = plan_steps(cfg)
+    order = start_order(steps)
+    assert sorted(order) == list(range(len(steps)))
+    levels = [steps[i].partition for i in order if steps[i].assets == ("muso_instances",)]
+    assert levels[:5] == ["timetabling_1-50", "subsetsum_1-50", "timetabling_51-100", "subsetsum_51-100",
+                          "timetabling_101-150"]
+    assert levels[-2:] == ["timetabling_451-500", "subsetsum_301+"]
+    for task in ("timetabling", "subsetsum"):
+        assert [k for k in levels if k.startswith(task)] == [
+            s.partition for s in steps if s.assets == ("muso_instances",) and s.partition.startswith(task)]
+    moved = {i for i, j in enumerate(order) if i != j}
+    assert moved and all(steps[i].assets == ("muso_instances",) for i in moved)
+    assert _levels_to_build(cfg, steps, set()) == levels
+    assert _levels_to_build(cfg, steps, {steps.index(next(s for s in steps if s.partition == "subsetsum_1-50"))}) == [
+        k for k in levels if k != "subsetsum_1-50"]
+
+    ran: list[str] = []
+
+    def execute(step):
+        ran.append(step.partition)
+        return Done(step, True, 0.0, (0, 0, 0)), "run"
+
+    done, _ = run_steps(steps, waits_for(steps), 1, execute, order=order)
+    assert [k for k in ran if k in set(levels)] == levels and [d.step for d in done] == steps
+
+
 def test_the_plans_chain_of_runs_follows_the_schedule_run_steps_keeps():
     steps = _fake_steps()
     # items a (the probe beside it), items b (slice a beside it), slice b, the metrics, the summary

@@ -116,7 +116,7 @@ def test_a_level_generated_ahead_in_the_worker_is_stored_exactly_as_one_built_in
         ahead_built = build("timetabling_51-100")
         other = build("subsetsum_51+")  # not planned: built here
     assert ahead_built[0].metadata["generated_ahead"].value is True
-    assert set(ahead_built[0].metadata["build_seconds"].value) == {"generation", "rows", "waited", "write", "checks"}
+    assert set(ahead_built[0].metadata["build_seconds"].value) == {"generation", "rows", "waited", "validation", "write", "checks"}
     assert other[0].metadata["generated_ahead"].value is False
     assert ahead_built[1] == inline[1] and ahead_built[2] == inline[2] and len(inline[2]) > 100
     assert ahead_built[0].tags["dagster/data_version"] == inline[0].tags["dagster/data_version"]
@@ -135,7 +135,7 @@ def test_a_level_s_checks_read_what_the_warehouse_holds_and_its_time_is_reported
     defs = build_definitions(cfg.source)
     result = materialize(defs, ["muso_instances"], "subsetsum_1-50")
     meta = result.results[0].asset_materializations_for_node("muso_instances")[0].metadata
-    assert set(meta["build_seconds"].value) == {"generation", "rows", "write", "checks"}
+    assert set(meta["build_seconds"].value) == {"generation", "rows", "validation", "write", "checks"}
     assert meta["build_seconds"].value["generation"] == meta["generation_seconds"].value
     wh = Warehouse(cfg.warehouse_path())
     first, second = [r["instance_id"] for r in wh.rows("SELECT instance_id FROM muso.instances ORDER BY 1")]

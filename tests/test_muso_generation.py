@@ -147,3 +147,23 @@ def test_a_stored_level_s_checks_catch_a_miscounted_instance_and_a_missing_solut
     assert bad["counts_in_bin"].metadata["violations"] == [first]
     assert bad["enumerators_agree"].metadata["disagree"] == [first]
     assert not bad["quota_met"].passed and not bad["no_duplicate_instances"].passed
+
+
+def test_a_solution_row_that_breaks_the_constraints_stops_the_build_naming_it():
+    """`check_solution_rows` re-checks the rows about to be stored, from their texts: a solution
+    changed after the enumerators found it, or one of no instance, stops the build by name."""
+    import json
+
+    from generators.muso import check_solution_rows, level_rows
+
+    b = LevelBin(1, 50)
+    instances = generate_level("timetabling", [b], 1, 2, seed=4, params=TimetablingParams())
+    inst, sols = level_rows("timetabling_1-50", "timetabling", 1, b, instances, config_seed=4)
+    check_solution_rows(inst, sols)  # as enumerated: no violation
+    broken = json.loads(sols[3]["solution"])
+    broken[1] = broken[0]  # course 1 in course 0's time and room
+    tampered = [*sols[:3], {**sols[3], "solution": json.dumps(broken)}, *sols[4:]]
+    with pytest.raises(RuntimeError, match=rf"{sols[3]['instance_id']} solution {sols[3]['solution_index']} breaks"):
+        check_solution_rows(inst, tampered)
+    with pytest.raises(RuntimeError, match="tt-x-000 solution 0: no such instance"):
+        check_solution_rows(inst, [*sols, {**sols[0], "instance_id": "tt-x-000", "solution_index": 0}])
