@@ -32,7 +32,7 @@ def build_order(keys: list[str]) -> list[str]:
     write, check and record it); a SubsetSum level less (0.1-1 s against 0.6-0.8 s). Alternating them
     keeps both busy; in the configuration's order the run ended on seven SubsetSum steps queued
     behind a finished worker (benchmarks/muso_build.py, 2026-12-04: the build 1.32-1.36 x the
-    generation in that order, 1.27-1.30 x interleaved)."""
+    generation in that order, 1.27-1.34 x interleaved, two runs each way and two trials)."""
     places: dict[str, list[str]] = {}
     for key in keys:
         places.setdefault(key.split("_", 1)[0], []).append(key)
