@@ -187,11 +187,11 @@ def levels_ahead(config, levels: Sequence[str]) -> Iterator[None]:
     while the block runs their steps, each step taking its level from it; this process's DuckDB
     leaves the worker a core meanwhile. Nothing started when there are no levels."""
     from generators import muso
+    from llm_calls.embedded import usable_cores
 
     jobs = [muso.level_job(config, key) for key in levels]
     with ahead.building_ahead(muso.build_level, jobs) as worker:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        with duckdb_threads(max(1, cores - 1)) if worker is not None else nullcontext():
+        with duckdb_threads(max(1, usable_cores() - 1)) if worker is not None else nullcontext():
             yield
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from llm_calls.embedded import _free_port, _usable_cores, embedded_model_path, server_threads  # noqa: E402
+from llm_calls.embedded import _free_port, embedded_model_path, server_threads, usable_cores  # noqa: E402
 from warehouse import Warehouse  # noqa: E402
 
 
@@ -132,7 +132,7 @@ def main() -> None:
                 if neighbour is not None:
                     neighbour.kill()
                     neighbour.wait()
-    print(f"demo calls ({' '.join(select)} / {' '.join(partition)}) on the embedded model, {_usable_cores()} cores")
+    print(f"demo calls ({' '.join(select)} / {' '.join(partition)}) on the embedded model, {usable_cores()} cores")
     print(f"{'condition':<10}{'side':<10}{'calls':>7}{'seconds':>10}{'calls/s':>10}{'tokens/s':>10}")
     for (condition, side), (calls, seconds, tokens) in results.items():
         print(f"{condition:<10}{side:<10}{calls:>7}{seconds:>10.1f}{calls / seconds:>10.2f}{tokens / seconds:>10.1f}")

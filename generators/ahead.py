@@ -102,13 +102,16 @@ class Ahead:
                 if future is None:
                     continue
                 future.set_result((ok, payload))  # still pickled: unpickled by the step that takes it
-        except Exception:  # EOF or a broken stream: the worker has ended
-            pass
+        except EOFError:  # the worker has ended
+            why = ""
+        except Exception as exc:  # not a result (something wrote to its stdout): stop it, or it waits for jobs
+            why = f" after its result stream broke ({type(exc).__name__}: {exc})"
+            self._process.kill()
         code = self._process.wait()
         with self._lock:
             for future in self._futures.values():
                 if not future.done():
-                    future.set_exception(WorkerDied(f"the worker (pid {self.pid}) ended with exit code {code}"))
+                    future.set_exception(WorkerDied(f"the worker (pid {self.pid}) ended with exit code {code}{why}"))
 
     def take(self, job: Any) -> Any | None:
         """The result of `job` built ahead, once the worker has it; None if `job` equals no planned job

@@ -114,10 +114,11 @@ def _free_port() -> int:
 
 def server_threads() -> int:
     """llama.cpp threads for the embedded server: the usable cores but one, at least one."""
-    return max(1, _usable_cores() - 1)
+    return max(1, usable_cores() - 1)
 
 
-def _usable_cores() -> int:
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, where the OS has one)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux

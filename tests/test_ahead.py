@@ -62,6 +62,24 @@ def test_when_the_worker_dies_the_steps_build_inline(capsys):
     assert "ended with exit code -9; building inline" in capsys.readouterr().err
 
 
+def test_a_worker_whose_result_stream_breaks_is_stopped_and_the_steps_build_inline(tmp_path, monkeypatch, capsys):
+    """Something that writes to the worker's stdout before it starts serving (here a
+    `sitecustomize` that prints) breaks the stream of results: the worker is stopped rather than
+    left waiting for jobs, and `take` returns None instead of waiting for ever."""
+    import threading
+
+    (tmp_path / "sitecustomize.py").write_text("print('hello from site')\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    got: list = []
+    with ahead.building_ahead(square, [2]):
+        taker = threading.Thread(target=lambda: got.append(ahead.take(square, 2)), daemon=True)
+        taker.start()
+        taker.join(30)
+        assert not taker.is_alive(), "take waited for a worker that can no longer answer"
+    assert got == [None]
+    assert "result stream broke" in capsys.readouterr().err
+
+
 def test_closing_with_work_never_taken_stops_the_worker_at_once():
     t0 = time.monotonic()
     with ahead.building_ahead(square, [("sleep", 60)]) as worker:

@@ -150,10 +150,10 @@ def test_concurrent_users_share_one_server_and_the_last_one_out_stops_it(tmp_pat
 
 
 def test_threads_leave_one_usable_core_to_the_pipeline():
-    from llm_calls.embedded import _usable_cores
+    from llm_calls.embedded import usable_cores
 
     cores = len(os.sched_getaffinity(0))
-    assert _usable_cores() == cores
+    assert usable_cores() == cores
     assert EmbeddedServer("smollm2-135m-instruct").n_threads == max(1, cores - 1)
 
 
