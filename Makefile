@@ -51,3 +51,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/paper_calls.py
 	$(BIN)/python benchmarks/muso_build.py
 	$(BIN)/python benchmarks/cache_lookup.py
+	$(BIN)/python benchmarks/dagster_runs.py

@@ -123,6 +123,7 @@ def _tees_off() -> None:
 
 
 _DAGSTERS_LOCAL = ("dagster._core.storage.local_compute_log_manager", "LocalComputeLogManager")
+_DAGSTERS_SQLITE = ("dagster._core.storage.sqlite_storage", "DagsterSqliteStorage")
 
 
 def open_instance(home: str) -> tuple[Any, bool]:
@@ -136,11 +137,21 @@ def open_instance(home: str) -> tuple[Any, bool]:
     from dagster._core.instance.ref import InstanceRef
     from dagster._core.storage.noop_compute_log_manager import NoOpComputeLogManager
 
+    from assets.event_log import LocalSqliteStorage
+
     ref = InstanceRef.from_dir(home)
+    overrides = {}
     logs = ref.compute_logs_data
     if (logs.module_name, logs.class_name) == _DAGSTERS_LOCAL:
-        ref = InstanceRef.from_dir(home, overrides={"compute_logs": {
-            "module": __name__, "class": ThreadComputeLogManager.__name__, "config": dict(logs.config_dict)}})
+        overrides["compute_logs"] = {
+            "module": __name__, "class": ThreadComputeLogManager.__name__, "config": dict(logs.config_dict)}
+    storage = ref.storage_data
+    if (storage.module_name, storage.class_name) == _DAGSTERS_SQLITE:
+        overrides["storage"] = {"custom": {
+            "module": LocalSqliteStorage.__module__, "class": LocalSqliteStorage.__name__,
+            "config": dict(storage.config_dict)}}
+    if overrides:
+        ref = InstanceRef.from_dir(home, overrides=overrides)
     instance = DagsterInstance.from_ref(ref)
     # Dagster builds the instance's yaml-defined log handlers for every run it starts, with
     # `logging.config.dictConfig`, which holds the logging module's lock while it closes every
