@@ -112,3 +112,39 @@ def test_a_storage_other_than_dagsters_sqlite_is_left_as_configured(tmp_path):
     instance, _ = open_instance(str(tmp_path))
     assert type(instance.event_log_storage).__name__ == "ConsolidatedSqliteEventLogStorage"
     assert _job(["a"]).execute_in_process(instance=instance, partition_key="a").success
+
+
+def test_the_ui_watching_a_run_of_the_command_sees_each_event_as_it_is_stored(tmp_path):
+    """The UI streams a running run's events by watching its file (Dagster's watchdog reacts when
+    `<run id>.db` itself is modified), so an event must reach the file, not only its write-ahead log."""
+    import logging
+    import threading
+    import time
+
+    from dagster._core.events.log import EventLogEntry
+
+    (tmp_path / "dagster.yaml").write_text(NOOP_LOGS)
+    ours, _ = open_instance(str(tmp_path))
+    theirs = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(tmp_path)))  # as the UI opens it
+
+    def entry(text):
+        return EventLogEntry(error_info=None, level=logging.INFO, user_message=text, run_id="r1",
+                             timestamp=time.time())
+
+    ours.event_log_storage.store_event(entry("first"))
+    seen, arrived = [], threading.Event()
+
+    def callback(event, cursor):
+        seen.append(event.user_message)
+        if event.user_message == "second":
+            arrived.set()
+
+    theirs.event_log_storage.watch("r1", None, callback)
+    try:
+        time.sleep(0.5)  # the observer thread running
+        ours.event_log_storage.store_event(entry("second"))
+        assert arrived.wait(10), f"the watcher saw {seen}"
+    finally:
+        theirs.event_log_storage.end_watch("r1", callback)
+        theirs.dispose()
+        ours.dispose()
