@@ -137,7 +137,7 @@ def open_instance(home: str) -> tuple[Any, bool]:
     from dagster._core.instance.ref import InstanceRef
     from dagster._core.storage.noop_compute_log_manager import NoOpComputeLogManager
 
-    from assets.event_log import LocalSqliteStorage
+    from assets.instance_storage import LocalSqliteStorage
 
     ref = InstanceRef.from_dir(home)
     overrides = {}

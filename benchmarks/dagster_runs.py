@@ -1,11 +1,11 @@
-"""Dagster's own cost per run: its SQLite event log against the project's, side by side in one run.
+"""Dagster's own cost per run: its SQLite storage against the project's, side by side in one run.
 
 One partitioned asset with one check that does nothing (a metadata entry and a passed check), run
 with `execute_in_process` as `python -m assets.materialize_all` runs each step, one partition per
 run, into two Dagster instances in two fresh folders: Dagster's own SQLite storage (what the UI
-opens from dagster.yaml) and `assets.event_log.LocalSqliteStorage` (what
+opens from dagster.yaml) and `assets.instance_storage.LocalSqliteStorage` (what
 `assets.compute_logs.open_instance` opens for the command). Both capture compute logs with the
-project's `ThreadComputeLogManager`, so only the event log differs. The runs alternate between the
+project's `ThreadComputeLogManager`, so only the storage of the runs' records and events differs. The runs alternate between the
 two, so the machine's drift falls on both alike; the first run of each is left out (the index file
 and the first run file are made then).
 
@@ -54,7 +54,7 @@ def main() -> int:
     args = parser.parse_args()
     import dagster as dg
 
-    from assets.event_log import RunEventLogStorage
+    from assets.instance_storage import RunEventLogStorage, RunStorage
     from assets.materialize_all import QUIET  # the command's run configuration: the events stored, not printed
 
     keys = [str(i) for i in range(args.runs + 1)]
@@ -68,7 +68,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         sides = instances(Path(tmp))
         assert isinstance(sides["project"].event_log_storage, RunEventLogStorage)
+        assert isinstance(sides["project"].run_storage, RunStorage)
         assert not isinstance(sides["dagster"].event_log_storage, RunEventLogStorage)
+        assert not isinstance(sides["dagster"].run_storage, RunStorage)
         spent: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
         for i, key in enumerate(keys):
             for name, instance in sides.items() if i % 2 else reversed(sides.items()):
@@ -80,9 +82,9 @@ def main() -> int:
     wall = {n: statistics.median(w for w, _ in s) for n, s in spent.items()}
     cpu = {n: statistics.median(c for _, c in s) for n, s in spent.items()}
     print(f"Dagster's cost per run, {args.runs} runs per side, alternating ({events} events a run)")
-    print(f"{'event log':<32}{'wall s':>9}{'CPU s':>9}")
-    print(f"{'Dagster SqliteEventLogStorage':<32}{wall['dagster']:>9.3f}{cpu['dagster']:>9.3f}")
-    print(f"{'the project RunEventLogStorage':<32}{wall['project']:>9.3f}{cpu['project']:>9.3f}")
+    print(f"{'storage':<32}{'wall s':>9}{'CPU s':>9}")
+    print(f"{'Dagster DagsterSqliteStorage':<32}{wall['dagster']:>9.3f}{cpu['dagster']:>9.3f}")
+    print(f"{'the project LocalSqliteStorage':<32}{wall['project']:>9.3f}{cpu['project']:>9.3f}")
     print(f"project / Dagster: wall {wall['project'] / wall['dagster']:.2f}, CPU {cpu['project'] / cpu['dagster']:.2f}; "
           f"saved per run: {wall['dagster'] - wall['project']:.3f} s wall, {cpu['dagster'] - cpu['project']:.3f} s CPU")
     return 0

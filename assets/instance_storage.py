@@ -1,42 +1,43 @@
-"""Dagster's run event logs on SQLite: the same files, written with less work per event.
+"""Dagster's SQLite storage for the command's runs: the same files, written with less work.
 
-Dagster's default storage (`storage: sqlite` in dagster.yaml, or no storage named) keeps each
-run's events in a SQLite file of its own, `<base_dir>/history/runs/<run id>.db`, in WAL mode, beside
-an index file. `SqliteEventLogStorage` (dagster 1.13.27) does three things per run that cost more
-than the events themselves:
+Dagster's default storage (`storage: sqlite` in dagster.yaml, or no storage named) keeps the runs'
+records in `<base_dir>/history/runs.db` and each run's events in a file of its own,
+`<base_dir>/history/runs/<run id>.db`, beside an index file, all in WAL mode. Dagster 1.13.27's
+`SqliteRunStorage` and `SqliteEventLogStorage` do more per run than the records and events need:
 
-- for every event it stores it creates a SQLAlchemy engine for the file and disposes of it after
-  the one statement (an engine's first connection also reads SQLite's version and settings);
-- so every event opens the file and closes it again: the write-ahead log is made, checkpointed
-  into the file and deleted each time;
-- for each new run file it loads alembic's migration scripts from disk, twice (to read the head
-  revision, then to stamp the file with it), some 90 Python files each time, and creates the tables
-  before turning WAL on, so each CREATE is a transaction of its own with a rollback journal.
+- for every statement (some 30 on the run's record, 15 events for a step that does nothing) they
+  create a SQLAlchemy engine, open the file, and close it: the write-ahead log is made,
+  checkpointed into the file and deleted each time;
+- for each new run file the event log loads alembic's migration scripts from disk, twice (to read
+  the head revision, then to stamp the file with it), some 90 Python files each time, and creates
+  the tables before turning WAL on, so each CREATE is a transaction with a rollback journal.
 
+`RunStorage` keeps one engine for runs.db, with its connections (one per thread at a time).
 `RunEventLogStorage` keeps an engine, and its one connection, for each of the last `ENGINES` files
 it used (the run's own file and the index), loads the migration scripts once per process, and
 turns WAL on before creating a new file's tables, on the connection it keeps. The new file is the
-one Dagster makes: the same tables and indexes, WAL, the head revision (`tests/test_event_log.py`
-compares the two files, and reads each with the other's storage). Every statement still commits.
-After each commit to a run's file the log is checkpointed into the file (passively: never waiting
-for a reader): the UI streams a running run's events by watching `<run id>.db` itself for changes
-(Dagster's `SqliteEventLogStorageWatchdog`), which a log left open would never touch (the same test
-file watches as the UI does). The connections close when the storage is disposed of, when the
-process exits (`assets.materialize_all.exit_fast` runs the atexit handlers) or when a file leaves the
-last `ENGINES`, so a finished run leaves its `.db` file alone, as Dagster's does. A killed process
-leaves a `-wal` file beside it; SQLite reads it back at the next open.
+one Dagster makes: the same tables and indexes, WAL, the head revision (`tests/test_instance_storage.py`
+compares the two files, and reads each storage's runs and events with the other). Every statement
+still commits. After each commit to a run's file the log is checkpointed into the file (passively:
+never waiting for a reader): the UI streams a running run's events by watching `<run id>.db` itself
+for changes (Dagster's `SqliteEventLogStorageWatchdog`), which a log left open would never touch (the
+same test file watches as the UI does). The connections close when the storage is disposed of,
+when the process exits (`assets.materialize_all.exit_fast` runs the atexit handlers) or when a file
+leaves the last `ENGINES`, so a finished run leaves each `.db` file alone, as Dagster's does. A killed
+process leaves `-wal` files beside them; SQLite reads them back at the next open.
 
-`LocalSqliteStorage` is Dagster's `DagsterSqliteStorage` with this event log;
-`assets.compute_logs.open_instance` opens it in place of Dagster's for the command's runs. The UI,
-reading dagster.yaml itself, keeps Dagster's classes (so do the runs it launches): the files are the
-same.
+`LocalSqliteStorage` is Dagster's `DagsterSqliteStorage` (which still sets up and migrates the files)
+with these two; `assets.compute_logs.open_instance` opens it in place of Dagster's for the command's
+runs. The UI, reading dagster.yaml itself, keeps Dagster's classes (so do the runs it launches): the
+files are the same.
 
 Measured side by side (`benchmarks/dagster_runs.py`, a run of an asset with one check that does
-nothing, 15 events; 2 cores of an AMD EPYC, 2026-12-04): Dagster's storage 0.23-0.25 s of wall
-time and 0.19-0.20 s of CPU per run, this one 0.10-0.11 s and 0.08-0.09 s. Step by step, each
-measured the same way: an engine per file and the scripts once took 0.07-0.08 s off a run; the
-connection kept 0.03-0.04 s more; the tables made after WAL is on 0.01-0.02 s more; the checkpoint
-after each commit cost nothing measurable.
+nothing; 2 cores of an AMD EPYC, 2026-12-04), step by step, each change measured the same way on a
+quiet machine: Dagster's storage took 0.23-0.25 s of wall time and 0.19-0.20 s of CPU per run; an
+engine per event file and the scripts loaded once took 0.07-0.08 s off; the event file's connection
+kept, 0.03-0.04 s more; a new file's tables made after WAL is on, 0.01-0.02 s more (0.10-0.11 s and
+0.08-0.09 s of CPU per run; the checkpoint after each commit cost nothing measurable); runs.db's
+connections kept, 0.02 s more: 0.08 s of wall time and 0.07 s of CPU per run, a third of Dagster's.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ import sqlalchemy.exc as db_exc
 from dagster._core.storage.event_log.schema import SqlEventLogStorageMetadata
 from dagster._core.storage.event_log.sqlite import sqlite_event_log
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
+from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.sql import create_engine, get_alembic_config, safe_commit
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._core.storage.sqlite_storage import DagsterSqliteStorage, _event_logs_directory
@@ -65,10 +67,11 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import QueuePool
 
 ENGINES = 16  # files whose engine and connection are kept: the index, the runs going on at once, a few read after
+RUN_CONNECTIONS = 4  # connections to runs.db kept for the threads that read and write run records at once
 _INIT_RETRIES = 10  # as Dagster's: another process (the UI) creating the same file at the same moment
 
 
-_OPEN: weakref.WeakSet[RunEventLogStorage] = weakref.WeakSet()
+_OPEN: weakref.WeakSet[RunEventLogStorage | RunStorage] = weakref.WeakSet()
 
 
 @atexit.register
@@ -166,12 +169,37 @@ class RunEventLogStorage(SqliteEventLogStorage):
                 retries -= 1
 
 
+class RunStorage(SqliteRunStorage):
+    """`SqliteRunStorage` (the runs' records, `runs.db`) with one engine whose connections are kept:
+    Dagster's creates an engine and opens and closes the file for each of the 30 or so reads and
+    writes of a run's record. Threads take connections from the pool, one each at a time."""
+
+    def __init__(self, conn_string: str, inst_data: Any = None):
+        super().__init__(conn_string, inst_data)
+        self._engine = create_engine(conn_string, poolclass=QueuePool, pool_size=RUN_CONNECTIONS, max_overflow=-1,
+                                     connect_args={"check_same_thread": False})
+        _OPEN.add(self)
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        with self._engine.connect() as conn, conn.begin():
+            yield conn
+
+    def close_files(self) -> None:
+        self._engine.dispose()
+
+    def dispose(self) -> None:
+        self.close_files()
+        super().dispose()
+
+
 class LocalSqliteStorage(DagsterSqliteStorage):
-    """Dagster's SQLite storage (runs, schedules, event logs in the same folders), its event log
-    `RunEventLogStorage`."""
+    """Dagster's SQLite storage (runs, schedules, event logs in the same folders), with
+    `RunStorage` and `RunEventLogStorage`."""
 
     def __init__(self, base_dir: str, inst_data: Any = None):
-        super().__init__(base_dir, inst_data)
+        super().__init__(base_dir, inst_data)  # Dagster's set-up and migrations of the files, as always
+        self._run_storage = RunStorage(self._run_storage._conn_string)
         self._event_log_storage = RunEventLogStorage(_event_logs_directory(base_dir))
 
     @classmethod

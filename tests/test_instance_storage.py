@@ -1,5 +1,5 @@
-"""assets/event_log.py: the command's Dagster runs write the event log files Dagster writes, with
-one engine per file instead of one per event."""
+"""assets/instance_storage.py: the command's Dagster runs write the files Dagster writes (each run's
+events, the runs' records), with engines and connections kept instead of one per statement."""
 
 import sqlite3
 import subprocess
@@ -9,10 +9,12 @@ from pathlib import Path
 import dagster as dg
 from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+from dagster._core.storage.runs.sqlite import sqlite_run_storage
+from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 
-from assets import event_log
+from assets import instance_storage
 from assets.compute_logs import open_instance
-from assets.event_log import RunEventLogStorage
+from assets.instance_storage import RunEventLogStorage, RunStorage
 
 ROOT = Path(__file__).resolve().parent.parent
 NOOP_LOGS = "compute_logs:\n  module: dagster._core.storage.noop_compute_log_manager\n  class: NoOpComputeLogManager\n"
@@ -56,6 +58,12 @@ def test_a_run_file_the_command_writes_is_the_file_dagster_writes_and_dagster_re
         return [e.dagster_event_type for e in instance.all_logs(run_id) if e.is_dagster_event]
 
     assert kinds(theirs, mine) == kinds(ours, mine) == kinds(theirs, dagsters)
+    # the runs' records: each storage reads the other's, status and tags included
+    for run_id in (mine, dagsters):
+        a, b = ours.get_run_by_id(run_id), theirs.get_run_by_id(run_id)
+        assert (a.status, a.tags, a.job_name) == (b.status, b.tags, b.job_name)
+        assert a.status == dg.DagsterRunStatus.SUCCESS and a.job_name == "one"
+    assert isinstance(ours.run_storage, RunStorage) and type(theirs.run_storage) is SqliteRunStorage
     # the asset index (the UI's partitions and check verdicts) holds both runs, whichever wrote them
     assert theirs.get_materialized_partitions(dg.AssetKey("step")) == {"a", "b"}
     history = theirs.event_log_storage.get_asset_check_execution_history(
@@ -68,26 +76,29 @@ def test_each_file_gets_one_engine_and_only_the_last_few_are_kept(tmp_path, monk
     instance, _ = open_instance(str(tmp_path))  # no storage named: Dagster's default, in tmp_path
     storage = instance.event_log_storage
     assert isinstance(storage, RunEventLogStorage)
-    made = []
-    real = event_log.create_engine
-    monkeypatch.setattr(event_log, "create_engine", lambda *a, **k: made.append(a[0]) or real(*a, **k))
-    monkeypatch.setattr(event_log, "ENGINES", 3)
+    made, made_by_dagster = [], []
+    real = instance_storage.create_engine
+    monkeypatch.setattr(instance_storage, "create_engine", lambda *a, **k: made.append(a[0]) or real(*a, **k))
+    monkeypatch.setattr(sqlite_run_storage, "create_engine", lambda *a, **k: made_by_dagster.append(a[0]) or real(*a, **k))
+    monkeypatch.setattr(instance_storage, "ENGINES", 3)
     job = _job([str(i) for i in range(5)])
     run_ids = [job.execute_in_process(instance=instance, partition_key=str(i)).run_id for i in range(5)]
     # a run stores about 15 events, in its own file and the index: one engine each, not one per event
     assert len(made) == len(set(made)) == 5 + 1
+    assert made_by_dagster == []  # the runs' records: the engine made with the instance, for every read and write
     assert len(storage._engines) == 3 and run_ids[4] in storage._engines and run_ids[0] not in storage._engines
     assert len(instance.all_logs(run_ids[0])) > 10  # an evicted file is opened again when read
     runs = tmp_path / "history" / "runs"
     assert {p.name for p in runs.glob("*.db-wal")} == {f"{k}.db-wal" for k in storage._engines}  # the open ones
     instance.dispose()
     assert list(runs.glob("*.db-wal")) == [] and len(list(runs.glob("*.db"))) == 5 + 1
+    assert not (tmp_path / "history" / "runs.db-wal").exists()
 
 
 def test_the_files_kept_open_are_closed_when_the_process_exits_leaving_no_write_ahead_log(tmp_path):
     (tmp_path / "dagster.yaml").write_text(NOOP_LOGS)
     code = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]]\n"
-            "from test_event_log import _job\n"
+            "from test_instance_storage import _job\n"
             "from assets.compute_logs import open_instance\n"
             "from assets.materialize_all import exit_fast\n"
             "instance, _ = open_instance(sys.argv[3])\n"
@@ -98,6 +109,7 @@ def test_the_files_kept_open_are_closed_when_the_process_exits_leaving_no_write_
     assert done.returncode == 0, done.stderr[-2000:]
     runs = tmp_path / "history" / "runs"
     assert len(list(runs.glob("*.db"))) == 2 and list(runs.glob("*.db-wal")) == []
+    assert (tmp_path / "history" / "runs.db").exists() and not (tmp_path / "history" / "runs.db-wal").exists()
 
 
 def test_a_storage_other_than_dagsters_sqlite_is_left_as_configured(tmp_path):
