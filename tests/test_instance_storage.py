@@ -40,7 +40,7 @@ def _file(path):
         conn.close()
 
 
-def test_a_run_file_the_command_writes_is_the_file_dagster_writes_and_dagster_reads_it_as_its_own(tmp_path):
+def test_the_files_the_command_writes_are_the_files_dagster_writes_and_each_storage_reads_the_others(tmp_path):
     (tmp_path / "dagster.yaml").write_text(f"storage:\n  sqlite:\n    base_dir: {tmp_path / 'store'}\n{NOOP_LOGS}")
     ours, _ = open_instance(str(tmp_path))
     theirs = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(tmp_path)))
