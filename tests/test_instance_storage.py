@@ -17,7 +17,9 @@ from assets.compute_logs import open_instance
 from assets.instance_storage import RunEventLogStorage, RunStorage
 
 ROOT = Path(__file__).resolve().parent.parent
-NOOP_LOGS = "compute_logs:\n  module: dagster._core.storage.noop_compute_log_manager\n  class: NoOpComputeLogManager\n"
+# no compute logs, and no telemetry (Dagster would write it under $DAGSTER_HOME, the repository under `make test`)
+NOOP_LOGS = ("compute_logs:\n  module: dagster._core.storage.noop_compute_log_manager\n  class: NoOpComputeLogManager\n"
+             "telemetry:\n  enabled: false\n")
 
 
 def _job(keys):
