@@ -146,6 +146,8 @@ def test_a_rerun_asks_again_what_failed_then_with_nothing_changed_runs_no_step(t
                           evaluate=["alpha"], judge="alpha", reply_checks={"failed_calls": 1.0})
         home = tmp_path / "home"
         home.mkdir()
+        # no telemetry: the run made in this process would write it under this process's $DAGSTER_HOME
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
         first = _run(cfg, home)
         wh = Warehouse(cfg.warehouse_path())
         assert wh.scalar("SELECT count(*) FROM llm.calls WHERE status = 'failed'") > 0, first.stderr[-2000:]
