@@ -5,9 +5,9 @@ with `execute_in_process` as `python -m assets.materialize_all` runs each step, 
 run, into two Dagster instances in two fresh folders: Dagster's own SQLite storage (what the UI
 opens from dagster.yaml) and `assets.instance_storage.LocalSqliteStorage` (what
 `assets.compute_logs.open_instance` opens for the command). Both capture compute logs with the
-project's `ThreadComputeLogManager`, so only the storage of the runs' records and events differs. The runs alternate between the
-two, so the machine's drift falls on both alike; the first run of each is left out (the index file
-and the first run file are made then).
+project's `ThreadComputeLogManager`, so only the storage of the runs' records and events differs.
+The runs alternate between the two, so the machine's drift falls on both alike; the first run of
+each is left out (the index file and the first run file are made then).
 
 Printed: the median wall and CPU seconds per run of each side, their ratios, and what a run saves.
 
