@@ -7,6 +7,12 @@ early item's second turn or judge call starts as soon as its first reply is read
 last first turn of the batch; every setting and item of a step shares each model's
 concurrency, and the endpoint is busy while any work remains.
 
+The flows are started in order, `_START_CHUNK` at a time, a turn of the event loop apart, and only
+while fewer asks than twice the models' concurrency wait for their lookup or for a worker
+(`Session._backlog`): the first requests go out as soon as the first flows have asked, and the rest
+start as requests go out. That orders nothing differently: a flow not yet started would have its
+first call queued behind every started flow's (deepest first, then in order) anyway.
+
 What the session does for each `await session.ask(model, request, purpose)`:
 
 - the key is computed as `Ledger.complete` computes it (`Lane.keyed`), and a key already asked in
@@ -59,6 +65,10 @@ _FLUSH_GATHER_S = 1.0
 _IDLE_RELEASE_S = 0.5  # without work this long, the writer yields the warehouse to a process that waits
 _IDLE_HOLD_S = 5.0  # and after this long to anyone (a duckdb shell, which cannot say it waits)
 _QUIET_TURNS = 3  # loop turns without a new request before the pending batch-mode calls are sent
+# flows started per turn of the event loop, while the backlog allows: a step's flows (WakenLLM FLD
+# at paper scale: 2,800) started all at once ran every one to its first ask, and their lookups
+# competed with that for the interpreter lock, before the first request went out (0.3-0.5 s)
+_START_CHUNK = 64
 
 # how many calls the running flow has had answered: later calls of a flow go first
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("benchsmith_flow_depth", default=0)
@@ -148,6 +158,7 @@ class Lane:
             _, ask = self._queue.get_nowait()
             if ask is not None:
                 self.session._settle(ask, exc=exc)
+        self.session._room.set()
 
     async def _worker(self, until: asyncio.Event | None = None) -> None:
         """Take requests and send them; a stand-in (`until`) stops after the request it holds
@@ -157,6 +168,7 @@ class Lane:
             _, ask = await self._queue.get()
             if ask is None:
                 return
+            session._room.set()  # one fewer waiting: `Session.run` may start more flows
             await self.unsaved.acquire()
             result, row = await ledger._call(self.client, self.sem, self.ep, self.identity, ask.purpose, ask.key,
                                              ask.request, ask.params, self.secrets, self.shared, self._pause)
@@ -221,6 +233,8 @@ class Session:
         self._known: set[str] = set()  # keys with a row (failed ones too): a commit of others is a plain insert
         self._deferred: dict[tuple[str, str], list[_Ask]] = {}  # batch-mode calls waiting for a quiet loop
         self._live = 0  # asks looked up or sent, not yet answered
+        self._looking = 0  # asks in the lookup under way
+        self._room = asyncio.Event()  # set when asks stop waiting (looked up, or taken by a worker)
         self._pending: list[batch.BatchPending] = []
         self._wake = asyncio.Event()  # work for the warehouse: a lookup or an answer
         self._hurry = asyncio.Event()  # a lookup, or enough answers for a commit: stop gathering
@@ -229,6 +243,7 @@ class Session:
         self._writer = None
         self._closing = False
         self._flows_done = False
+        self._all_started = asyncio.Event()  # `run` has started every flow: batch mode waits for it
         self._broken: BaseException | None = None  # the warehouse failed: every open call fails with it
 
     async def __aenter__(self) -> Session:
@@ -345,8 +360,11 @@ class Session:
                 continue
             if self._lookups:  # lookups first: they unblock flows
                 asks, self._lookups = self._lookups, []
+                self._looking = len(asks)
                 async with self._lock:
                     found, known = await asyncio.to_thread(self.ledger._cached, [a.key for a in asks], self._writer)
+                self._looking = 0
+                self._room.set()
                 self._known |= known
                 TOTALS.add(self.ledger.run_id, cached=len(found))
                 for a in asks:
@@ -386,7 +404,7 @@ class Session:
                 await self._deferring.wait()
                 continue
             await asyncio.sleep(0.01)
-            if self._live or self._lookups:
+            if not self._all_started.is_set() or self._live or self._lookups:
                 continue
             waiting = sum(map(len, self._deferred.values()))
             for _ in range(_QUIET_TURNS):
@@ -423,6 +441,15 @@ class Session:
 
     # -- running flows ------------------------------------------------------------------------
 
+    def _backlog(self) -> int:
+        """Asks waiting for their lookup or for a worker to send them (not batch mode's)."""
+        return len(self._lookups) + self._looking + sum(lane._queue.qsize() for lane in self._lanes.values())
+
+    def _backlog_limit(self) -> int:
+        """Enough waiting to keep every model's workers busy through a round of lookups: twice
+        their configured concurrency."""
+        return max(_START_CHUNK, 2 * sum(lane.config.concurrency for lane in self._lanes.values()))
+
     async def run(self, flows: Iterable[Awaitable[T]]) -> list[T]:
         """Every flow at once; their results in order. A flow stopped by batch files is left
         out and the files of this round are raised together when the rest are done; any other
@@ -435,7 +462,15 @@ class Session:
 
         try:
             async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(guarded(f)) for f in flows]
+                tasks = []
+                for f in flows:
+                    tasks.append(group.create_task(guarded(f)))
+                    if len(tasks) % _START_CHUNK == 0:
+                        await asyncio.sleep(0)  # the flows started so far run to their first ask
+                        while self._backlog() > self._backlog_limit():
+                            self._room.clear()
+                            await self._room.wait()
+                self._all_started.set()
         except BaseExceptionGroup as eg:
             raise _first(eg) from None
         if self._pending:

@@ -115,6 +115,29 @@ def test_a_flows_later_calls_go_before_other_flows_first_calls(tmp_path):
     assert len(asked) == 20
 
 
+def test_a_steps_flows_start_as_its_requests_go_out_not_all_before_the_first(tmp_path):
+    """300 flows at concurrency 4: the session starts flows 64 at a time, and more only while at
+    most twice the concurrency (here 64) of asks wait for a lookup or a worker. So the first
+    request is sent before most flows have started, the last flow starts only once most requests
+    have gone out (all started at once, none would have), and every flow still runs once."""
+    with StubServer(delay_s=0.01) as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": 4}})
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+            sent_when_started: list[int] = []
+
+            async def flow(s, k):
+                sent_when_started.append(len(_chat(stub)))
+                return (await s.ask("stub", CallRequest(user(f"q {k}")), "t.q")).ok
+
+            assert all(ledger.run_flows(lambda s: [flow(s, k) for k in range(300)]))
+        asked = [c["body"]["messages"][-1]["content"] for c in _chat(stub)]
+    assert sorted(asked) == sorted(f"q {k}" for k in range(300))
+    assert sent_when_started[:64] == [0] * 64
+    assert sent_when_started[-1] >= 150  # at least 300 - 64 were taken by a worker by then, less those in flight
+
+
 def test_a_slot_left_by_a_call_backing_off_is_used_by_other_requests(tmp_path):
     """Concurrency 1: a call told to retry after 1 s (HTTP 429, Retry-After) leaves its slot to a
     stand-in worker: the four other requests (0.2 s each) are sent and answered during the wait,
