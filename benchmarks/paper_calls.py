@@ -26,6 +26,10 @@ answer, the plan's range and its expected time against the wall (goal: within 25
 bare client's wall and bound / wall, the CPU per call of both sides (the run's includes building
 items, Dagster and the tables; the project's own per-call cost is `benchmarks/llm_ledger.py`'s)
 and the two reruns' seconds (up to date; `--all`, every call cached). Goal: bound / wall >= 0.9 for both families.
+Then the run's CPU split in two: the same selection run again with `--all` (IB's whole selection,
+a third rerun) does every step's work, items, Dagster, prompts, reading the replies, the tables,
+with every answer from the cache; the rest of the run's CPU is what making the calls cost (the
+client, the ledger's writes), per call beside the bare client's (goal: within 0.5 ms).
 
 Then where the wall time beyond the bound went, from the stored calls (each one's request went
 out `latency_s` before its `finished_at`) and the command's start and end; the parts add up to
@@ -39,6 +43,10 @@ wall - bound:
   loops busy reading replies;
 - the tail: after the last moment `concurrency` calls were out (the last items' chains);
 - after the last answer: the metrics, the summary and reports, the command's own end.
+
+The project's modules are compiled to bytecode first, as `make` does before every target: with
+PYTHONDONTWRITEBYTECODE set (as on the machines these figures were taken on), each command would
+otherwise compile them again as it starts (0.3-0.5 s of every run and rerun here).
 
     python benchmarks/paper_calls.py [--delay 0.5] [--concurrency 64] [--families ib waken]
 """
@@ -124,15 +132,20 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     wh = Warehouse(folder / "wh.duckdb")
     made = wh.scalar("SELECT count(*) FROM llm.calls")
     piloted = wh.scalar("SELECT count(*) FROM llm.calls WHERE created_at < ?", [began])
-    reruns = []
-    for extra in ([], ["--all"]):  # one partition again: up to date (skipped), then run again from the cache
-        t1 = time.monotonic()
-        again = subprocess.run([sys.executable, "-m", "assets.materialize_all", *SELECT[family][:2], "--partition",
-                                "fld", *extra], cwd=ROOT, env=env, capture_output=True, text=True)
+    # one partition again: up to date (skipped), then run again from the cache; then, where the
+    # selection is more than that partition (IB), the whole selection from the cache, for the CPU
+    one = [*SELECT[family][:2], "--partition", "fld"]
+    commands = [one, [*one, "--all"]] + ([[*SELECT[family], "--all"]] if SELECT[family] != one else [])
+    reruns, rerun_cpu = [], []
+    for command in commands:
+        t1, c1 = time.monotonic(), _children_cpu()
+        again = subprocess.run([sys.executable, "-m", "assets.materialize_all", *command], cwd=ROOT, env=env,
+                               capture_output=True, text=True)
         reruns.append(time.monotonic() - t1)
+        rerun_cpu.append(_children_cpu() - c1)
         if again.returncode != 0 or wh.scalar("SELECT count(*) FROM llm.calls") != made:
-            raise SystemExit(f"{family}: the rerun {extra} failed or made calls ({again.returncode})")
-        if not extra and "steps up to date, not run again" not in again.stdout:
+            raise SystemExit(f"{family}: the rerun {command} failed or made calls ({again.returncode})")
+        if command is one and "steps up to date, not run again" not in again.stdout:
             raise SystemExit(f"{family}: the rerun with nothing changed ran steps:\n{again.stdout[-2000:]}")
     rows = wh.rows("SELECT request, created_at, finished_at, latency_s, status, run_id, purpose FROM llm.calls "
                    "WHERE created_at >= ? ORDER BY created_at, key", [began])  # the paper run's own calls
@@ -144,6 +157,9 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     return {"family": family, "calls": calls, "piloted": piloted, "failed": sum(r["status"] != "ok" for r in rows),
             "bound": calls * args.delay / args.concurrency, "wall": wall, "span": span, "estimate": estimate,
             "cpu_ms": 1000 * cpu / calls, "rerun": reruns[0], "forced": reruns[1], "parts": parts,
+            # the selection run again with `--all` does all the run's work but the requests (every
+            # answer from the cache): what is left of the run's CPU is what making the calls cost
+            "calls_cpu_ms": 1000 * (cpu - rerun_cpu[-1]) / calls, "cached_cpu_s": rerun_cpu[-1],
             "bare_wall": bare_wall, "bare_cpu_ms": 1000 * bare_cpu / calls}
 
 
@@ -221,6 +237,10 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--families", nargs="+", default=["ib", "waken"], choices=sorted(SELECT))
     args = parser.parse_args()
+    import compileall
+
+    for package in sorted(p for p in ROOT.iterdir() if (p / "__init__.py").exists()):
+        compileall.compile_dir(package, quiet=1, workers=0)
     proc, url = stub(args.delay)
     out = []
     try:
@@ -244,6 +264,11 @@ def main() -> int:
               f"{r['forced']:>9.1f}")
     for r in out:
         print(f"{r['family']}: the demo-scale pilot before the plan made {r['piloted']} calls (not counted above)")
+    for r in out:
+        print(f"{r['family']}: CPU {r['cpu_ms'] * r['calls'] / 1000:.1f} s for the run; {r['cached_cpu_s']:.1f} s for the "
+              f"same selection again from the cache (`--all`); the difference, the calls' own: "
+              f"{r['calls_cpu_ms']:.2f} ms a call, the bare client's {r['bare_cpu_ms']:.2f} "
+              f"({r['calls_cpu_ms'] - r['bare_cpu_ms']:+.2f})")
     for r in out:
         parts = r["parts"]
         print(f"\n{r['family']}: wall - bound = {r['wall'] - r['bound']:.1f} s, of which")
