@@ -194,6 +194,45 @@ def test_a_writer_keeps_the_file_while_nobody_waits_and_yields_it_when_another_p
         writer.close()
 
 
+def test_a_thread_waiting_for_the_file_another_thread_holds_takes_it_when_that_one_lets_go(wh, monkeypatch):
+    """The poll interval made 20 s: a thread whose `connect` finds the file held by another thread
+    of this process gets it as soon as that one lets go, not at its next poll; and likewise after
+    a writer of this process closes."""
+    import threading
+
+    from warehouse import connection
+
+    monkeypatch.setattr(connection, "_POLL_FIRST_S", 20.0)
+    monkeypatch.setattr(connection, "_POLL_CAP_S", 20.0)
+    for hold in ("connect", "writer"):
+        held, got = threading.Event(), []
+
+        def waiter(held=held, got=got):
+            held.wait()
+            with wh.connect() as con:
+                got.append((time.monotonic(), con.execute("SELECT count(*) FROM muso.t").fetchone()[0]))
+
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        if hold == "connect":
+            with wh.connect() as con:
+                con.execute("INSERT INTO muso.t VALUES ('a', 1, 'x')")
+                held.set()
+                time.sleep(0.5)  # the waiter finds the file held and waits
+            let_go = time.monotonic()
+        else:
+            writer = wh.writer()
+            writer.upsert("muso.t", [{"part": "a", "i": 2, "v": "x"}])
+            held.set()
+            time.sleep(0.5)
+            writer.close()
+            let_go = time.monotonic()
+        thread.join(timeout=15)
+        assert not thread.is_alive(), f"{hold}: the waiter was still polling"
+        assert got and got[0][0] - let_go < 5
+    assert got[0][1] == 2
+
+
 def test_threads_reading_one_file_at_once_and_two_files_at_once_each_see_their_own_rows(tmp_path):
     import threading
 
