@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -53,7 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assets import up_to_date
-from assets.jobs import FAMILIES, SelectionError, Step, plan_steps, run_tags, stage_of, waits_for
+from assets.jobs import FAMILIES, LAST, SelectionError, Step, plan_steps, run_tags, stage_of, waits_for
 from generators import ahead
 from llm_calls import batch
 from llm_calls.batch import EXPORT_ENV
@@ -241,6 +242,10 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
               "steps at once)", file=sys.stderr)
     TOTALS.reset()
     progress.start()
+    run_ended = threading.Event()
+    if any(s not in skip and (stage_of(s) == "metrics" or s.job == LAST[0]) for s in steps):  # they draw figures
+        threading.Thread(target=warm_figures_once_answered, args=(run_ended,), name="figures-warm-up",
+                         daemon=True).start()
     # each step's record is written beside the steps that follow it: a write waits while another
     # step's ledger holds the file, and the next step need not wait with it
     recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="record")
@@ -252,9 +257,28 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
     try:
         done, run_ids = run_steps(steps, waits, parallel, execute, progress, start_order(steps))
     finally:
+        run_ended.set()
         recorder.shutdown(wait=True)
         progress.stop()
     return _finish(done, run_ids, wh, config)
+
+
+def warm_figures_once_answered(ended: threading.Event, poll_s: float = 0.1) -> bool:
+    """Once a model has answered one of this run's calls (`TOTALS`), draw a first figure
+    (`reporting.figures.warm_up`), unless `ended` is set first; whether it did. From then on the
+    run mostly waits on the endpoint, so the 0.3 s a process's first figure costs are taken from
+    time the interpreter lock is free, not from after the last answer, where the metrics and
+    report steps draw theirs. A failure here is left to the step that draws to meet and report."""
+    while not ended.wait(poll_s):
+        if TOTALS.answered:
+            from reporting import figures
+
+            try:
+                figures.warm_up()
+            except Exception:  # noqa: BLE001 (the steps that draw report it)
+                return False
+            return True
+    return False
 
 
 def _finish(done: list[Done], run_ids: Sequence[str], wh: Warehouse, config) -> int:

@@ -124,6 +124,37 @@ def test_steps_start_once_what_they_read_has_ended_slices_at_once_items_one_at_a
     assert seen["llm_call_summary"][1] == {s.label for s in steps[:-1]}
 
 
+def test_the_first_figure_is_drawn_once_a_model_has_answered_and_never_after_the_run_ended(monkeypatch):
+    """The run command draws a first figure while it waits on the endpoint: not while nothing or
+    only the cache has answered (the run is busy then), once a model has answered, and not at all
+    when the run ends first."""
+    from assets import materialize_all
+    from llm_calls.totals import TOTALS
+    from reporting import figures
+
+    drawn, result = [], []
+    monkeypatch.setattr(figures, "warm_up", lambda: drawn.append(TOTALS.answered))
+    TOTALS.reset()
+    ended = threading.Event()
+    waiting = threading.Thread(target=lambda: result.append(materialize_all.warm_figures_once_answered(ended, 0.01)))
+    waiting.start()
+    try:
+        time.sleep(0.2)
+        assert drawn == []
+        TOTALS.add("run", cached=5)
+        time.sleep(0.2)
+        assert drawn == []
+        TOTALS.add("run", answered=1)
+        waiting.join(timeout=10)
+        assert drawn == [1] and result == [True]
+        TOTALS.reset()
+        ended.set()
+        assert materialize_all.warm_figures_once_answered(ended, 0.01) is False and drawn == [1]
+    finally:
+        ended.set()
+        TOTALS.reset()
+
+
 def test_one_step_at_a_time_runs_them_in_the_plans_order():
     steps = _fake_steps()
     order: list[str] = []
