@@ -243,7 +243,8 @@ class Session:
         self._writer = None
         self._closing = False
         self._flows_done = False
-        self._all_started = asyncio.Event()  # `run` has started every flow: batch mode waits for it
+        self._all_started = asyncio.Event()  # no `run` is still starting flows: batch mode waits for it
+        self._all_started.set()
         self._broken: BaseException | None = None  # the warehouse failed: every open call fails with it
 
     async def __aenter__(self) -> Session:
@@ -463,14 +464,17 @@ class Session:
         try:
             async with asyncio.TaskGroup() as group:
                 tasks = []
-                for f in flows:
-                    tasks.append(group.create_task(guarded(f)))
-                    if len(tasks) % _START_CHUNK == 0:
-                        await asyncio.sleep(0)  # the flows started so far run to their first ask
-                        while self._backlog() > self._backlog_limit():
-                            self._room.clear()
-                            await self._room.wait()
-                self._all_started.set()
+                self._all_started.clear()
+                try:
+                    for f in flows:
+                        tasks.append(group.create_task(guarded(f)))
+                        if len(tasks) % _START_CHUNK == 0:
+                            await asyncio.sleep(0)  # the flows started so far run to their first ask
+                            while self._backlog() > self._backlog_limit():
+                                self._room.clear()
+                                await self._room.wait()
+                finally:
+                    self._all_started.set()
         except BaseExceptionGroup as eg:
             raise _first(eg) from None
         if self._pending:

@@ -163,6 +163,25 @@ def test_api_mode_sends_each_turn_as_one_batch_and_stores_answers_as_live_ones(t
         assert len(stub.batches) == 2
 
 
+def test_api_mode_sends_the_batch_of_a_session_asked_from_its_own_tasks_without_run(tmp_path):
+    """A `Session` used directly (`await s.ask(...)` from any tasks, no `Session.run`): its
+    batch-mode calls are still sent as one batch once nothing else can move."""
+    import asyncio
+
+    from llm_calls.flows import Session
+
+    with StubServer() as stub:
+        ledger, _ = _ledger(stub, tmp_path, batch={"mode": "api", "poll_s": 0.01, "poll_max_s": 0.05})
+
+        async def main():
+            async with Session(ledger) as s:
+                return await asyncio.wait_for(asyncio.gather(*(s.ask("stub", r, "t.ask") for r in REQUESTS)), 30)
+
+        results = asyncio.run(main())
+        assert [r.ok for r in results] == [True, True, True, False, True]
+        assert len(stub.batches) == 1 and not [r for r in stub.requests if r["path"].endswith("/chat/completions")]
+
+
 def test_an_expired_batch_keeps_the_answers_it_has_and_the_rest_are_asked_again(tmp_path):
     with StubServer(batch_expire_after=2) as stub:
         ledger, _ = _ledger(stub, tmp_path, batch={"mode": "api", "poll_s": 0.01, "poll_max_s": 0.05})
