@@ -143,7 +143,7 @@ class Warehouse:
         finally:
             fcntl.flock(lock_fd, fcntl.LOCK_UN)
             os.close(lock_fd)
-            _let_gos(self.path).happened()
+            _writer_lock(self.path).let_go_seen()
 
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection, fresh: bool) -> None:
         """The schema, once per Warehouse, and again whenever the open created the file (`fresh`:
@@ -160,10 +160,10 @@ class Warehouse:
         mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
         delay = _POLL_FIRST_S
         waiting: int | None = None
-        let_gos = _let_gos(self.path)
+        signal = _writer_lock(self.path)
         try:
             while True:
-                seen = let_gos.count
+                seen = signal.let_gos
                 try:
                     fcntl.flock(fd, mode)
                     return fd
@@ -177,7 +177,7 @@ class Warehouse:
                             f"{self.path}: another Benchsmith process held the warehouse for more than "
                             f"{self.lock_timeout_s:.0f} s (raise warehouse.lock_timeout_s)"
                         ) from None
-                    let_gos.wait(seen, delay * random.uniform(0.5, 1.0))  # as backoff_sleep, or less
+                    signal.wait_for_let_go(seen, delay * random.uniform(0.5, 1.0))  # as backoff_sleep, or less
                     delay = min(delay * 2, _POLL_CAP_S)
         finally:
             if waiting is not None:
@@ -431,11 +431,17 @@ class _WriterLock:
     each on its own cursor and transactions (DuckDB's own concurrency control keeps them apart), so
     they need not take turns for the file as processes do. Once one of them yields because someone
     waits (another process, or a `connect()` of this one), no other writer of this process joins
-    until the last holder has let go, so whoever waits gets the file."""
+    until the last holder has let go, so whoever waits gets the file.
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    It also counts the file's let-gos by any thread of this process (`Warehouse.connect`'s exit, the
+    last writer's `let_go`): a thread waiting for the sidecar lock polls it, and between polls waits
+    for the next let-go here, so a lock another thread of this process held is taken at once, not
+    up to a poll interval later (at the start of a run the items step waited 0.15-0.25 s for the
+    models probe's step); another process's let-go is found at the next poll."""
+
+    def __init__(self) -> None:
         self.cond = threading.Condition()
+        self.let_gos = 0
         self.fd: int | None = None
         self.holders = 0
         self.taking = False  # one thread is acquiring the file lock for the process
@@ -475,8 +481,19 @@ class _WriterLock:
                 os.close(self.fd)
                 self.fd, self.draining = None, False
                 self.released = time.monotonic() if yielding else 0.0
-                _let_gos(self.path).happened()
+                self.let_gos += 1
             self.cond.notify_all()
+
+    def let_go_seen(self) -> None:
+        """A thread of this process let go of the file (outside the writers)."""
+        with self.cond:
+            self.let_gos += 1
+            self.cond.notify_all()
+
+    def wait_for_let_go(self, seen: int, timeout: float) -> None:
+        """Until a let-go after the `seen`-th, or `timeout` seconds."""
+        with self.cond:
+            self.cond.wait_for(lambda: self.let_gos != seen, timeout)
 
 
 _writer_locks: dict[Path, _WriterLock] = {}
@@ -487,50 +504,11 @@ def _writer_lock(path: Path) -> _WriterLock:
     with _writer_locks_lock:
         if os.getpid() != _instances_pid:  # a forked child holds none of its parent's locks
             _writer_locks.clear()
-        if path not in _writer_locks:
-            _writer_locks[path] = _WriterLock(path)
-        return _writer_locks[path]
+        return _writer_locks.setdefault(path, _WriterLock())
 
 
 # how often a process polls a sidecar lock another holds: from 5 ms, doubling, up to 200 ms
 _POLL_FIRST_S, _POLL_CAP_S = 0.005, 0.2
-
-
-class _LetGos:
-    """The let-gos of one file's sidecar lock by this process's threads (`Warehouse.connect`, the
-    last of the process's writers): a thread waiting for the lock polls it, and between polls
-    waits for the next let-go here, so a lock a thread of this process held is taken at once (not
-    up to a poll interval later: at the start of a run the items step waited 0.25 s for the models
-    probe's write); another process's let-go is found at the next poll."""
-
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.count = 0
-
-    def happened(self) -> None:
-        with self.cond:
-            self.count += 1
-            self.cond.notify_all()
-
-    def wait(self, seen: int, timeout: float) -> None:
-        """Until a let-go after the one counted `seen`, or `timeout` seconds."""
-        with self.cond:
-            self.cond.wait_for(lambda: self.count != seen, timeout)
-
-
-_let_go_counts: dict[Path, _LetGos] = {}
-_let_go_pid = os.getpid()
-
-
-def _let_gos(path: Path) -> _LetGos:
-    global _let_go_pid
-    with _writer_locks_lock:
-        if os.getpid() != _let_go_pid:  # a forked child: its parent's threads let nothing go here
-            _let_go_counts.clear()
-            _let_go_pid = os.getpid()
-        if path not in _let_go_counts:
-            _let_go_counts[path] = _LetGos()
-        return _let_go_counts[path]
 
 
 class Writer:
