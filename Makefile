@@ -18,7 +18,8 @@ export HF_HUB_OFFLINE := 1
 # unless PYTHONDONTWRITEBYTECODE is set (as on some build machines and containers): then every process
 # compiled the project's modules again (0.3-0.5 s of each command's start, and of each of the test
 # suite's subprocesses). compileall rewrites only what changed; pip compiled the packages it installed.
-SOURCES := assets benchmarks configuration evaluations generators llm_calls releases reporting solvers validators warehouse
+# The packages are the top-level folders with an __init__.py, as benchmarks/paper_calls.py compiles them.
+SOURCES := $(patsubst %/__init__.py,%,$(wildcard */__init__.py))
 
 $(STAMP): pyproject.toml llm_calls/llama_build.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
