@@ -198,6 +198,9 @@ class EmbeddedServer:
         start_fd = os.open(start_lock, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(start_fd, fcntl.LOCK_EX)  # one process starts at a time
+            broken = broken_reason(self.model_path)  # what a start this one waited for found out
+            if broken:
+                raise EmbeddedModelError(f"{broken}\nNot started again in this process: it would die the same way.")
             self._users_fd = os.open(users_lock, os.O_RDWR | os.O_CREAT, 0o644)
             fcntl.flock(self._users_fd, fcntl.LOCK_SH)  # we use it from now on
             known = self._read_state(state)

@@ -68,6 +68,31 @@ def test_a_server_that_dies_on_its_first_completion_is_named_and_not_started_aga
     assert len(crashing_build.read_text().split()) == 1
 
 
+def test_two_threads_starting_a_server_that_crashes_at_once_start_it_once(tmp_path, crashing_build):
+    """Two steps of one run (each its own registry) start the embedded server at the same moment:
+    one starts it and it crashes; the other, which waited for that start, refuses to start another."""
+    cfg = parse_config({"warehouse": {"path": str(tmp_path / "wh.duckdb")}}, str(tmp_path / "cfg.yaml"))
+    together = threading.Barrier(2)
+    errors: list[str] = []
+
+    def start():
+        with ModelRegistry(cfg) as reg:
+            together.wait()
+            try:
+                reg.endpoint("smollm2")
+            except EmbeddedModelError as exc:
+                errors.append(str(exc))
+
+    threads = [threading.Thread(target=start) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert len(errors) == 2 and all("killed by SIGILL" in e for e in errors), errors
+    assert sum("Not started again in this process" in e for e in errors) == 1
+    assert len(crashing_build.read_text().split()) == 1
+
+
 def test_the_run_command_names_the_signal_per_step_and_starts_one_server(tmp_path, crashing_build, capsys,
                                                                        monkeypatch):
     from assets import materialize_all
