@@ -390,11 +390,12 @@ class Ledger:
 
     def run_flows(self, build: Callable[[flows.Session], Iterable[Awaitable[T]]]) -> list[T]:
         """Run the flows `build(session)` makes all at once, each awaiting `session.ask(...)` for its
-        calls (`llm_calls/flows.py`); their results in order."""
+        calls (`llm_calls/flows.py`), in the process's call loop (`flows.run_in_call_loop`);
+        their results in order."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(flows.run_flows(self, build))
+            return flows.run_in_call_loop(flows.run_flows(self, build))
         raise RuntimeError("Ledger.run_flows() called inside an event loop; use `async with flows.Session(ledger)`")
 
     def _keys(self, model: str, requests: Sequence[CallRequest]

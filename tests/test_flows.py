@@ -318,3 +318,80 @@ def test_a_slot_is_taken_among_the_free_ones_from_a_random_start(tmp_path):
         for fd in fresh._fds.values():
             os.close(fd)
     assert firsts == set(range(8))  # P(some slot never first in 200 draws) < 8 * (7/8) ** 200, about 2e-11
+
+
+def test_steps_running_at_once_in_threads_share_the_call_loop_and_one_client(tmp_path, monkeypatch):
+    """Four steps at once, each in a thread with its own ledger and registry, as `materialize_all`
+    runs them: their flows run in the process's call loop, in the caller's context, and every
+    call goes through one client (one connection pool), closed when the last session ends."""
+    import contextvars
+    import threading
+
+    import openai
+
+    from llm_calls import flows
+
+    made: list[openai.AsyncOpenAI] = []
+
+    class Counted(openai.AsyncOpenAI):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self)
+
+    monkeypatch.setattr(flows.openai, "AsyncOpenAI", Counted)
+    step = contextvars.ContextVar("step", default=None)
+    start = threading.Barrier(4)
+    seen: dict[int, list[tuple[str, int | None]]] = {}
+
+    async def flow(s, k, n):
+        r = await s.ask("stub", CallRequest(user(f"step {k} question {n}")), "t")
+        seen.setdefault(k, []).append((threading.current_thread().name, step.get()))
+        return r.text
+
+    def run_step(k):
+        cfg = stub_config(stub, tmp_path)
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(Warehouse(cfg.warehouse_path(), lock_timeout_s=30), reg)
+            step.set(k)
+            start.wait()
+            out[k] = ledger.run_flows(lambda s: [flow(s, k, n) for n in range(8)])
+
+    out: dict[int, list[str]] = {}
+    with StubServer(delay_s=0.5) as stub:
+        threads = [threading.Thread(target=run_step, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert len(_chat(stub)) == 32
+    assert sorted(out) == [0, 1, 2, 3] and all(len(texts) == 8 and all(texts) for texts in out.values())
+    assert {k: set(v) for k, v in seen.items()} == {k: {("benchsmith-calls", k)} for k in range(4)}
+    assert len(made) == 1 and made[0].is_closed()
+
+
+def test_an_interrupted_wait_for_the_call_loop_winds_the_flows_down_before_it_raises():
+    """Ctrl-C while a thread waits for its flows in the call loop: the flows are cancelled, and
+    the interruption is raised only once they have finished winding down (a session's in-flight
+    calls committed), not while they still run."""
+    import signal
+    import threading
+
+    from llm_calls import flows
+
+    events: list[str] = []
+
+    async def flows_of_a_step():
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.3)  # the in-flight calls answered and committed
+            events.append("wound down")
+            raise
+
+    main = threading.get_ident()
+    threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        flows.run_in_call_loop(flows_of_a_step())
+    events.append("raised")
+    assert events == ["wound down", "raised"]
+    assert flows.run_in_call_loop(asyncio.sleep(0, "the loop still runs")) == "the loop still runs"
