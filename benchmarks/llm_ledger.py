@@ -17,17 +17,24 @@ their range. Timings cover `Ledger.complete`
 only; the warehouse file exists beforehand, as it does in any run after the
 first.
 
-    python benchmarks/llm_ledger.py [--delays 0.5 0.05] [--waves 8]
+With `--sessions N`, the ledger's side is N steps at once, as `materialize_all` runs an
+Instruction Boundary paper run's slices: N threads, each with its own registry and ledger, each
+calling `Ledger.complete` on its share of the requests, all sharing the model's concurrency (the
+endpoint's slots); the bare side is still one client.
+
+    python benchmarks/llm_ledger.py [--delays 0.5 0.05] [--waves 8] [--sessions 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -57,9 +64,11 @@ async def bare(base_url: str, prompts: list[str], concurrency: int) -> tuple[flo
     return elapsed, cpu
 
 
-def ledger_run(base_url: str, db: Path, prompts: list[str], concurrency: int) -> tuple[float, float]:
+def ledger_run(base_url: str, db: Path, prompts: list[str], concurrency: int, sessions: int = 1
+               ) -> tuple[float, float]:
     """(seconds, CPU seconds of this process, its writer thread included) `Ledger.complete` takes
-    for `prompts` (registry set up before the clock starts)."""
+    for `prompts` (registries set up before the clock starts); with `sessions` > 1, that many
+    threads at once, each with its own registry and ledger and every `sessions`-th prompt."""
     cfg = parse_config({
         "warehouse": {"path": str(db)},
         "ledger": {"progress_interval_s": 3600},
@@ -67,13 +76,26 @@ def ledger_run(base_url: str, db: Path, prompts: list[str], concurrency: int) ->
                             "send_seed": False, "sampling": {"temperature": 0.0, "max_tokens": 64}}},
         "evaluate": ["stub"], "judge": "stub",
     }, "benchmark")
-    with ModelRegistry(cfg) as reg:
-        ledger = Ledger(Warehouse(db), reg, log=_Quiet())
-        requests = [CallRequest([{"role": "user", "content": p}]) for p in prompts]
+    shares = [prompts[k::sessions] for k in range(sessions)]
+    results: list[list] = [[] for _ in shares]
+    with contextlib.ExitStack() as stack:
+        ledgers = [Ledger(Warehouse(db), stack.enter_context(ModelRegistry(cfg)), log=_Quiet()) for _ in shares]
+
+        def one(k: int) -> None:
+            results[k] = ledgers[k].complete("stub", [CallRequest([{"role": "user", "content": p}]) for p in shares[k]])
+
         t0, cpu0 = time.perf_counter(), time.process_time()
-        results = ledger.complete("stub", requests)
+        if sessions == 1:
+            one(0)
+        else:
+            threads = [threading.Thread(target=one, args=(k,)) for k in range(sessions)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
         elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    assert all(r.ok for r in results), [r.error for r in results if not r.ok][:3]
+    flat = [r for rs in results for r in rs]
+    assert len(flat) == len(prompts) and all(r.ok for r in flat), [r.error for r in flat if not r.ok][:3]
     return elapsed, cpu
 
 
@@ -82,8 +104,8 @@ class _Quiet:
         pass
 
 
-def bench_delay(delay: float, waves: int, repeats: int, tmp: Path, levels: tuple[int, ...] = (1, 8, 64)
-                ) -> tuple[list[float], tuple[Path, list[str], int, float, list[float]] | None]:
+def bench_delay(delay: float, waves: int, repeats: int, tmp: Path, levels: tuple[int, ...] = (1, 8, 64),
+                sessions: int = 1) -> tuple[list[float], tuple[Path, list[str], int, float, list[float]] | None]:
     server = subprocess.Popen([sys.executable, "-m", "llm_calls.stub_server", "--delay", str(delay)],
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -93,7 +115,7 @@ def bench_delay(delay: float, waves: int, repeats: int, tmp: Path, levels: tuple
         # one untimed round each: the client's, DuckDB's and Arrow's first-use costs are paid once
         # per process, not per batch (fast start is measured apart)
         asyncio.run(bare(base_url, [f"warm bare {delay} #{i}" for i in range(16)], 8))
-        ledger_run(base_url, db, [f"warm ledger {delay} #{i}" for i in range(16)], 8)
+        ledger_run(base_url, db, [f"warm ledger {delay} #{i}" for i in range(16)], 8, sessions)
         ratios, last = [], None
         for c in levels:
             n = c * waves
@@ -104,7 +126,7 @@ def bench_delay(delay: float, waves: int, repeats: int, tmp: Path, levels: tuple
                 t_bare.append(t)
                 cpu_bare.append(cpu)
                 prompts = [f"ledger {delay} c{c} r{rep} #{i}" for i in range(n)]
-                t, cpu = ledger_run(base_url, db, prompts, c)
+                t, cpu = ledger_run(base_url, db, prompts, c, sessions)
                 t_ledger.append(t)
                 cpu_ledger.append(cpu)
             bare_rps, ledger_rps = n / statistics.median(t_bare), n / statistics.median(t_ledger)
@@ -136,18 +158,21 @@ def main() -> None:
     parser.add_argument("--waves", type=int, default=8, help="requests per run = concurrency x waves")
     parser.add_argument("--repeats", type=int, default=3, help="alternated runs per side; the median is printed")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64], help="concurrency levels")
+    parser.add_argument("--sessions", type=int, default=1,
+                        help="the ledger's side as this many steps at once, each in its own thread")
     args = parser.parse_args()
     DELAYS_SEEN.extend(args.delays)
 
     print(f"stub server in its own process; {args.waves} waves of requests per run; median of {args.repeats} "
-          "alternated runs per side\n")
+          f"alternated runs per side; the ledger's side as {args.sessions} step(s) at once\n")
     print(f"{'delay':>6} {'conc':>5} {'requests':>8} {'bound/s':>8} {'bare/s':>8} {'ledger/s':>9} "
           f"{'bare/bound':>10} {'ledger/bound':>12} {'ledger/bare':>11} {'bare ms':>9} {'ledger ms':>10} "
           f"{'extra ms':>9} {'pairs':>12}  (CPU per call; extra: the median of the pairs' differences, then their range)")
     cached = None
     with tempfile.TemporaryDirectory() as tmp:
         for delay in args.delays:
-            _, rerun = bench_delay(delay, args.waves, args.repeats, Path(tmp), tuple(args.concurrency))
+            _, rerun = bench_delay(delay, args.waves, args.repeats, Path(tmp), tuple(args.concurrency),
+                                   args.sessions)
             cached = rerun or cached
     if cached:
         _, prompts, c, t_first, reruns = cached
