@@ -349,7 +349,6 @@ def test_steps_running_at_once_in_threads_share_the_call_loop_and_one_client(tmp
         return r.text
 
     def run_step(k):
-        cfg = stub_config(stub, tmp_path)
         with ModelRegistry(cfg) as reg:
             ledger = Ledger(Warehouse(cfg.warehouse_path(), lock_timeout_s=30), reg)
             step.set(k)
@@ -358,6 +357,7 @@ def test_steps_running_at_once_in_threads_share_the_call_loop_and_one_client(tmp
 
     out: dict[int, list[str]] = {}
     with StubServer(delay_s=0.5) as stub:
+        cfg = stub_config(stub, tmp_path)  # written once: four threads writing one file would read it half-written
         threads = [threading.Thread(target=run_step, args=(k,)) for k in range(4)]
         for t in threads:
             t.start()
