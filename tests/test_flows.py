@@ -389,9 +389,14 @@ def test_an_interrupted_wait_for_the_call_loop_winds_the_flows_down_before_it_ra
             raise
 
     main = threading.get_ident()
-    threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
-    with pytest.raises(KeyboardInterrupt):
-        flows.run_in_call_loop(flows_of_a_step())
+    # Python's own Ctrl-C handler: an earlier test's Dagster run may have left its own installed
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            flows.run_in_call_loop(flows_of_a_step())
+    finally:
+        signal.signal(signal.SIGINT, before)
     events.append("raised")
     assert events == ["wound down", "raised"]
     assert flows.run_in_call_loop(asyncio.sleep(0, "the loop still runs")) == "the loop still runs"
