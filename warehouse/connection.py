@@ -160,10 +160,10 @@ class Warehouse:
         mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
         delay = _POLL_FIRST_S
         waiting: int | None = None
-        signal = _writer_lock(self.path)
+        ours = _writer_lock(self.path)  # this process's let-gos of the file
         try:
             while True:
-                seen = signal.let_gos
+                seen = ours.let_gos
                 try:
                     fcntl.flock(fd, mode)
                     return fd
@@ -177,7 +177,7 @@ class Warehouse:
                             f"{self.path}: another Benchsmith process held the warehouse for more than "
                             f"{self.lock_timeout_s:.0f} s (raise warehouse.lock_timeout_s)"
                         ) from None
-                    signal.wait_for_let_go(seen, delay * random.uniform(0.5, 1.0))  # as backoff_sleep, or less
+                    ours.wait_for_let_go(seen, delay * random.uniform(0.5, 1.0))  # as backoff_sleep, or less
                     delay = min(delay * 2, _POLL_CAP_S)
         finally:
             if waiting is not None:
