@@ -19,12 +19,13 @@ What the session does for each `await session.ask(model, request, purpose)`:
   this session is answered by the same future (two flows asking one request make one call);
 - cache lookups of everything asked in one turn of the event loop go to the warehouse as one
   query, on the connection the commits use (`_db`, one task, so the two never interleave);
-- a miss is queued on its model's lane: `concurrency` workers take requests deepest-first
-  (a flow's later calls before other flows' first calls: items finish early, and a kill loses
-  less), hold the run's and the endpoint's slots (`llm_calls/slots.py`) while in flight and make
-  the call with the ledger's retries (`Ledger._call`); one worker per slot, so a request is taken
-  off the queue only when a slot is about to be free, and a deeper request asked meanwhile is not
-  stuck behind shallower ones taken early;
+- a miss is queued for its endpoint (`_Pool`: one queue per endpoint and concurrency in the loop,
+  shared by every session there): `concurrency` workers take requests deepest-first (a flow's
+  later calls before other flows' first calls: items finish early, and a kill loses less), and
+  each is sent by its lane, which holds the run's and the endpoint's slots (`llm_calls/slots.py`)
+  while it is in flight and makes the call with the ledger's retries (`Ledger._call`); one worker
+  per slot, so a request is taken off the queue only when a slot is about to be free, and a
+  deeper request asked meanwhile, by any session, is not stuck behind shallower ones taken early;
 - answers are committed in batches: one transaction once half a lane's back-pressure room has
   answered, nothing else is in flight, or a second has passed (a commit costs the same few ms of
   CPU whatever its size); at most `concurrency + max_unsaved` answers per lane wait for their commit, so a
@@ -79,6 +80,16 @@ T = TypeVar("T")
 _FLUSH_GATHER_S = 1.0
 _IDLE_RELEASE_S = 0.5  # without work this long, the writer yields the warehouse to a process that waits
 _IDLE_HOLD_S = 5.0  # and after this long to anyone (a duckdb shell, which cannot say it waits)
+# a cache lookup costs about 1 ms of CPU whatever its size: while every endpoint its asks go to
+# has a whole wave queued besides (its workers will not idle meanwhile), asks wait for their lookup
+# until this many have come, or for at most `_LOOKUP_GATHER_S`, looked at every `_LOOKUP_POLL_S`.
+# Replies come one at a time, so looking up at once made one lookup of 3-4 asks per reply: 6,000
+# lookups, 6.2 s of CPU, in an Instruction Boundary paper run of 22,500 calls. A later call of a
+# flow may so go out up to `_LOOKUP_GATHER_S` later than it would have (after a few of the other
+# flows' first calls): the endpoint is busy meanwhile, and the item finishes that much later.
+_LOOKUP_GATHER = 64
+_LOOKUP_GATHER_S = 0.1
+_LOOKUP_POLL_S = 0.01
 _QUIET_TURNS = 3  # loop turns without a new request before the pending batch-mode calls are sent
 # flows started per turn of the event loop, while the backlog allows: a step's flows (WakenLLM FLD
 # at paper scale: 2,800) started all at once ran every one to its first ask, and their lookups
@@ -96,7 +107,7 @@ _WAIT_S = 1.0  # how long a thread waiting for its flows in the call loop waits 
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("benchsmith_flow_depth", default=0)
 
 
-@dataclass
+@dataclass(eq=False)  # in a lane's set by identity
 class _Ask:
     lane: Lane
     key: str
@@ -109,8 +120,8 @@ class _Ask:
 
 class Lane:
     """One model's calls in a session: its identity and defaults (for keys), and once a call
-    misses the cache its endpoint, the loop's client for it (`_Clients`), the run's semaphore and
-    the endpoint's slots."""
+    misses the cache its endpoint, the loop's client for it (`_Clients`), the endpoint's workers
+    in the loop (`_Pool`), the run's semaphore and the endpoint's slots."""
 
     def __init__(self, session: Session, model: str):
         ledger = session.ledger
@@ -119,11 +130,11 @@ class Lane:
         self.identity = ledger.registry.identity(model)
         self.defaults = default_sampling(self.config)
         self.asked = self.cached = 0
-        self._queue: asyncio.PriorityQueue[tuple[tuple[float, int], _Ask | None]] = asyncio.PriorityQueue()
-        self._workers: list[asyncio.Task] = []  # one per slot, and a stand-in for each worker backing off
-        self._stopping = False
+        self.waiting: set[_Ask] = set()  # submitted, not yet taken by a worker
+        self._early: list[_Ask] = []  # submitted while the lane was starting
+        self._sending: set[asyncio.Task] = set()  # taken by a worker: sent, or about to be
         self._starting: asyncio.Task | None = None
-        self._seq = itertools.count()
+        self.pool: _Pool | None = None
         self.progress = None
         self.client: openai.AsyncOpenAI | None = None
         self._failed: BaseException | None = None
@@ -139,13 +150,18 @@ class Lane:
         if self._failed is not None:
             self.session._settle(ask, exc=self._failed)
             return
+        self.waiting.add(ask)
+        if self.pool is not None:
+            self.pool.put(ask)
+            return
+        self._early.append(ask)
         if self._starting is None:
             self._starting = asyncio.create_task(self._start())
-        self._queue.put_nowait(((-ask.depth, next(self._seq)), ask))
 
     async def _start(self) -> None:
         """Resolve the endpoint (starting the embedded server if it is one), check a down one is
-        back, then start the workers. A failure fails every call queued and to come."""
+        back, then hand what was asked meanwhile to the endpoint's workers. A failure fails every
+        call queued and to come."""
         from llm_calls.ledger import _DOWN, _Progress, _tls_context, endpoint_unreachable
 
         ledger = self.session.ledger
@@ -158,7 +174,6 @@ class Lane:
                 else:
                     _DOWN[ep.base_url] = f"still unreachable: {why}"
             self.ep = ep
-            self.client = _Clients.take(ep, ledger.config.timeout_s, _tls_context)
             self.secrets = ledger.registry.secrets()
             self.sem = asyncio.Semaphore(ep.concurrency)
             self.shared = ledger._slots(ep)  # SlotsError: the slots' database unset or unreachable
@@ -167,41 +182,126 @@ class Lane:
             self.enough = max(1, unsaved // 2)
             self.unsaved = asyncio.Semaphore(ep.concurrency + unsaved)  # requested but not yet committed
             self.progress = _Progress(ep.name, total=0, cached=0, run_id=ledger.run_id)
+            self.client = _Clients.take(ep, ledger.config.timeout_s, _tls_context)
         except BaseException as exc:  # no call of this lane can be sent: each fails, none waits forever
-            self._fail_all(exc)
-            raise
-        self._workers = [asyncio.create_task(self._worker()) for _ in range(ep.concurrency)]
-
-    def _fail_all(self, exc: BaseException) -> None:
-        self._failed = exc
-        while not self._queue.empty():
-            _, ask = self._queue.get_nowait()
-            if ask is not None:
+            self._failed = exc
+            for ask in self._early:
                 self.session._settle(ask, exc=exc)
-        self.session._room.set()
+            self._early, self.waiting = [], set()
+            self.session._room.set()
+            raise
+        self.pool = _Pool.take(ep.base_url, ep.concurrency)
+        for ask in self._early:
+            self.pool.put(ask)
+        self._early = []
+
+    def taken(self, ask: _Ask) -> asyncio.Task:
+        """A worker of the pool took `ask`: send it in a task of this lane's."""
+        self.waiting.discard(ask)
+        self.session._room.set()  # one fewer waiting: `Session.run` may start more flows
+        task = asyncio.create_task(self._send(ask))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+        return task
+
+    async def _send(self, ask: _Ask) -> None:
+        ledger, session = self.session.ledger, self.session
+        await self.unsaved.acquire()
+        result, row = await ledger._call(self.client, self.sem, self.ep, self.identity, ask.purpose, ask.key,
+                                         ask.request, ask.params, self.secrets, self.shared, self.pool.pause)
+        self.progress.record(result.ok)
+        session._commit(row, self)
+        session._settle(ask, result)
+
+    async def close(self) -> None:
+        """Drop this lane's requests still queued (the flows stopped on an error) unsent; those
+        being sent finish and are committed, unless the warehouse broke. Then let go of the
+        endpoint's workers and client."""
+        if self._starting is None:
+            return
+        try:
+            await self._starting
+        except BaseException:
+            return
+        for ask in self.waiting:  # left in the pool's queue; its workers skip a settled ask
+            ask.future.cancel()
+            self.session._live -= 1
+        self.waiting = set()
+        if self.session._broken is not None:
+            for task in self._sending:
+                task.cancel()
+        await asyncio.gather(*self._sending, return_exceptions=True)
+        await self.pool.give_back()
+        await _Clients.give_back(self.client)
+        if self.progress.ok or self.progress.failed:
+            self.progress.total = self.asked
+            self.progress.cached = self.cached
+            self.session.ledger.log.info(self.progress.line(final=True))
+
+
+class _Pool:
+    """One endpoint's workers in the call loop, for the lanes of every session there that call
+    it with one concurrency: one queue, deepest first, and `concurrency` workers, so the steps
+    that `materialize_all` runs at once share the endpoint through one queue rather than each
+    sending its own `concurrency` and waiting for the endpoint's slots (`llm_calls/slots.py`).
+
+    Measured with eight sessions at once (`benchmarks/llm_ledger.py --sessions 8`): with a lane's
+    own workers, 448 of the 512 requests taken off the queues waited for a slot, polling and
+    waking one another, and the CPU per call was 0.6 ms above one session's. A worker takes a
+    request only when a slot is about to be free, so a deeper request of any session asked
+    meanwhile goes first. It is made when the first lane takes it and stopped when the last one
+    gives it back."""
+
+    _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, int], _Pool]] = \
+        weakref.WeakKeyDictionary()
+
+    def __init__(self, key: tuple[str, int]):
+        self.key, self.size = key, key[1]
+        self.users = 0
+        self._queue: asyncio.PriorityQueue[tuple[tuple[float, int], _Ask | None]] = asyncio.PriorityQueue()
+        self._seq = itertools.count()
+        self._workers: list[asyncio.Task] = [asyncio.create_task(self._worker()) for _ in range(key[1])]
+
+    @classmethod
+    def take(cls, endpoint: str, concurrency: int) -> _Pool:
+        ours = cls._by_loop.setdefault(asyncio.get_running_loop(), {})  # only this loop's thread adds to it
+        pool = ours.get((endpoint, concurrency))
+        if pool is None:
+            pool = ours[(endpoint, concurrency)] = _Pool((endpoint, concurrency))
+        pool.users += 1
+        return pool
+
+    async def give_back(self) -> None:
+        self.users -= 1
+        if self.users:
+            return
+        del self._by_loop[asyncio.get_running_loop()][self.key]
+        workers = list(self._workers)
+        for _ in workers:
+            self._queue.put_nowait(((float("inf"), next(self._seq)), None))
+        await asyncio.gather(*workers, return_exceptions=True)
+
+    def queued(self) -> int:
+        """Requests waiting for a worker (a dropped one too, until a worker skips it)."""
+        return self._queue.qsize()
+
+    def put(self, ask: _Ask) -> None:
+        self._queue.put_nowait(((-ask.depth, next(self._seq)), ask))
 
     async def _worker(self, until: asyncio.Event | None = None) -> None:
-        """Take requests and send them; a stand-in (`until`) stops after the request it holds
-        when its worker is back from its backoff."""
-        ledger, session = self.session.ledger, self.session
+        """Take requests and send them, one at a time; a stand-in (`until`) stops after the
+        request it holds once its worker is back from its backoff."""
         while until is None or not until.is_set():
             _, ask = await self._queue.get()
             if ask is None:
                 return
-            session._room.set()  # one fewer waiting: `Session.run` may start more flows
-            await self.unsaved.acquire()
-            result, row = await ledger._call(self.client, self.sem, self.ep, self.identity, ask.purpose, ask.key,
-                                             ask.request, ask.params, self.secrets, self.shared, self._pause)
-            self.progress.record(result.ok)
-            session._commit(row, self)
-            session._settle(ask, result)
+            if ask.future.done():  # dropped: its lane closed, or its session's warehouse broke
+                continue
+            await asyncio.wait((ask.lane.taken(ask),))  # not cancelled with it: a broken lane cancels its own
 
-    async def _pause(self, seconds: float) -> None:
+    async def pause(self, seconds: float) -> None:
         """A worker waiting out a retry's backoff: a stand-in takes requests meanwhile, so the slot
         it left is used (one worker per slot would otherwise leave it idle)."""
-        if self._stopping:  # closing: nothing is left to take, and the workers' stops are counted
-            await asyncio.sleep(seconds)
-            return
         back = asyncio.Event()
         stand_in = asyncio.create_task(self._worker(until=back))
         self._workers.append(stand_in)
@@ -210,34 +310,6 @@ class Lane:
             await asyncio.sleep(seconds)
         finally:
             back.set()
-
-    async def close(self) -> None:
-        """Stop the workers and the client. Requests still queued (the flows stopped on an error)
-        are dropped unsent; those in flight finish and are committed, unless the warehouse broke."""
-        if self._starting is None:
-            return
-        try:
-            await self._starting
-        except BaseException:
-            return
-        self._stopping = True
-        while not self._queue.empty():
-            _, ask = self._queue.get_nowait()
-            if ask is not None:
-                ask.future.cancel()
-                self.session._live -= 1
-        workers = list(self._workers)
-        if self.session._broken is not None:
-            for w in workers:
-                w.cancel()
-        for _ in workers:
-            self._queue.put_nowait(((float("inf"), next(self._seq)), None))
-        await asyncio.gather(*workers, return_exceptions=True)
-        await _Clients.give_back(self.client)
-        if self.progress.ok or self.progress.failed:
-            self.progress.total = self.asked
-            self.progress.cached = self.cached
-            self.session.ledger.log.info(self.progress.line(final=True))
 
 
 class Session:
@@ -249,6 +321,9 @@ class Session:
         self._lanes: dict[str, Lane] = {}
         self._asked: dict[str, asyncio.Future] = {}  # key -> its answer (one call per key per session)
         self._lookups: list[_Ask] = []
+        self._lookup_lanes: set[Lane] = set()  # the lanes of the asks in `_lookups`
+        self._lookups_since = 0.0  # when the first of `_lookups` was asked
+        self._rows_since = 0.0  # when the first of `_rows` was answered
         self._rows: list[tuple[dict[str, Any], Lane]] = []
         self._known: set[str] = set()  # keys with a row (failed ones too): a commit of others is a plain insert
         self._deferred: dict[tuple[str, str], list[_Ask]] = {}  # batch-mode calls waiting for a quiet loop
@@ -319,9 +394,14 @@ class Session:
             future = self._asked[key] = asyncio.get_running_loop().create_future()
             lane.asked += 1
             self._live += 1
+            if not self._lookups:
+                self._lookups_since = asyncio.get_running_loop().time()
+                self._hurry.set()  # the writer looks whether this one can wait
             self._lookups.append(_Ask(lane, key, req, params, purpose, future, _DEPTH.get()))
+            self._lookup_lanes.add(lane)
             self._wake.set()
-            self._hurry.set()
+            if len(self._lookups) >= _LOOKUP_GATHER:
+                self._hurry.set()
         result = await asyncio.shield(future)
         _DEPTH.set(_DEPTH.get() + 1)
         return with_prefill(lane.config, result)
@@ -343,6 +423,8 @@ class Session:
             self._hurry.set()
 
     def _commit(self, row: dict[str, Any], lane: Lane) -> None:
+        if not self._rows:
+            self._rows_since = asyncio.get_running_loop().time()
         self._rows.append((row, lane))
         self._wake.set()
         if len(self._rows) >= lane.enough:
@@ -361,7 +443,7 @@ class Session:
             raise
 
     async def _db_loop(self) -> None:
-        from llm_calls.ledger import _UPSERT, TOTALS
+        from llm_calls.ledger import _UPSERT
 
         while True:
             if not self._lookups and not self._rows:
@@ -379,41 +461,64 @@ class Session:
                                 await asyncio.to_thread(self._writer.close)
                             await self._wake.wait()
                 continue
-            if self._lookups:  # lookups first: they unblock flows
-                asks, self._lookups = self._lookups, []
-                self._looking = len(asks)
+            now = asyncio.get_running_loop().time()
+            if self._lookups and not self._lookups_can_wait(now):  # lookups first: they unblock flows
+                await self._look_up()
+                continue
+            if self._rows and (self._closing or not self._live or len(self._rows) >= self._rows[0][1].enough
+                               or now >= self._rows_since + _FLUSH_GATHER_S):
+                # one commit for many answers (each costs a few ms of CPU), but only up to half the
+                # back-pressure room, so requests keep flowing while this batch is written
+                rows, self._rows = self._rows, []
+                fresh = not any(r["key"] in self._known for r, _ in rows)
                 async with self._lock:
-                    found, known = await asyncio.to_thread(self.ledger._cached, [a.key for a in asks], self._writer)
-                self._looking = 0
-                self._room.set()
-                self._known |= known
-                TOTALS.add(self.ledger.run_id, cached=len(found))
-                for a in asks:
-                    if a.key in found:
-                        a.lane.cached += 1
-                        self._settle(a, found[a.key])
-                    elif batch.mode(self.ledger.registry.config, a.lane.model, a.purpose) is not None:
-                        self._live -= 1
-                        self._deferred.setdefault((a.lane.model, a.purpose), []).append(a)
-                        self._deferring.set()
-                    else:
-                        a.lane.submit(a)
+                    await asyncio.to_thread(self._writer.upsert, "llm.calls", [r for r, _ in rows], _UPSERT, fresh)
+                for r, lane in rows:
+                    self._known.add(r["key"])
+                    lane.unsaved.release()
                 continue
-            # gather a little more (each commit costs a few ms of CPU), but only up to half the
-            # back-pressure room, so requests keep flowing while this batch is written
-            if not self._closing and not self._lookups and len(self._rows) < self._rows[0][1].enough and self._live:
-                self._hurry.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._hurry.wait(), _FLUSH_GATHER_S)
+            # wait for more: answers to commit, asks to look up, or a queue that runs low
+            waits = []
+            if self._rows:
+                waits.append(self._rows_since + _FLUSH_GATHER_S - now)
             if self._lookups:
-                continue
-            rows, self._rows = self._rows, []
-            fresh = not any(r["key"] in self._known for r, _ in rows)
-            async with self._lock:
-                await asyncio.to_thread(self._writer.upsert, "llm.calls", [r for r, _ in rows], _UPSERT, fresh)
-            for r, lane in rows:
-                self._known.add(r["key"])
-                lane.unsaved.release()
+                waits.append(_LOOKUP_POLL_S)
+            self._hurry.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._hurry.wait(), max(0.0, min(waits)))
+
+    def _lookups_can_wait(self, now: float) -> bool:
+        """Whether the asks waiting for their lookup may wait for more (`_LOOKUP_GATHER`): not
+        closing, fewer than that, not waiting `_LOOKUP_GATHER_S` yet, and each of their endpoints
+        with a whole wave queued besides (its workers have that to send meanwhile)."""
+        if self._closing or len(self._lookups) >= _LOOKUP_GATHER or now >= self._lookups_since + _LOOKUP_GATHER_S:
+            return False
+        return all(lane.pool is not None and lane.pool.queued() >= lane.pool.size for lane in self._lookup_lanes)
+
+    async def _look_up(self) -> None:
+        """Every ask waiting for its lookup, in one query: a cached answer settles its ask, a
+        batch-mode model's miss waits for the batch, any other miss is sent."""
+        from llm_calls.ledger import TOTALS
+
+        asks, self._lookups = self._lookups, []
+        self._lookup_lanes = set()
+        self._looking = len(asks)
+        async with self._lock:
+            found, known = await asyncio.to_thread(self.ledger._cached, [a.key for a in asks], self._writer)
+        self._looking = 0
+        self._room.set()
+        self._known |= known
+        TOTALS.add(self.ledger.run_id, cached=len(found))
+        for a in asks:
+            if a.key in found:
+                a.lane.cached += 1
+                self._settle(a, found[a.key])
+            elif batch.mode(self.ledger.registry.config, a.lane.model, a.purpose) is not None:
+                self._live -= 1
+                self._deferred.setdefault((a.lane.model, a.purpose), []).append(a)
+                self._deferring.set()
+            else:
+                a.lane.submit(a)
 
     # -- batch mode ---------------------------------------------------------------------------
 
@@ -464,7 +569,7 @@ class Session:
 
     def _backlog(self) -> int:
         """Asks waiting for their lookup or for a worker to send them (not batch mode's)."""
-        return len(self._lookups) + self._looking + sum(lane._queue.qsize() for lane in self._lanes.values())
+        return len(self._lookups) + self._looking + sum(len(lane.waiting) for lane in self._lanes.values())
 
     def _backlog_limit(self) -> int:
         """Enough waiting to keep every model's workers busy through a round of lookups: twice
