@@ -369,6 +369,95 @@ def test_steps_running_at_once_in_threads_share_the_call_loop_and_one_client(tmp
     assert len(made) == 1 and made[0].is_closed()
 
 
+def test_steps_at_once_share_one_queue_per_endpoint_so_a_deeper_call_of_one_goes_before_anothers_first_calls(
+        tmp_path):
+    """Two steps at once against one endpoint at concurrency 2, each with its own ledger: step B's
+    two first calls take both slots; step A then asks six first calls. When B's first reply comes
+    (0.3 s), a slot goes to A's first call, and B's flow asks its second call: deeper, it is sent
+    at the next free slot (0.8 s), before A's second first call. With a queue and workers per step,
+    A's workers held two of its first calls waiting for a slot before B's worker took B's second,
+    and the slots are given first come, first served: A's second went first."""
+    import threading
+    import time
+
+    def run_step(name, flows_of):
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(Warehouse(cfg.warehouse_path(), lock_timeout_s=30), reg)
+            ledger.run_flows(flows_of)
+
+    async def b_x(s):
+        await s.ask("stub", CallRequest(user("b x first [[stub: delay=0.3]]")), "t")
+        await s.ask("stub", CallRequest(user("b x second [[stub: delay=0.1]]")), "t")
+
+    async def b_y(s):
+        await s.ask("stub", CallRequest(user("b y first [[stub: delay=0.9]]")), "t")
+
+    async def a(s, k):
+        await s.ask("stub", CallRequest(user(f"a {k} [[stub: delay=0.5]]")), "t")
+
+    with StubServer() as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": 2}})
+        step_b = threading.Thread(target=run_step, args=("b", lambda s: [b_x(s), b_y(s)]))
+        step_b.start()
+        deadline = time.monotonic() + 30
+        while len(_chat(stub)) < 2 and time.monotonic() < deadline:  # B's first calls are out
+            time.sleep(0.01)
+        step_a = threading.Thread(target=run_step, args=("a", lambda s: [a(s, k) for k in range(6)]))
+        step_a.start()
+        step_a.join(60)
+        step_b.join(60)
+        asked = [c["body"]["messages"][-1]["content"].split(" [[")[0] for c in _chat(stub)]
+    assert sorted(asked) == sorted(["b x first", "b y first", "b x second"] + [f"a {k}" for k in range(6)])
+    assert asked[:2] in (["b x first", "b y first"], ["b y first", "b x first"])
+    assert asked.index("b x second") < asked.index("a 1"), asked
+
+
+@pytest.mark.parametrize("concurrency", [1, 10])
+def test_asks_wait_for_their_lookup_together_only_while_their_endpoint_has_a_wave_queued(tmp_path, monkeypatch,
+                                                                                        concurrency):
+    """A cache lookup costs the same whatever its size. Eight asks made 30 ms apart once the first
+    reply is in: at concurrency 1, with three first calls still queued for the one slot, they wait
+    for their lookup together (one to three queries, not eight: each waits 0.1 s at most,
+    `_LOOKUP_GATHER_S`); at concurrency 10, nothing queued, each is looked up as it is asked (a
+    worker would otherwise idle)."""
+    looked_up: list[list[str]] = []
+    cached = Ledger._cached
+
+    def recording(self, keys, writer):
+        looked_up.append(list(keys))
+        return cached(self, keys, writer)
+
+    monkeypatch.setattr(Ledger, "_cached", recording)
+    late = [CallRequest(user(f"late {i} [[stub: delay=0.05]]")) for i in range(8)]
+
+    async def first(s, k):
+        await s.ask("stub", CallRequest(user(f"first {k} [[stub: delay=0.3]]")), "t")
+
+    async def spaced(s):
+        await first(s, 0)  # once the first reply is in: at concurrency 1, three first calls still queued
+        asks = []
+        for request in late:
+            asks.append(asyncio.ensure_future(s.ask("stub", request, "t")))
+            await asyncio.sleep(0.03)
+        return [r.ok for r in await asyncio.gather(*asks)]
+
+    with StubServer() as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": concurrency}})
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+            out = ledger.run_flows(lambda s: [*(first(s, k) for k in range(5)), spaced(s)])
+            late_keys = set(ledger._keys("stub", late)[2])
+        assert out[-1] == [True] * 8 and len(_chat(stub)) == 13
+    lookups_with_late = [keys for keys in looked_up if late_keys & set(keys)]
+    assert sum(len(late_keys & set(keys)) for keys in lookups_with_late) == 8
+    if concurrency == 1:
+        assert len(lookups_with_late) <= 3, [len(k) for k in lookups_with_late]
+    else:
+        assert len(lookups_with_late) >= 6, [len(k) for k in lookups_with_late]
+
+
 def test_an_interrupted_wait_for_the_call_loop_winds_the_flows_down_before_it_raises():
     """Ctrl-C while a thread waits for its flows in the call loop: the flows are cancelled, and
     the interruption is raised only once they have finished winding down (a session's in-flight
