@@ -17,8 +17,9 @@ What the session does for each `await session.ask(model, request, purpose)`:
 
 - the key is computed as `Ledger.complete` computes it (`Lane.keyed`), and a key already asked in
   this session is answered by the same future (two flows asking one request make one call);
-- cache lookups of everything asked in one turn of the event loop go to the warehouse as one
-  query, on the connection the commits use (`_db`, one task, so the two never interleave);
+- the asks waiting for their cache lookup go to the warehouse as one query, on the connection the
+  commits use (`_db`, one task, so the two never interleave); while each of their endpoints has a
+  whole wave queued, they wait for more first (up to 64 asks or 0.1 s: `_LOOKUP_GATHER`);
 - a miss is queued for its endpoint (`_Pool`: one queue per endpoint and concurrency in the loop,
   shared by every session there): `concurrency` workers take requests deepest-first (a flow's
   later calls before other flows' first calls: items finish early, and a kill loses less), and
@@ -245,11 +246,14 @@ class _Pool:
     that `materialize_all` runs at once share the endpoint through one queue rather than each
     sending its own `concurrency` and waiting for the endpoint's slots (`llm_calls/slots.py`).
 
-    Measured with eight sessions at once (`benchmarks/llm_ledger.py --sessions 8`): with a lane's
-    own workers, 448 of the 512 requests taken off the queues waited for a slot, polling and
-    waking one another, and the CPU per call was 0.6 ms above one session's. A worker takes a
-    request only when a slot is about to be free, so a deeper request of any session asked
-    meanwhile goes first. It is made when the first lane takes it and stopped when the last one
+    With a queue and `concurrency` workers per lane, eight sessions at once took 512 requests off
+    their queues for 64 slots; 448 waited for a slot, polling and waking one another, in an order
+    that ignored their depth (a deeper request of one session waited behind every first call
+    another had taken). Profiled in the call loop's thread (`benchmarks/llm_ledger.py --sessions 8`,
+    1,024 calls), the slot waits and their wake-ups are gone, and the connection pool checks a third
+    as many idle connections per request; the process's CPU per call in that benchmark did not
+    move beyond its noise (0.72 and 0.73 ms above the bare client's, against 0.68 and 0.73). It is
+    made when the first lane takes it and stopped when the last one
     gives it back."""
 
     _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, int], _Pool]] = \
