@@ -208,8 +208,13 @@ class Lane:
     async def _send(self, ask: _Ask) -> None:
         ledger, session = self.session.ledger, self.session
         await self.unsaved.acquire()
-        result, row = await ledger._call(self.client, self.sem, self.ep, self.identity, ask.purpose, ask.key,
-                                         ask.request, ask.params, self.secrets, self.shared, self.pool.pause)
+        try:
+            result, row = await ledger._call(self.client, self.sem, self.ep, self.identity, ask.purpose, ask.key,
+                                             ask.request, ask.params, self.secrets, self.shared, self.pool.pause)
+        except Exception as exc:  # not a failed call (that is a result): a fault, which the flow raises
+            self.unsaved.release()
+            session._settle(ask, exc=exc)
+            return
         self.progress.record(result.ok)
         session._commit(row, self)
         session._settle(ask, result)

@@ -221,6 +221,34 @@ def test_a_partly_cached_batch_looks_up_each_answered_key_once(stub, stub_ledger
     assert len(looked_up) == 10 + 4 and len(_chat(stub)) == 10
 
 
+def test_a_fault_while_sending_fails_the_flow_instead_of_hanging_it(stub, stub_ledger, monkeypatch):
+    """A failed call is a result; anything else raised while sending (a bug, the slots' database
+    gone) reaches the flow that asked, which raises it: no flow waits forever for that answer."""
+    async def broken(*args, **kwargs):
+        raise RuntimeError("the send broke")
+
+    monkeypatch.setattr(Ledger, "_call", broken)
+
+    async def flow(s):
+        return await s.ask("stub", CallRequest(user("q")), "t")
+
+    import threading
+
+    raised: list[BaseException] = []
+
+    def step():
+        try:
+            stub_ledger.run_flows(lambda s: [flow(s)])
+        except BaseException as exc:  # noqa: BLE001 (what the step got is the subject)
+            raised.append(exc)
+
+    waiting = threading.Thread(target=step, daemon=True)  # left behind if it hangs: the test fails instead
+    waiting.start()
+    waiting.join(30)
+    assert not waiting.is_alive(), "the flow still waits for the answer"
+    assert [str(e) for e in raised] == ["the send broke"]
+
+
 def test_a_lane_that_cannot_start_fails_its_calls_instead_of_waiting_forever(tmp_path, monkeypatch):
     """Anything that stops a model's lane from starting (here: the endpoint slots' database named by a
     variable that is not set) is raised to the flows that asked, promptly: none is left waiting."""
