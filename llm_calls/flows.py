@@ -23,7 +23,7 @@ What the session does for each `await session.ask(model, request, purpose)`:
 - a miss is queued for its endpoint (`_Pool`: one queue per endpoint and concurrency in the loop,
   shared by every session there): `concurrency` workers take requests deepest-first (a flow's
   later calls before other flows' first calls: items finish early, and a kill loses less), and
-  each is sent by its lane, which holds the run's and the endpoint's slots (`llm_calls/slots.py`)
+  each is sent by its lane, which holds one of the endpoint's slots (`llm_calls/slots.py`)
   while it is in flight and makes the call with the ledger's retries (`Ledger._call`); one worker
   per slot, so a request is taken off the queue only when a slot is about to be free, and a
   deeper request asked meanwhile, by any session, is not stuck behind shallower ones taken early;
@@ -122,7 +122,7 @@ class _Ask:
 class Lane:
     """One model's calls in a session: its identity and defaults (for keys), and once a call
     misses the cache its endpoint, the loop's client for it (`_Clients`), the endpoint's workers
-    in the loop (`_Pool`), the run's semaphore and the endpoint's slots."""
+    in the loop (`_Pool`, whose workers are the process's bound) and the endpoint's slots."""
 
     def __init__(self, session: Session, model: str):
         ledger = session.ledger
@@ -176,7 +176,6 @@ class Lane:
                     _DOWN[ep.base_url] = f"still unreachable: {why}"
             self.ep = ep
             self.secrets = ledger.registry.secrets()
-            self.sem = asyncio.Semaphore(ep.concurrency)
             self.shared = ledger._slots(ep)  # SlotsError: the slots' database unset or unreachable
             # a commit costs a few ms of CPU whatever its size: by default one commit takes a whole wave
             unsaved = ledger.config.max_unsaved or 2 * ep.concurrency
@@ -209,7 +208,7 @@ class Lane:
         ledger, session = self.session.ledger, self.session
         await self.unsaved.acquire()
         try:
-            result, row = await ledger._call(self.client, self.sem, self.ep, self.identity, ask.purpose, ask.key,
+            result, row = await ledger._call(self.client, self.ep, self.identity, ask.purpose, ask.key,
                                              ask.request, ask.params, self.secrets, self.shared, self.pool.pause)
         except Exception as exc:  # not a failed call (that is a result): a fault, which the flow raises
             self.unsaved.release()

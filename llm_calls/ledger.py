@@ -446,7 +446,7 @@ class Ledger:
     # -- requests ----------------------------------------------------------------
 
     async def _call(
-        self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, ep: Endpoint, identity: str,
+        self, client: openai.AsyncOpenAI, ep: Endpoint, identity: str,
         purpose: str, key: str, req: CallRequest, params: dict[str, Any], secrets: Sequence[str] = (),
         shared: Slots | None = None, pause: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> tuple[CallResult, dict[str, Any]]:
@@ -467,7 +467,7 @@ class Ledger:
                 break
             attempts += 1
             try:
-                async with sem, (shared.hold(ep.concurrency) if shared else contextlib.nullcontext()):
+                async with shared.hold(ep.concurrency) if shared else contextlib.nullcontext():
                     error = _unsendable(ep, sent)  # found while this call waited for its turn
                     if error:
                         attempts -= 1

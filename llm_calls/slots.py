@@ -2,8 +2,9 @@
 across every run that calls it, not per run.
 
 Each endpoint (its base URL) has numbered slots; a call holds one while its request is in flight
-(`Slots.hold`), after the run's own semaphore lets it go. A model with `concurrency: N` may take slots
-0..N-1, so five backfills against one vLLM server never send it more than N requests at once, and
+(`Slots.hold`), once a worker of its endpoint's queue in this process takes it
+(`llm_calls/flows.py`). A model with `concurrency: N` may take slots 0..N-1, so five backfills
+against one vLLM server never send it more than N requests at once, and
 two models served by one endpoint share its slots (the endpoint's bound is the larger of their
 concurrencies). The slots are locks that their holder's death releases, so a killed run never
 leaves one taken:
@@ -73,8 +74,8 @@ class Slots:
     @contextlib.asynccontextmanager
     async def hold(self, n: int) -> AsyncIterator[int]:
         """One of the first `n` slots while the block runs. A call that finds none waits: for a
-        release in this process, which wakes the first waiter (the steps `materialize_all` runs at
-        once wait in several event loops, and polling from each cost a tenth of a paper run's CPU),
+        release in this process, which wakes the first waiter (two models of different concurrency on one
+        endpoint have a queue each; waiters in another thread's event loop are woken through it),
         and, while another process may hold one of its `n` slots, also for that by polling the locks
         with backoff (another process's release wakes nobody here)."""
         loop = asyncio.get_running_loop()
