@@ -16,7 +16,10 @@ judge and polisher, so every call shares one budget. For each family, on a fresh
   (items, Dagster and the warehouse included), its CPU time (user + system) measured;
 - the bound: the run's calls x delay / concurrency, the least wall time any client can take;
 - the bare client: the same requests (their stored bodies, read from `llm.calls`), sent by one
-  `openai.AsyncOpenAI` at the same concurrency as one stream, with its wall and CPU time;
+  `openai.AsyncOpenAI` at the same concurrency as one stream, with its wall and CPU time; twice:
+  through `chat.completions.create` (the typed layer: the anchor the goal is set against), then
+  through the client's plain POST, the path the ledger takes, so the project's own cost beyond
+  the very same HTTP path is printed too;
 - a rerun of one partition (`--partition fld`), nothing changed: every step up to date
   (assets/up_to_date.py), none run; then the same with `--all`: every step runs again, every call
   from the cache, the run's own time.
@@ -29,7 +32,8 @@ and the two reruns' seconds (up to date; `--all`, every call cached). Goal: boun
 Then the run's CPU split in two: the same selection run again with `--all` (IB's whole selection,
 a third rerun) does every step's work, items, Dagster, prompts, reading the replies, the tables,
 with every answer from the cache; the rest of the run's CPU is what making the calls cost (the
-client, the ledger's writes), per call beside the bare client's (goal: within 0.5 ms).
+client, the ledger's writes), per call beside the bare client's (goal: within 0.5 ms of `create`'s),
+and beside the plain POST's.
 
 Then where the wall time beyond the bound went, from the stored calls (each one's request went
 out `latency_s` before its `finished_at`) and the command's start and end; the parts add up to
@@ -153,6 +157,7 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     parts = decomposition(rows, began, ended, args.delay, args.concurrency)
     bodies = [json.loads(r["request"]) for r in rows]
     bare_wall, bare_cpu = asyncio.run(replay(url, bodies, args.concurrency))
+    plain_wall, plain_cpu = asyncio.run(replay(url, bodies, args.concurrency, plain=True))
     calls = len(rows)
     return {"family": family, "calls": calls, "piloted": piloted, "failed": sum(r["status"] != "ok" for r in rows),
             "bound": calls * args.delay / args.concurrency, "wall": wall, "span": span, "estimate": estimate,
@@ -160,7 +165,8 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
             # the selection run again with `--all` does all the run's work but the requests (every
             # answer from the cache): what is left of the run's CPU is what making the calls cost
             "calls_cpu_ms": 1000 * (cpu - rerun_cpu[-1]) / calls, "cached_cpu_s": rerun_cpu[-1],
-            "bare_wall": bare_wall, "bare_cpu_ms": 1000 * bare_cpu / calls}
+            "bare_wall": bare_wall, "bare_cpu_ms": 1000 * bare_cpu / calls,
+            "plain_wall": plain_wall, "plain_cpu_ms": 1000 * plain_cpu / calls}
 
 
 def decomposition(rows: list[dict], began: datetime, ended: datetime, delay: float, concurrency: int
@@ -210,8 +216,11 @@ def plan_seconds(text: str) -> tuple[float, float, float | None] | None:
             float(e.group(1)) * unit[e.group(2)] if e else None)
 
 
-async def replay(url: str, bodies: list[dict], concurrency: int) -> tuple[float, float]:
-    """The bare client: every stored request body, `concurrency` at a time, as one stream."""
+async def replay(url: str, bodies: list[dict], concurrency: int, plain: bool = False) -> tuple[float, float]:
+    """The bare client: every stored request body, `concurrency` at a time, as one stream, through
+    `chat.completions.create` (its typed layer, the issue's anchor), or with `plain` through the
+    client's plain POST and `json.loads`, the path the ledger takes (`Ledger._call`)."""
+    import httpx2
     import openai
 
     client = openai.AsyncOpenAI(base_url=url, api_key="not-needed", max_retries=0, timeout=60)
@@ -219,8 +228,13 @@ async def replay(url: str, bodies: list[dict], concurrency: int) -> tuple[float,
 
     async def one(body: dict) -> None:
         params = dict(body["params"])
-        extra = {k: params.pop(k) for k in list(params) if k not in ("temperature", "max_tokens", "seed", "top_p")}
         async with sem:
+            if plain:
+                resp = await client.post("/chat/completions", cast_to=httpx2.Response,
+                                         body={"model": "stub-model", "messages": body["messages"], **params})
+                json.loads(resp.content)["choices"][0]["message"]["content"]
+                return
+            extra = {k: params.pop(k) for k in list(params) if k not in ("temperature", "max_tokens", "seed", "top_p")}
             await client.chat.completions.create(model="stub-model", messages=body["messages"],
                                                  extra_body=extra or None, **params)
 
@@ -267,8 +281,9 @@ def main() -> int:
     for r in out:
         print(f"{r['family']}: CPU {r['cpu_ms'] * r['calls'] / 1000:.1f} s for the run; {r['cached_cpu_s']:.1f} s for the "
               f"same selection again from the cache (`--all`); the difference, the calls' own: "
-              f"{r['calls_cpu_ms']:.2f} ms a call, the bare client's {r['bare_cpu_ms']:.2f} "
-              f"({r['calls_cpu_ms'] - r['bare_cpu_ms']:+.2f})")
+              f"{r['calls_cpu_ms']:.2f} ms a call; the bare client's {r['bare_cpu_ms']:.2f} through "
+              f"`create` ({r['calls_cpu_ms'] - r['bare_cpu_ms']:+.2f}), {r['plain_cpu_ms']:.2f} through its plain "
+              f"POST, the ledger's path ({r['calls_cpu_ms'] - r['plain_cpu_ms']:+.2f}; its wall {r['plain_wall']:.1f} s)")
     for r in out:
         parts = r["parts"]
         print(f"\n{r['family']}: wall - bound = {r['wall'] - r['bound']:.1f} s, of which")

@@ -69,11 +69,6 @@ from llm_calls.totals import TOTALS  # the calls counted here, read by the run c
 from warehouse import OnConflict, Warehouse
 
 T = TypeVar("T")
-# Parameters the openai client takes by name; anything else (top_k, min_p, ...) goes in extra_body.
-_CLIENT_PARAMS = {
-    "temperature", "top_p", "max_tokens", "stop", "seed",
-    "presence_penalty", "frequency_penalty", "response_format", "logit_bias",
-}
 _RETRY_AFTER_CAP_S = 600.0
 _REACH_TIMEOUT_S = 3.0  # the check that a down endpoint is back
 # Endpoints that refused connections until a call's retries were spent (base_url -> why), in this process.
@@ -290,11 +285,11 @@ class Answer:
     cached_prompt_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens (the provider's prompt cache)
 
     @classmethod
-    def of(cls, resp: Any, secrets: Sequence[str] = ()) -> Answer:
-        """An answer from a chat completion (the openai client's object); a body without an answer
-        is a failure that says why."""
+    def of(cls, body: Any, secrets: Sequence[str] = ()) -> Answer:
+        """An answer from a chat completion's JSON body (a live reply's, a batch output line's); a
+        body without an answer is a failure that says why."""
         try:
-            text, reasoning, finish, ptok, ctok, rtok, cached = _read_response(resp)
+            text, reasoning, finish, ptok, ctok, rtok, cached = _read_response(body)
         except _Failed as exc:
             return cls(False, error=str(exc))
         return cls(True, redact(text, secrets, key_like=False), redact(reasoning, secrets, key_like=False),
@@ -453,9 +448,8 @@ class Ledger:
         """One request with its retries; `pause(seconds)` waits out a backoff (the flows' lane lets
         another worker use the slot meanwhile)."""
         sent = sent_params(ep, key, params)
-        named = {k: v for k, v in sent.items() if k in _CLIENT_PARAMS}
-        extra = {k: v for k, v in sent.items() if k not in _CLIENT_PARAMS}
         messages = [{"role": m["role"], "content": m["content"]} for m in req.messages]
+        body = {"model": ep.served_model, "messages": messages, **sent}
         created = datetime.now(UTC).replace(tzinfo=None)
 
         attempts, latency = 0, None
@@ -474,9 +468,12 @@ class Ledger:
                         break
                     t0 = time.monotonic()
                     try:
-                        resp = await client.chat.completions.create(
-                            model=ep.served_model, messages=messages, extra_body=extra or None, **named
-                        )
+                        # the client's plain POST (its README's "undocumented requests"): the same
+                        # request, headers, timeout and typed errors as `chat.completions.create`,
+                        # without its typed layer - walking the parameters against their TypedDicts
+                        # and building the reply's pydantic objects - which cost ~0.5 ms of CPU a call
+                        # (benchmarks/paper_calls.py replays both ways); `Answer.of` reads the JSON
+                        resp = await client.post("/chat/completions", cast_to=httpx2.Response, body=body)
                     except openai.APIConnectionError as exc:
                         # an embedded server that died: said while this call still holds its turn, so no
                         # call waiting for one is sent to the dead port
@@ -489,7 +486,7 @@ class Ledger:
                         raise _ServerDied(died) from exc
                     finally:
                         latency = time.monotonic() - t0
-                got = Answer.of(resp, secrets)
+                got = Answer.of(_json_body(resp), secrets)
                 ok, error = got.ok, got.error
                 break
             except (_Failed, _ServerDied) as exc:
@@ -591,39 +588,67 @@ def _tls_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
-def _read_response(resp: Any) -> tuple[str, str | None, str | None, int | None, int | None, int | None, int | None]:
+def _json_body(resp: httpx2.Response) -> Any:
+    """The reply's JSON; a body that is not JSON is a failed call that says what came instead."""
+    try:
+        return json.loads(resp.content)
+    except ValueError:
+        raise _Failed(f"malformed response: the body is not JSON: {resp.text[:200]!r}") from None
+
+
+def _read_response(body: Any) -> tuple[str, str | None, str | None, int | None, int | None, int | None, int | None]:
     """(content, reasoning, finish_reason, prompt tokens, completion tokens, reasoning tokens,
-    prompt tokens served from the provider's prompt cache).
-    Reasoning comes from `reasoning_content` (vLLM, DeepSeek) or `reasoning` (Ollama, OpenRouter);
-    content may be empty when the reply was cut inside its reasoning."""
-    choices = getattr(resp, "choices", None)
+    prompt tokens served from the provider's prompt cache) of a chat completion's JSON body, a live
+    reply's or a batch output line's. Reasoning comes from `reasoning_content` (vLLM, DeepSeek) or
+    `reasoning` (Ollama, OpenRouter); content may be empty when the reply was cut inside its
+    reasoning. A field of the wrong type is a malformed response, never read as an answer."""
+    choices = body.get("choices") if isinstance(body, Mapping) else None
     if choices is None:
-        raise _Failed(f"malformed response: no 'choices' field in {str(resp)[:200]!r}")
+        raise _Failed(f"malformed response: no 'choices' field in {str(body)[:200]!r}")
+    if not isinstance(choices, list):
+        raise _Failed(f"malformed response: 'choices' is {type(choices).__name__}, not a list")
     if not choices:
         raise _Failed("malformed response: empty 'choices'")
     choice = choices[0]
-    message = getattr(choice, "message", None)
-    content = getattr(message, "content", None)
+    if not isinstance(choice, Mapping):
+        raise _Failed(f"malformed response: choice is {type(choice).__name__}, not an object")
+    finish = choice.get("finish_reason")
+    message = choice.get("message")
+    if message is not None and not isinstance(message, Mapping):
+        raise _Failed(f"malformed response: message is {type(message).__name__}, not an object")
+    message = message or {}
+    content = message.get("content")
+    if not isinstance(content, str | None) or not isinstance(finish, str | None):
+        raise _Failed(f"malformed response: content {type(content).__name__}, finish_reason {type(finish).__name__}")
     # a field present but empty ("") is a think block with nothing in it, kept as such; absent is None
-    fields = [f for f in (getattr(message, "reasoning_content", None), getattr(message, "reasoning", None))
-              if isinstance(f, str)]
+    fields = [f for f in (message.get("reasoning_content"), message.get("reasoning")) if isinstance(f, str)]
     reasoning = next((f for f in fields if f), fields[0] if fields else None)
     if content is None:
         if reasoning is None:
-            raise _Failed(f"malformed response: choice has no message content (finish_reason={choice.finish_reason!r})")
+            raise _Failed(f"malformed response: choice has no message content (finish_reason={finish!r})")
         content = ""
-    usage = getattr(resp, "usage", None)
-    details = getattr(usage, "completion_tokens_details", None)
-    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    usage = body.get("usage")
     return (
         content,
         reasoning,
-        choice.finish_reason,
-        getattr(usage, "prompt_tokens", None),
-        getattr(usage, "completion_tokens", None),
-        getattr(details, "reasoning_tokens", None),
-        getattr(prompt_details, "cached_tokens", None),
+        finish,
+        _count(usage, "prompt_tokens"),
+        _count(usage, "completion_tokens"),
+        _count(usage, "completion_tokens_details", "reasoning_tokens"),
+        _count(usage, "prompt_tokens_details", "cached_tokens"),
     )
+
+
+def _count(usage: Any, *path: str) -> int | None:
+    """A token count under `usage` (None where the server gives none); not a whole number: malformed."""
+    value = usage
+    for name in path:
+        value = value.get(name) if isinstance(value, Mapping) else None
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise _Failed(f"malformed response: usage {'.'.join(path)} is {value!r}, not a count")
 
 
 def _brief(exc: BaseException, limit: int = 500) -> str:

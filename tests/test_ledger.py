@@ -5,7 +5,7 @@ import time
 from pathlib import Path
 
 from llm_calls import CallRequest, Ledger, ModelRegistry, call_key
-from llm_calls.ledger import LITERAL_KEYS, backoff_delay, lookup_sql, retry_after_seconds
+from llm_calls.ledger import LITERAL_KEYS, Answer, backoff_delay, lookup_sql, retry_after_seconds
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config, user
 from warehouse import Warehouse
@@ -111,6 +111,33 @@ def test_empty_choices_is_stored_as_a_failure(stub, stub_ledger):
     result = stub_ledger.complete("stub", [CallRequest(user("[[stub: empty_choices]] q"))])[0]
     assert not result.ok and "empty 'choices'" in result.error
     assert calls(stub_ledger)[0]["response_text"] is None
+
+
+def test_a_reply_body_is_read_field_by_field_and_a_field_of_the_wrong_type_is_a_failure():
+    """The ledger reads the client's plain JSON (no typed objects in between), so the reader
+    itself checks each field it takes: a wrong type fails the call, never becomes an answer."""
+    message = {"role": "assistant", "content": "yes", "reasoning": ""}
+    good = {"choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2.0, "prompt_tokens_details": None}}
+    read = Answer.of(good)
+    assert (read.ok, read.text, read.reasoning, read.finish_reason, read.prompt_tokens, read.completion_tokens,
+            read.reasoning_tokens, read.cached_prompt_tokens) == (True, "yes", "", "stop", 5, 2, None, None)
+    assert Answer.of({**good, "usage": None}).ok  # a server that counts nothing
+    wrong = {
+        "not an object": ["choices"],
+        "choices not a list": {"choices": {"0": good["choices"][0]}},
+        "choice not an object": {"choices": ["yes"]},
+        "message not an object": {"choices": [{"finish_reason": "stop", "message": "yes"}]},
+        "content parts": {"choices": [{"finish_reason": "stop", "message": {"content": [{"text": "yes"}]}}]},
+        "finish reason a number": {"choices": [{"finish_reason": 1, "message": message}]},
+        "no content": {"choices": [{"finish_reason": "stop", "message": {"role": "assistant"}}]},
+        "count as text": {**good, "usage": {"prompt_tokens": "5"}},
+        "count a fraction": {**good, "usage": {"completion_tokens_details": {"reasoning_tokens": 1.5}}},
+        "count a boolean": {**good, "usage": {"completion_tokens": True}},
+    }
+    for why, body in wrong.items():
+        answer = Answer.of(body)
+        assert not answer.ok and answer.text is None and answer.error.startswith("malformed response"), why
 
 
 def test_length_cut_reply_is_stored_as_truncated(stub, stub_ledger):
