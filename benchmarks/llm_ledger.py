@@ -17,6 +17,10 @@ their range. Timings cover `Ledger.complete`
 only; the warehouse file exists beforehand, as it does in any run after the
 first.
 
+The ledger sends through the client's plain POST and reads the reply's JSON itself (`Ledger._call`);
+with `--plain` the bare side does the same, so the extra is the project's own cost beyond the very
+same HTTP path, where by default it is beyond the typed `create`.
+
 With `--sessions N`, the ledger's side is N steps at once, as `materialize_all` runs an
 Instruction Boundary paper run's slices: N threads, each with its own registry and ledger, each
 calling `Ledger.complete` on its share of the requests, all sharing the model's concurrency (the
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import statistics
 import subprocess
 import sys
@@ -38,6 +43,7 @@ import threading
 import time
 from pathlib import Path
 
+import httpx2
 import openai
 
 from configuration import parse_config
@@ -45,15 +51,22 @@ from llm_calls import CallRequest, Ledger, ModelRegistry
 from warehouse import Warehouse
 
 
-async def bare(base_url: str, prompts: list[str], concurrency: int) -> tuple[float, float]:
-    """(seconds, CPU seconds of this process) for `prompts` through a bare client."""
+async def bare(base_url: str, prompts: list[str], concurrency: int, plain: bool = False) -> tuple[float, float]:
+    """(seconds, CPU seconds of this process) for `prompts` through a bare client: its typed
+    `chat.completions.create`, or with `plain` its plain POST and `json.loads`, the ledger's path."""
     client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0, timeout=60)
     sem = asyncio.Semaphore(concurrency)
 
     async def one(p: str) -> None:
+        messages = [{"role": "user", "content": p}]
         async with sem:
+            if plain:
+                resp = await client.post("/chat/completions", cast_to=httpx2.Response, body={
+                    "model": "stub-model", "messages": messages, "temperature": 0.0, "max_tokens": 64})
+                assert json.loads(resp.content)["choices"][0]["message"]["content"]
+                return
             resp = await client.chat.completions.create(
-                model="stub-model", messages=[{"role": "user", "content": p}], temperature=0.0, max_tokens=64
+                model="stub-model", messages=messages, temperature=0.0, max_tokens=64
             )
             assert resp.choices[0].message.content
 
@@ -105,7 +118,7 @@ class _Quiet:
 
 
 def bench_delay(delay: float, waves: int, repeats: int, tmp: Path, levels: tuple[int, ...] = (1, 8, 64),
-                sessions: int = 1) -> tuple[list[float], tuple[Path, list[str], int, float, list[float]] | None]:
+                sessions: int = 1, plain: bool = False) -> tuple[list[float], tuple[Path, list[str], int, float, list[float]] | None]:
     server = subprocess.Popen([sys.executable, "-m", "llm_calls.stub_server", "--delay", str(delay)],
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -122,7 +135,7 @@ def bench_delay(delay: float, waves: int, repeats: int, tmp: Path, levels: tuple
             bound = c / delay
             t_bare, t_ledger, cpu_bare, cpu_ledger = [], [], [], []
             for rep in range(repeats):  # alternated, so drift on a shared machine hits both sides alike
-                t, cpu = asyncio.run(bare(base_url, [f"bare {delay} c{c} r{rep} #{i}" for i in range(n)], c))
+                t, cpu = asyncio.run(bare(base_url, [f"bare {delay} c{c} r{rep} #{i}" for i in range(n)], c, plain))
                 t_bare.append(t)
                 cpu_bare.append(cpu)
                 prompts = [f"ledger {delay} c{c} r{rep} #{i}" for i in range(n)]
@@ -160,11 +173,14 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64], help="concurrency levels")
     parser.add_argument("--sessions", type=int, default=1,
                         help="the ledger's side as this many steps at once, each in its own thread")
+    parser.add_argument("--plain", action="store_true",
+                        help="the bare side through the client's plain POST (the ledger's own path), not `create`")
     args = parser.parse_args()
     DELAYS_SEEN.extend(args.delays)
 
     print(f"stub server in its own process; {args.waves} waves of requests per run; median of {args.repeats} "
-          f"alternated runs per side; the ledger's side as {args.sessions} step(s) at once\n")
+          f"alternated runs per side; the ledger's side as {args.sessions} step(s) at once; the bare side through "
+          f"{'the plain POST' if args.plain else '`chat.completions.create`'}\n")
     print(f"{'delay':>6} {'conc':>5} {'requests':>8} {'bound/s':>8} {'bare/s':>8} {'ledger/s':>9} "
           f"{'bare/bound':>10} {'ledger/bound':>12} {'ledger/bare':>11} {'bare ms':>9} {'ledger ms':>10} "
           f"{'extra ms':>9} {'pairs':>12}  (CPU per call; extra: the median of the pairs' differences, then their range)")
@@ -172,7 +188,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for delay in args.delays:
             _, rerun = bench_delay(delay, args.waves, args.repeats, Path(tmp), tuple(args.concurrency),
-                                   args.sessions)
+                                   args.sessions, args.plain)
             cached = rerun or cached
     if cached:
         _, prompts, c, t_first, reruns = cached
