@@ -619,7 +619,8 @@ def _read_response(body: Any) -> tuple[str, str | None, str | None, int | None, 
     message = message or {}
     content = message.get("content")
     if not isinstance(content, str | None) or not isinstance(finish, str | None):
-        raise _Failed(f"malformed response: content {type(content).__name__}, finish_reason {type(finish).__name__}")
+        raise _Failed(f"malformed response: message content is {type(content).__name__} and finish_reason "
+                      f"{type(finish).__name__} (each text or null)")
     # a field present but empty ("") is a think block with nothing in it, kept as such; absent is None
     fields = [f for f in (message.get("reasoning_content"), message.get("reasoning")) if isinstance(f, str)]
     reasoning = next((f for f in fields if f), fields[0] if fields else None)
