@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from configuration import BatchConfig, Config
-from llm_calls.endpoints import Endpoint, ModelRegistry, redact
+from llm_calls.endpoints import Endpoint, ModelRegistry, chat_body, redact
 from warehouse import OnConflict
 
 if TYPE_CHECKING:  # `openai` is imported where a batch is sent or read: the run command reads
@@ -131,10 +131,8 @@ def batch_id(model: str, purpose: str, keys: Iterable[str]) -> str:
 
 
 def input_line(key: str, served_model: str, messages: Sequence[Mapping[str, str]], sent: Mapping[str, Any]) -> dict[str, Any]:
-    """One line of a batch input file: the body a live call sends (extra parameters at the top
-    level, as the openai client puts `extra_body`)."""
-    return {"custom_id": key, "method": "POST", "url": URL,
-            "body": {"model": served_model, "messages": [dict(m) for m in messages], **sent}}
+    """One line of a batch input file: the body a live call sends (`chat_body`)."""
+    return {"custom_id": key, "method": "POST", "url": URL, "body": chat_body(served_model, messages, sent)}
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,12 @@ def model_messages(m: ModelConfig, messages: Sequence[Mapping[str, str]]) -> lis
     return out
 
 
+def chat_body(served_model: str, messages: Sequence[Mapping[str, str]], sent: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON body of one chat completion request, `sent` being its parameters as sent
+    (`ledger.sent_params`), every one at the top level: a live call posts it, a batch line carries it."""
+    return {"model": served_model, "messages": [dict(m) for m in messages], **sent}
+
+
 def wire_params(params: dict[str, Any], token_param: str, refused: frozenset[str]) -> dict[str, Any]:
     """A request's parameters as the endpoint takes them: the refused ones left out, the token
     budget under the endpoint's name for it. The cache key is made from `params` before this."""

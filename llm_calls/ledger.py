@@ -63,7 +63,7 @@ import openai
 
 from configuration import LedgerConfig
 from llm_calls import batch, flows
-from llm_calls.endpoints import Endpoint, ModelRegistry, default_sampling, model_messages, redact, wire_params
+from llm_calls.endpoints import Endpoint, ModelRegistry, chat_body, default_sampling, model_messages, redact, wire_params
 from llm_calls.slots import Slots, for_endpoint
 from llm_calls.totals import TOTALS  # the calls counted here, read by the run command
 from warehouse import OnConflict, Warehouse
@@ -449,7 +449,7 @@ class Ledger:
         another worker use the slot meanwhile)."""
         sent = sent_params(ep, key, params)
         messages = [{"role": m["role"], "content": m["content"]} for m in req.messages]
-        body = {"model": ep.served_model, "messages": messages, **sent}
+        body = chat_body(ep.served_model, messages, sent)
         created = datetime.now(UTC).replace(tzinfo=None)
 
         attempts, latency = 0, None
