@@ -244,7 +244,7 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
     progress.start()
     run_ended = threading.Event()
     if any(s not in skip and (stage_of(s) == "metrics" or s.job == LAST[0]) for s in steps):  # they draw figures
-        threading.Thread(target=warm_figures_once_answered, args=(run_ended,), name="figures-warm-up",
+        threading.Thread(target=warm_figures_while_waiting, args=(run_ended,), name="figures-warm-up",
                          daemon=True).start()
     # each step's record is written beside the steps that follow it: a write waits while another
     # step's ledger holds the file, and the next step need not wait with it
@@ -263,14 +263,20 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
     return _finish(done, run_ids, wh, config)
 
 
-def warm_figures_once_answered(ended: threading.Event, poll_s: float = 0.1) -> bool:
-    """Once a model has answered one of this run's calls (`TOTALS`), draw a first figure
-    (`reporting.figures.warm_up`), unless `ended` is set first; whether it did. From then on the
-    run mostly waits on the endpoint, so the 0.3 s a process's first figure costs are taken from
-    time the interpreter lock is free, not from after the last answer, where the metrics and
-    report steps draw theirs. A failure here is left to the step that draws to meet and report."""
-    while not ended.wait(poll_s):
-        if TOTALS.answered:
+def warm_figures_while_waiting(ended: threading.Event, poll_s: float = 0.1) -> bool:
+    """Once the process waits on an endpoint (`TOTALS.waiting`: a model has its whole concurrency
+    out), draw a first figure (`reporting.figures.warm_up`), unless `ended` is set first; whether
+    it did. The 0.3 s a process's first figure costs are so taken from time the interpreter lock
+    is free (the first wave's wait for its replies), not from after the last answer, where the
+    metrics and report steps draw theirs. Drawn at the first answer instead (the models probe's,
+    in a WakenLLM FLD paper run), it held up the first slice's start by about 0.2 s, and the
+    call loop reading the first wave's replies. A run that never has a whole concurrency out
+    draws its first figure in the step that needs it. A failure here is left to the step that
+    draws to meet and report."""
+    while not ended.is_set():
+        if TOTALS.waiting.wait(poll_s):
+            if ended.is_set():
+                return False
             from reporting import figures
 
             try:

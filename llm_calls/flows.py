@@ -70,6 +70,7 @@ import openai
 
 from llm_calls import batch
 from llm_calls.endpoints import default_sampling
+from llm_calls.totals import TOTALS
 
 T = TypeVar("T")
 
@@ -198,6 +199,7 @@ class Lane:
     def taken(self, ask: _Ask) -> asyncio.Task:
         """A worker of the pool took `ask`: send it in a task of this lane's."""
         self.waiting.discard(ask)
+        self.session._sent = True
         self.session._room.set()  # one fewer waiting: `Session.run` may start more flows
         task = asyncio.create_task(self._send(ask))
         self._sending.add(task)
@@ -269,6 +271,7 @@ class _Pool:
         self._queue: asyncio.PriorityQueue[tuple[tuple[float, int], _Ask | None]] = asyncio.PriorityQueue()
         self._seq = itertools.count()
         self._workers: list[asyncio.Task] = [asyncio.create_task(self._worker()) for _ in range(key[1])]
+        self.out = 0  # requests the workers are sending
 
     @classmethod
     def take(cls, endpoint: str, concurrency: int) -> _Pool:
@@ -305,7 +308,13 @@ class _Pool:
                 return
             if ask.future.done():  # dropped: its lane closed, or its session's warehouse broke
                 continue
-            await asyncio.wait((ask.lane.taken(ask),))  # not cancelled with it: a broken lane cancels its own
+            self.out += 1
+            if self.out >= self.size and not TOTALS.waiting.is_set():  # the whole concurrency is out
+                TOTALS.waiting.set()
+            try:
+                await asyncio.wait((ask.lane.taken(ask),))  # not cancelled with it: a broken lane cancels its own
+            finally:
+                self.out -= 1
 
     async def pause(self, seconds: float) -> None:
         """A worker waiting out a retry's backoff: a stand-in takes requests meanwhile, so the slot
@@ -338,6 +347,7 @@ class Session:
         self._live = 0  # asks looked up or sent, not yet answered
         self._looking = 0  # asks in the lookup under way
         self._room = asyncio.Event()  # set when asks stop waiting (looked up, or taken by a worker)
+        self._sent = False  # a worker has taken one of this session's requests
         self._pending: list[batch.BatchPending] = []
         self._wake = asyncio.Event()  # work for the warehouse: a lookup or an answer
         self._hurry = asyncio.Event()  # a lookup, or enough answers for a commit: stop gathering
@@ -506,8 +516,6 @@ class Session:
     async def _look_up(self) -> None:
         """Every ask waiting for its lookup, in one query: a cached answer settles its ask, a
         batch-mode model's miss waits for the batch, any other miss is sent."""
-        from llm_calls.ledger import TOTALS
-
         asks, self._lookups = self._lookups, []
         self._lookup_lanes = set()
         self._looking = len(asks)
@@ -584,6 +592,14 @@ class Session:
         their configured concurrency."""
         return max(_START_CHUNK, 2 * sum(lane.config.concurrency for lane in self._lanes.values()))
 
+    def _first_wave_pending(self) -> bool:
+        """Before the session's first request is out, whether asks of the flows started wait for
+        their lookup or a worker: the next flows start once they have gone out. Started at once,
+        the next chunks' flows ran to their first asks (about 1 ms of CPU each) before the first
+        lookup was made, and the first request went out after 192 flows had asked, not 64."""
+        return not self._sent and bool(self._lookups or self._looking
+                                       or any(lane.waiting for lane in self._lanes.values()))
+
     async def run(self, flows: Iterable[Awaitable[T]]) -> list[T]:
         """Every flow at once; their results in order. A flow stopped by batch files is left
         out and the files of this round are raised together when the rest are done; any other
@@ -603,7 +619,7 @@ class Session:
                         tasks.append(group.create_task(guarded(f)))
                         if len(tasks) % _START_CHUNK == 0:
                             await asyncio.sleep(0)  # the flows started so far run to their first ask
-                            while self._backlog() > self._backlog_limit():
+                            while self._backlog() > self._backlog_limit() or self._first_wave_pending():
                                 self._room.clear()
                                 await self._room.wait()
                 finally:

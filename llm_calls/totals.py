@@ -12,16 +12,24 @@ import threading
 class RunTotals:
     """Requests answered from the cache, answered by a model and failed, by every ledger in this
     process since the last `reset` (the command's progress line reads them), and per Dagster run
-    (`of`: the command's summary counts each step's calls by its run, as steps run at once)."""
+    (`of`: the command's summary counts each step's calls by its run, as steps run at once).
+
+    `waiting` is set once the process waits on an endpoint: one has its whole concurrency out
+    (`llm_calls.flows._Pool`). From then on the interpreter is mostly idle between replies, so
+    the run command does the work nothing waits for yet (its first figure) then, not while it
+    builds what the first calls need or reads their replies. An answer alone does not set it: the
+    models probe's one call is answered while the items are built and the first slice starts."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # ledgers of steps running at once count from their own threads
+        self.waiting = threading.Event()
         self.reset()
 
     def reset(self) -> None:
         with self._lock:
             self.cached = self.answered = self.failed = 0
             self._runs: dict[str | None, list[int]] = {}
+            self.waiting.clear()
 
     def add(self, run_id: str | None, cached: int = 0, answered: int = 0, failed: int = 0) -> None:
         with self._lock:

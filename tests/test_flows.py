@@ -115,11 +115,20 @@ def test_a_flows_later_calls_go_before_other_flows_first_calls(tmp_path):
     assert len(asked) == 20
 
 
-def test_a_steps_flows_start_as_its_requests_go_out_not_all_before_the_first(tmp_path):
+def test_a_steps_flows_start_as_its_requests_go_out_not_all_before_the_first(tmp_path, monkeypatch):
     """300 flows at concurrency 4: the session starts flows 64 at a time, and more only while at
-    most twice the concurrency (here 64) of asks wait for a lookup or a worker. So the first
-    request is sent before most flows have started, the last flow starts only once most requests
-    have gone out (all started at once, none would have), and every flow still runs once."""
+    most twice the concurrency (here 64) of asks wait for a lookup or a worker; the second chunk
+    only once the first requests are on their way. So the first request is sent when only the
+    first 64 flows have started, the last flow starts only once most requests have gone out (all
+    started at once, none would have), and every flow still runs once."""
+    started_when_sent: list[int] = []
+    call = Ledger._call
+
+    async def first_calls_counted(self, *args, **kwargs):
+        started_when_sent.append(len(sent_when_started))
+        return await call(self, *args, **kwargs)
+
+    monkeypatch.setattr(Ledger, "_call", first_calls_counted)
     with StubServer(delay_s=0.01) as stub:
         cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
                                                            "concurrency": 4}})
@@ -135,7 +144,51 @@ def test_a_steps_flows_start_as_its_requests_go_out_not_all_before_the_first(tmp
         asked = [c["body"]["messages"][-1]["content"] for c in _chat(stub)]
     assert sorted(asked) == sorted(f"q {k}" for k in range(300))
     assert sent_when_started[:64] == [0] * 64
+    assert started_when_sent[0] == 64  # the next chunk waited for the first request
     assert sent_when_started[-1] >= 150  # at least 300 - 64 were taken by a worker by then, less those in flight
+
+
+@pytest.mark.parametrize("concurrency", [2, 4])
+def test_the_process_counts_as_waiting_on_the_endpoint_once_its_whole_concurrency_is_out(
+        tmp_path, concurrency):
+    """`TOTALS.waiting` (when the run command draws its first figure): three requests at 0.5 s. At
+    concurrency 2 it is set while both slots are out and nothing has been answered; at 4 the
+    concurrency is never all out, and answers do not set it."""
+    import threading
+    import time
+
+    from llm_calls.totals import TOTALS
+
+    seen: list[tuple[int, int]] = []
+    done: list[bool] = []
+    with StubServer(delay_s=0.5) as stub:
+        cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
+                                                           "concurrency": concurrency}})
+        TOTALS.reset()
+
+        def watch() -> None:
+            if TOTALS.waiting.wait(30) and not done:
+                ended = TOTALS.answered + TOTALS.failed
+                time.sleep(0.2)  # the requests taken reach the stub (they are answered after 0.5 s)
+                seen.append((ended, stub.in_flight))
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            with ModelRegistry(cfg) as reg:
+                ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+
+                async def flow(s, k):
+                    return await s.ask("stub", CallRequest(user(f"q {k}")), "t.q")
+
+                assert all(r.ok for r in ledger.run_flows(lambda s: [flow(s, k) for k in range(3)]))
+            answered = TOTALS.answered
+        finally:
+            done.append(True)
+            TOTALS.waiting.set()
+            watcher.join(timeout=10)
+            TOTALS.reset()
+    assert answered == 3 and seen == ([(0, 2)] if concurrency == 2 else [])
 
 
 def test_a_slot_left_by_a_call_backing_off_is_used_by_other_requests(tmp_path):

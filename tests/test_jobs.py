@@ -124,10 +124,11 @@ def test_steps_start_once_what_they_read_has_ended_slices_at_once_items_one_at_a
     assert seen["llm_call_summary"][1] == {s.label for s in steps[:-1]}
 
 
-def test_the_first_figure_is_drawn_once_a_model_has_answered_and_never_after_the_run_ended(monkeypatch):
-    """The run command draws a first figure while it waits on the endpoint: not while nothing or
-    only the cache has answered (the run is busy then), once a model has answered, and not at all
-    when the run ends first."""
+def test_the_first_figure_is_drawn_once_the_process_waits_on_an_endpoint_and_never_after_the_run_ended(monkeypatch):
+    """The run command draws a first figure while it waits on the endpoint (`TOTALS.waiting`: set
+    once a model's whole concurrency is out, `tests/test_flows.py`): not while nothing, only the
+    cache or a model has answered (a call answered early is the models probe's, beside the items),
+    once the process waits, and not at all when the run ends first."""
     from assets import materialize_all
     from llm_calls.totals import TOTALS
     from reporting import figures
@@ -136,20 +137,24 @@ def test_the_first_figure_is_drawn_once_a_model_has_answered_and_never_after_the
     monkeypatch.setattr(figures, "warm_up", lambda: drawn.append(TOTALS.answered))
     TOTALS.reset()
     ended = threading.Event()
-    waiting = threading.Thread(target=lambda: result.append(materialize_all.warm_figures_once_answered(ended, 0.01)))
+    waiting = threading.Thread(target=lambda: result.append(materialize_all.warm_figures_while_waiting(ended, 0.01)))
     waiting.start()
     try:
         time.sleep(0.2)
         assert drawn == []
         TOTALS.add("run", cached=5)
         time.sleep(0.2)
-        assert drawn == []
+        assert drawn == [] and not TOTALS.waiting.is_set()
         TOTALS.add("run", answered=1)
+        time.sleep(0.2)
+        assert drawn == [] and not TOTALS.waiting.is_set()
+        TOTALS.waiting.set()  # the whole concurrency out
         waiting.join(timeout=10)
         assert drawn == [1] and result == [True]
-        TOTALS.reset()
+        TOTALS.reset()  # a new run: not waiting until its own calls are out
+        assert not TOTALS.waiting.is_set()
         ended.set()
-        assert materialize_all.warm_figures_once_answered(ended, 0.01) is False and drawn == [1]
+        assert materialize_all.warm_figures_while_waiting(ended, 0.01) is False and drawn == [1]
     finally:
         ended.set()
         TOTALS.reset()
