@@ -160,6 +160,27 @@ def test_the_first_figure_is_drawn_once_the_process_waits_on_an_endpoint_and_nev
         TOTALS.reset()
 
 
+def test_the_commands_heap_is_frozen_once_its_code_is_loaded_and_a_process_with_the_collector_on_is_left_alone():
+    """`settle_heap`: in the command's process (its `__main__` turns the collector off while it
+    imports) the objects alive move to the permanent generation and the collector is on again;
+    where the collector is on (a test calling `main`), nothing is frozen."""
+    import gc
+
+    from assets import materialize_all
+
+    before = gc.get_freeze_count()
+    materialize_all.settle_heap()
+    assert gc.isenabled() and gc.get_freeze_count() == before
+    gc.disable()
+    try:
+        kept = [[] for _ in range(1000)]  # alive now: frozen with the rest
+        materialize_all.settle_heap()
+        assert gc.isenabled() and gc.get_freeze_count() >= before + len(kept)
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
 def test_one_step_at_a_time_runs_them_in_the_plans_order():
     steps = _fake_steps()
     order: list[str] = []
