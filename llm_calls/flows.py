@@ -9,8 +9,9 @@ concurrency, and the endpoint is busy while any work remains.
 
 The flows are started in order, `_START_CHUNK` at a time, a turn of the event loop apart, and only
 while fewer asks than twice the models' concurrency wait for their lookup or for a worker
-(`Session._backlog`): the first requests go out as soon as the first flows have asked, and the rest
-start as requests go out. That orders nothing differently: a flow not yet started would have its
+(`Session._backlog`), and the second chunk only once the first requests are out
+(`Session._first_wave_pending`): the first requests go out as soon as the first flows have asked,
+and the rest start as requests go out. That orders nothing differently: a flow not yet started would have its
 first call queued behind every started flow's (deepest first, then in order) anyway.
 
 What the session does for each `await session.ask(model, request, purpose)`:
