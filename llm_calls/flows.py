@@ -11,8 +11,8 @@ The flows are started in order, `_START_CHUNK` at a time, a turn of the event lo
 while fewer asks than twice the models' concurrency wait for their lookup or for a worker
 (`Session._backlog`), and the second chunk only once the first requests are out
 (`Session._first_wave_pending`): the first requests go out as soon as the first flows have asked,
-and the rest start as requests go out. That orders nothing differently: a flow not yet started would have its
-first call queued behind every started flow's (deepest first, then in order) anyway.
+and the rest start as requests go out. That orders nothing differently: a flow not yet started
+would have its first call queued behind every started flow's (deepest first, then in order) anyway.
 
 What the session does for each `await session.ask(model, request, purpose)`:
 
@@ -598,8 +598,7 @@ class Session:
         their lookup or a worker: the next flows start once they have gone out. Started at once,
         the next chunks' flows ran to their first asks (about 1 ms of CPU each) before the first
         lookup was made, and the first request went out after 192 flows had asked, not 64."""
-        return not self._sent and bool(self._lookups or self._looking
-                                       or any(lane.waiting for lane in self._lanes.values()))
+        return not self._sent and self._backlog() > 0
 
     async def run(self, flows: Iterable[Awaitable[T]]) -> list[T]:
         """Every flow at once; their results in order. A flow stopped by batch files is left
