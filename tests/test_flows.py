@@ -5,6 +5,8 @@ failures recorded, a broken warehouse fails the flows instead of hanging them)."
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -20,6 +22,32 @@ from warehouse import Warehouse
 
 def _chat(stub: StubServer) -> list[dict]:
     return [r for r in stub.requests if r["path"].endswith("/chat/completions")]
+
+
+def _last_first_call_held(responder: Callable[[dict], str | None], firsts: int, is_first: Callable[[dict], bool],
+                          later_kinds: dict[str, Callable[[dict], bool]]) -> Callable[[dict], str | None]:
+    """`responder`, except that the reply to the `firsts`-th first call waits (at most 10 s, inside
+    the test's 30 s client timeout) until a request of every later kind has arrived. Whether a later call goes out before the batch's last
+    first call is answered then does not depend on how fast this machine reads replies: a run whose
+    later calls wait for every first call sends none while the last is held, so its test fails (after
+    the 10 s), and a run whose flows go on sends them through the other slots."""
+    lock, later_arrived = threading.Lock(), threading.Event()
+    firsts_seen: list[dict] = []
+    kinds_seen: set[str] = set()
+
+    def respond(body: dict) -> str | None:
+        with lock:
+            kinds_seen.update(kind for kind, is_kind in later_kinds.items() if is_kind(body))
+            if kinds_seen == set(later_kinds):
+                later_arrived.set()
+            if is_first(body):
+                firsts_seen.append(body)
+            last = is_first(body) and len(firsts_seen) == firsts
+        if last:
+            later_arrived.wait(10.0)
+        return responder(body)
+
+    return respond
 
 
 def _ib_items(n: int) -> list[Item]:
@@ -40,9 +68,15 @@ def test_an_early_items_second_turn_and_judge_call_start_before_the_batchs_last_
     """IB multi-turn and vanilla over 24 items at concurrency 4: the first turns are one batch of
     48 requests; a flow's later calls go first, so item 0's judge call and second turn are sent
     while first turns are still being answered."""
-    with StubServer(responder=_ib_responder, delay_s=0.02) as stub:
+    def is_judge(body):
+        return body["messages"][-1]["content"].startswith("A model answered")
+
+    responder = _last_first_call_held(
+        _ib_responder, 24, lambda b: len(b["messages"]) == 1 and not is_judge(b),
+        {"judge": is_judge, "second turn": lambda b: len(b["messages"]) == 3})
+    with StubServer(responder=responder, delay_s=0.02) as stub:
         cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
-                                                           "concurrency": 4}})
+                                                           "concurrency": 4}}, ledger={"timeout_s": 30.0})
         with ModelRegistry(cfg) as reg:
             runner = Runner(Ledger(Warehouse(cfg.warehouse_path()), reg), "stub", "stub", "stub",
                             {"temperature": 0.0, "max_tokens": 32})
@@ -65,9 +99,12 @@ def test_an_early_items_second_turn_and_judge_call_start_before_the_batchs_last_
 
 def test_an_early_items_stage_one_starts_before_the_last_direct_answer_is_answered(tmp_path):
     items = [WakenItem(f"s{k}", "fact", "True", f"sent1: Ada{k} is red", f"Ada{k} is red") for k in range(24)]
-    with StubServer(responder=scripted, delay_s=0.02) as stub:
+    responder = _last_first_call_held(
+        scripted, 24, lambda b: b["messages"][0]["content"].startswith("Read the facts"),
+        {"stage 1": lambda b: b["messages"][0]["content"].startswith("Your answer Unknown may be wrong")})
+    with StubServer(responder=responder, delay_s=0.02) as stub:
         cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
-                                                           "concurrency": 4}})
+                                                           "concurrency": 4}}, ledger={"timeout_s": 30.0})
         with ModelRegistry(cfg) as reg:
             rows = Pipeline(Ledger(Warehouse(cfg.warehouse_path()), reg), "stub", "stub", items, 0.5, 1.0, 64,
                             seed=1).run([1.0], [])
