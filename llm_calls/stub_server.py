@@ -120,7 +120,11 @@ class StubServer:
         self.model = model
         self.requests: list[dict[str, Any]] = []  # chat completions
         self.get_requests: list[dict[str, Any]] = []  # GET /models and others
-        self.in_flight = 0  # chat requests received and not yet answered
+        # chat requests received whose reply has not started to go out. That window lies inside the
+        # client's own (request sent to reply read), so the peak counts only overlaps the client had:
+        # counted until the reply was written, a client that sends its next request as soon as it
+        # has read a reply could be seen one over while this thread waits for the CPU.
+        self.in_flight = 0
         self.peak_in_flight = 0  # the most there were at once
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -356,19 +360,24 @@ class StubServer:
                     stub.requests.append(record)
                     stub.in_flight += 1
                     stub.peak_in_flight = max(stub.peak_in_flight, stub.in_flight)
+                replying = False
                 try:
                     if self._reject_echoing_key():
                         return
                     status, headers, data, delay = stub._respond(body)
                     if delay:
                         time.sleep(delay)
+                    with stub._lock:  # before the reply goes: see `in_flight`
+                        stub.in_flight -= 1
+                        replying = True
                     try:
                         self._send(status, headers, data)
                     except (BrokenPipeError, ConnectionResetError):
                         pass  # the client gave up (timeout test)
                 finally:
                     with stub._lock:
-                        stub.in_flight -= 1
+                        if not replying:
+                            stub.in_flight -= 1
                         record["answered"] = time.time()  # when the reply was sent (or the client gone)
 
         return Handler

@@ -165,6 +165,30 @@ def test_concurrency_is_bounded_per_model(tmp_path):
     assert starts[4] - starts[0] >= 0.35
 
 
+def test_the_stubs_peak_counts_a_request_until_its_reply_starts_to_go_out():
+    """`peak_in_flight`, which the tests of an endpoint's bound read, counts only overlaps the
+    client had: one client sending its requests one after another is seen one at a time even when
+    the thread that wrote a reply waits (here 0.2 s, as for the CPU on a loaded machine) before it
+    is done. Counted until the thread was done, the next request was seen as a second at once."""
+    import httpx
+
+    class Slow(StubServer):
+        def _handler_class(self):
+            class Handler(super()._handler_class()):
+                def _send(self, *args):
+                    super()._send(*args)
+                    time.sleep(0.2)
+
+            return Handler
+
+    with Slow() as stub:
+        for k in range(3):  # a connection each: each request gets its own thread
+            reply = httpx.post(f"{stub.base_url}/chat/completions", timeout=10,
+                               json={"model": "stub-model", "messages": [{"role": "user", "content": f"q{k}"}]})
+            assert reply.status_code == 200
+        assert len(stub.requests) == 3 and stub.peak_in_flight == 1
+
+
 def test_progress_is_logged(stub, tmp_path):
     class Log:
         lines: list[str] = []
