@@ -27,10 +27,12 @@ def _chat(stub: StubServer) -> list[dict]:
 def _last_first_call_held(responder: Callable[[dict], str | None], firsts: int, is_first: Callable[[dict], bool],
                           later_kinds: dict[str, Callable[[dict], bool]]) -> Callable[[dict], str | None]:
     """`responder`, except that the reply to the `firsts`-th first call waits (at most 10 s, inside
-    the test's 30 s client timeout) until a request of every later kind has arrived. Whether a later call goes out before the batch's last
-    first call is answered then does not depend on how fast this machine reads replies: a run whose
-    later calls wait for every first call sends none while the last is held, so its test fails (after
-    the 10 s), and a run whose flows go on sends them through the other slots."""
+    the test's 30 s client timeout) until a request of every later kind has arrived. Whether a
+    later call goes out before the batch's last first call is answered then does not depend on how
+    fast this machine reads replies: a run whose later calls wait for every first call sends none
+    while the last is held, so its test fails (after the 10 s); a run whose flows go on sends them
+    through the other slots. (Unheld, 24 first calls at 0.02 s gave a loaded machine 0.12 s to read
+    a reply and send the next call, and CI once missed it by 0.1 ms.)"""
     lock, later_arrived = threading.Lock(), threading.Event()
     firsts_seen: list[dict] = []
     kinds_seen: set[str] = set()
@@ -67,7 +69,7 @@ def _ib_responder(body):
 def test_an_early_items_second_turn_and_judge_call_start_before_the_batchs_last_first_turn_is_answered(tmp_path):
     """IB multi-turn and vanilla over 24 items at concurrency 4: the first turns are one batch of
     48 requests; a flow's later calls go first, so item 0's judge call and second turn are sent
-    while first turns are still being answered."""
+    while first turns are still being answered (the last one's reply is held until they are)."""
     def is_judge(body):
         return body["messages"][-1]["content"].startswith("A model answered")
 
