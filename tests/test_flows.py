@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -193,9 +194,6 @@ def test_the_process_counts_as_waiting_on_the_endpoint_once_its_whole_concurrenc
     """`TOTALS.waiting` (when the run command draws its first figure): three requests at 0.5 s. At
     concurrency 2 it is set while both slots are out and nothing has been answered; at 4 the
     concurrency is never all out, and answers do not set it."""
-    import threading
-    import time
-
     from llm_calls.totals import TOTALS
 
     seen: list[tuple[int, int]] = []
@@ -324,8 +322,6 @@ def test_a_fault_while_sending_fails_the_flow_instead_of_hanging_it(stub, stub_l
     async def flow(s):
         return await s.ask("stub", CallRequest(user("q")), "t")
 
-    import threading
-
     raised: list[BaseException] = []
 
     def step():
@@ -344,8 +340,6 @@ def test_a_fault_while_sending_fails_the_flow_instead_of_hanging_it(stub, stub_l
 def test_a_lane_that_cannot_start_fails_its_calls_instead_of_waiting_forever(tmp_path, monkeypatch):
     """Anything that stops a model's lane from starting (here: the endpoint slots' database named by a
     variable that is not set) is raised to the flows that asked, promptly: none is left waiting."""
-    import threading
-
     from llm_calls.slots import SlotsError
 
     monkeypatch.delenv("BENCHSMITH_NO_SUCH_SLOTS_DSN", raising=False)
@@ -375,9 +369,6 @@ def test_a_call_waiting_for_a_slot_this_process_holds_is_woken_by_its_release_no
     is woken by the release (within milliseconds), and while every slot it may take is this
     process's it does not poll the locks (polling from every waiting worker cost a tenth of a paper
     run's CPU)."""
-    import threading
-    import time
-
     from llm_calls.slots import ProcessSlots
 
     slots = ProcessSlots("http://127.0.0.1:9/v1")
@@ -445,7 +436,6 @@ def test_steps_running_at_once_in_threads_share_the_call_loop_and_one_client(tmp
     runs them: their flows run in the process's call loop, in the caller's context, and every
     call goes through one client (one connection pool), closed when the last session ends."""
     import contextvars
-    import threading
 
     import openai
 
@@ -497,8 +487,6 @@ def test_steps_at_once_share_one_queue_per_endpoint_so_a_deeper_call_of_one_goes
     at the next free slot (0.8 s), before A's second first call. With a queue and workers per step,
     A's workers held two of its first calls waiting for a slot before B's worker took B's second,
     and the slots are given first come, first served: A's second went first."""
-    import threading
-    import time
 
     def run_step(name, flows_of):
         with ModelRegistry(cfg) as reg:
@@ -583,7 +571,6 @@ def test_an_interrupted_wait_for_the_call_loop_winds_the_flows_down_before_it_ra
     the interruption is raised only once they have finished winding down (a session's in-flight
     calls committed), not while they still run."""
     import signal
-    import threading
 
     from llm_calls import flows
 
