@@ -68,9 +68,12 @@ class Reading:
         return self.answer is not None
 
 
+# s1.1 thinks after "<|im_start|>think" and answers after "<|im_start|>answer"; EXAONE-Deep closes with
+# "</thought>"; some models close with "</reason>" (paper 002's authors split replies at each of these).
 END_OF_THINKING = ("</think>", "</thinking>", "<|end_of_thought|>", "</thought>", "◁/think▷", "</reasoning>",
-                   "<|/think|>")
-OPEN_THINKING = re.compile(r"<think>|<thinking>|<\|begin_of_thought\|>|<thought>|◁think▷|<reasoning>", re.I)
+                   "<|/think|>", "</reason>", "</ reason>", "</ think>", "<|im_start|>answer")
+OPEN_THINKING = re.compile(r"<think>|<thinking>|<\|begin_of_thought\|>|<thought>|◁think▷|<reasoning>|<reason>|"
+                           r"<\|im_start\|>think", re.I)
 
 
 def answer_part(reply: str | None, reasoning: str | None = None) -> tuple[str, str, bool]:
@@ -132,6 +135,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")
 _ANSWER_HEADING_LINE = re.compile(r"^\W*(?:final\s+answer|answer|最终答案|答案)\W*$", re.I)
 
 
+# A cue that ends its line with ':' or a copula announces the answer on the line after it.
+_OPENS_A_STATEMENT = re.compile(r"(?:[:：]|\b(?:is|are|be))\s*[:：]?\s*$", re.I)
+
 # Every answer cue and answer heading holds one of these words: a line without any of them holds
 # neither, so only the lines this finds (one scan of the whole reply) are matched line by line.
 _CUE_WORD = re.compile(r"answer|option|label|verdict|prediction|conclusion|答案|结论|选项", re.I)
@@ -156,6 +162,9 @@ def explicit_answers(text: str) -> list[str]:
         for j, m in enumerate(cues):
             end = cues[j + 1].start() if j + 1 < len(cues) else len(line)
             body = line[m.end():end].strip()
+            if not body and j + 1 == len(cues) and _OPENS_A_STATEMENT.search(line[:m.end()]):
+                # "Therefore, the correct answer is:" then the answer on the next line
+                body = next((ln.strip() for _, ln in lines[k + 1:] if ln.strip()), "")
             if body:
                 found.append((line_start + m.start(), body))
     return [body for _, body in sorted(found, key=lambda x: x[0])]
@@ -349,7 +358,9 @@ def _options_in(text: str, n: int, texts: Sequence[str] | None = None, unknown: 
     """The answer a short stated text gives: frozenset of option numbers (letters by position),
     NONE, UNKNOWN (when `unknown` is allowed), or None."""
     t = plain(text).strip().strip("*").strip()
-    if texts:  # exactly an option's own text wins (appendix E.1): "Options 1 and 3 are all true" is option 5
+    # Exactly an option's own text wins (appendix E.1): "Options 1 and 3 are all true" is option 5.
+    # Not when the text is only option labels: "3" is option 3, even where another option's text is "3".
+    if texts and not _labels_in_range(t, n):
         exact = [k for k, o in enumerate(texts, start=1) if _same_text(t, o)]
         if len(exact) == 1:
             return frozenset(exact)
@@ -374,9 +385,7 @@ def _options_in(text: str, n: int, texts: Sequence[str] | None = None, unknown: 
         if 1 <= k <= n and _same_text(m.group(2), texts[k - 1]):
             return frozenset({k})
     m = _LABEL_FIRST.match(t)  # the label first, then its text or a note
-    # (not when the rest labels other options too: "(A) friction (B) magnetism" restates the options)
-    if m and not _ALTERNATIVE.match(m.group(3).strip()) and not re.search(r"[(\[]\s*(?:\d{1,2}|[A-Ja-j])\s*[)\]]",
-                                                                          m.group(3)):
+    if m and _label_then_note(m.group(1) or m.group(2), m.group(3)):
         k = _number_of(m.group(1) or m.group(2))
         if 1 <= k <= n:
             return frozenset({k})
@@ -385,6 +394,26 @@ def _options_in(text: str, n: int, texts: Sequence[str] | None = None, unknown: 
         if len(named) == 1:
             return frozenset(named)
     return None
+
+
+def _labels_in_range(text: str, n: int) -> bool:
+    """Whether a text is only option labels, each of one of the `n` options ("3", "(B)", "1 and 3")."""
+    m = _LIST.match(text)
+    return bool(m) and all(1 <= _number_of(tok) <= n for tok in _ONE.findall(m.group(1)))
+
+
+def _label_then_note(label: str, rest: str) -> bool:
+    """Whether an opening label is the answer, with its text or a note after it. Not when the rest
+    offers another option as an alternative ("(I) or (H)"), labels other options of the same kind
+    ("(A) friction (B) magnetism" restates the options; the "(a)", "(b)" parts of an option "F." do
+    not), or goes on as a list on later lines ("1. A standard cost is ...\n2. ..." is a list, not
+    option 1)."""
+    if _ALTERNATIVE.match(rest.strip()):
+        return False
+    kind = r"\d{1,2}" if label.isdigit() else ("[A-J]" if label.isupper() else "[a-j]")
+    if re.search(rf"[(\[]\s*{kind}\s*[)\]]", rest):
+        return False
+    return not re.search(rf"\n\s*[(\[]?\s*{kind}\s*[.)\]:]", rest)
 
 
 def _same_text(said: str, option: str) -> bool:
