@@ -147,10 +147,25 @@ def test_no_subsets_is_a_parse_failure():
     ("I'm 80% sure of this answer.", 80.0, "keyword"),
     ("Confidence level: about 70%", 70.0, "keyword"),
     ("Confidence: high (90%)", 90.0, "keyword"),
+    ("I am 90 percent sure.", 90.0, "keyword"),
+    ("I'm about 85 per cent certain these are all.", 85.0, "keyword"),
+    ("My confidence is 70 percent.", 70.0, "keyword"),
+    ("I would rate it 85 out of 100.", 85.0, "scale"),
+    ("Overall: 85/100.", 85.0, "scale"),
 ])
 def test_confidence_formats(text, value, method):
     got = read_confidence(text)
     assert (got.answer, got.method) == (value, method)
+
+
+@pytest.mark.parametrize("text", [
+    "I checked 3 of 100 subsets.",  # a count, not a score
+    "90% of the subsets sum to more than the target.",  # a share of something else
+    "There are 100 possible subsets; I listed 12.",
+])
+def test_a_number_that_states_no_confidence_is_none(text):
+    got = read_confidence(text)
+    assert (got.answer, got.method) == (None, "no_confidence")
 
 
 def test_a_count_after_the_word_confidence_is_no_confidence():

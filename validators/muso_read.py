@@ -133,7 +133,8 @@ def read_timetables(reply: str | None, problem: Mapping[str, Any]) -> ParsedAnsw
     return parsed
 
 
-_GROUP = r"(-?\d+(?:\s*[,;]\s*-?\d+)*)"
+# a group of numbers: "14, 48", "14; 48", "14 and 48", "14, 27 and 48", "14 & 48"
+_GROUP = r"(-?\d+(?:\s*(?:[,;&]\s*(?:and\s+)?|and\s+)\s*-?\d+)*)"
 _PLUS = r"(-?\d+(?:\s*\+\s*-?\d+)+)"  # "14 + 48"
 _BRACKETED = rf"[\[{{(]\s*{_GROUP}\s*[\]}})]"
 # what may follow a subset on its line: its stated sum ("= 62", "sums to 62"), a note in brackets,
@@ -143,7 +144,7 @@ _SUM_TAIL = (r"\s*(?:(?:=|→|->|sums?(?:\s+to)?|totals?)\s*[=:]?\s*(-?\d+))?\s*
 # "Solution 2: {1, 3}", "Subset 2: 1, 3", "2. {1, 3}", "Solution 1: 14 + 48 = 62": a numbered
 # solution, anywhere on its line
 _LABELLED = re.compile(
-    rf"(?:(?<![a-z])(?:solution|subset)\s*#?\s*(\d+)\s*[:：.)-]?\s*|^\s*(\d+)[.)]\s+)"
+    rf"(?:(?<![a-z])(?:solution|subset)\s*#?\s*(\d+)\s*[:：.)=-]?\s*|^\s*(\d+)[.)]\s+)"
     rf"(?:{_BRACKETED}|{_PLUS}|{_GROUP}(?=\s*(?:[=(✓✔✅☑]|$))){_SUM_TAIL}", re.I | re.M)
 # an unnumbered subset line: "{1, 3}", "- [1, 3]", "1 + 3 = 4", or several groups "{1, 3}, {2, 2}"
 _BARE = re.compile(rf"^\s*(?:[-•*]\s*)?(?:{_BRACKETED}|{_PLUS}){_SUM_TAIL}", re.I)
@@ -154,6 +155,50 @@ _STATED = re.compile(r"^\W*(?:so,?\s+|therefore,?\s+|thus,?\s+)?(?:the\s+)?(?:(?
 _FILLER = re.compile(r"^\s*(?:(?:solution|subset)\s*#?\s*\d+\s*[:：]?|total\b.*|[-=|]*|\.{3}|…)\s*$", re.I)
 
 
+_TABLE_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
+_SUBSET_COLUMN = re.compile(r"subset|elements?|numbers|members|set\b|chosen|selected", re.I)
+
+
+def _table_subsets(lines: list[str], target: int | None) -> list[str]:
+    """The subsets of a Markdown table, one per row: the cells of the column whose header names
+    subsets ("Subset", "Elements", "Numbers"), else each row's one cell that holds a bracketed group or
+    several numbers. A row whose sum column states another sum than `target` is a check, not a
+    solution; a row with no such cell names none."""
+    header: list[str] | None = None
+    column: int | None = None
+    sum_column: int | None = None
+    out: list[str] = []
+    for line in lines:
+        m = _TABLE_ROW.match(line)
+        if not m:
+            continue
+        cells = [c.strip() for c in m.group(1).split("|")]
+        if all(re.fullmatch(r":?-{2,}:?|", c) for c in cells):
+            continue
+        if header is None and not any(re.search(r"\d", c) for c in cells):
+            header = cells
+            column = next((k for k, c in enumerate(cells) if _SUBSET_COLUMN.search(c)), None)
+            sum_column = next((k for k, c in enumerate(cells) if re.search(r"\bsum\b|total", c, re.I)), None)
+            continue
+        group = None
+        if column is not None and column < len(cells):
+            g = re.fullmatch(rf"(?:{_BRACKETED}|{_PLUS}|{_GROUP})", cells[column])
+            group = g and (g.group(1) or (g.group(2) or "").replace("+", ",") or g.group(3))
+        elif column is None:
+            found = [g for c in cells for g in [re.fullmatch(rf"(?:{_BRACKETED}|{_PLUS}|{_GROUP})", c)]
+                     if g and (g.group(1) or g.group(2) or len(re.findall(r"\d+", c)) > 1)]
+            if len(found) == 1:
+                group = found[0].group(1) or (found[0].group(2) or "").replace("+", ",") or found[0].group(3)
+        if not group:
+            continue
+        if target is not None and sum_column is not None and sum_column < len(cells):
+            stated = re.fullmatch(r"\s*(-?\d+)\s*", cells[sum_column])
+            if stated and int(stated.group(1)) != target:
+                continue
+        out.append(group)
+    return out
+
+
 def _subset_block(text: str, target: int | None = None) -> list[str]:
     """The number groups of the final answer: the last numbered sequence of solutions (a new
     "Solution 1" starts a new one), else the last run of unnumbered subset lines. An unnumbered
@@ -162,7 +207,10 @@ def _subset_block(text: str, target: int | None = None) -> list[str]:
     numbered: list[str] = []
     last_run: list[str] = []
     run: list[str] = []
+    table = _table_subsets(text.splitlines(), target)
     for line in text.splitlines() + ["<end>"]:
+        if _TABLE_ROW.match(line):
+            continue  # a table's rows are read as a whole (`_table_subsets`)
         labelled = list(_LABELLED.finditer(line))
         if labelled:
             for m in labelled:
@@ -181,7 +229,7 @@ def _subset_block(text: str, target: int | None = None) -> list[str]:
             if run:
                 last_run = run
             run = []
-    return numbered or last_run
+    return numbered or table or last_run
 
 
 def read_subsets(reply: str | None, problem: Mapping[str, Any]) -> ParsedAnswer:
@@ -202,7 +250,7 @@ def read_subsets(reply: str | None, problem: Mapping[str, Any]) -> ParsedAnswer:
         return parsed
     seen: set[Answer] = set()
     for g in block:
-        nums = [int(x) for x in re.split(r"[,;]", g)]
+        nums = [int(x) for x in re.findall(r"-?\d+", g)]
         if len(set(nums)) != len(nums):
             parsed.add(("invalid", str(sorted(nums))), seen, f"{sorted(nums)}: repeated element")
         elif not set(nums) <= values:
@@ -219,20 +267,25 @@ _CONF_BOXED = re.compile(r"\\boxed\{\s*(\d+(?:\.\d+)?)\s*%?\s*\}")
 _CONF_KEYWORD = re.compile(
     r"confidence(?:\s+(?:level|score|rating))?\s*(?:is|of|would be|[:=：-])?\s*(?:about|around|approximately|roughly|"
     r"~|≈)?\s*(?:(?:very\s+|fairly\s+)?(?:high|low|medium|moderate)\s*)?[(\[]?\s*\**\s*(\d+(?:\.\d+)?)\s*"
-    r"(%|/\s*100|out of 100)?", re.I)
-# "I am 95% confident", "95% sure", "with 80% certainty"
-_CONF_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%\s*(?:confident|confidence|sure|certain|certainty)", re.I)
+    r"(%|/\s*100|out of 100|\s*percent\b|\s*per\s*cent\b)?", re.I)
+# "I am 95% confident", "95% sure", "with 80% certainty", "90 percent sure", "85 per cent certain that"
+_PERCENT = r"(?:%|\s*per\s*cent\b|\s*percent\b)"
+_CONF_PERCENT = re.compile(rf"(\d+(?:\.\d+)?){_PERCENT}\s*(?:(?:very\s+)?(?:confident|confidence|sure|certain|certainty)|"
+                           r"(?:of\s+)?(?:confidence|certainty))", re.I)
+# "85 out of 100", "85/100": a score on the 0-100 scale the confidence turn asks for
+_CONF_SCALE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(?:/\s*100|out\s+of\s+(?:a\s+)?(?:hundred|100))(?!\.?\d)", re.I)
 _CONF_BARE = re.compile(r"^\W*(\d+(?:\.\d+)?)\s*(%|/\s*100)?\W*$")
 
 
 def read_confidence(reply: str | None) -> Reading:
     """Confidence 0-100 from the answer part: `tagged` ([[CONFIDENCE: \\boxed{..}]]), `boxed`,
-    `keyword` or `bare`; a value outside 0-100 is `out_of_range`."""
+    `keyword` ("Confidence: 85", "90% sure", "90 percent sure"), `scale` ("85 out of 100", "85/100")
+    or `bare`; a value outside 0-100 is `out_of_range`."""
     text, done = text_to_read(reply)
     if done:
         return done
     for method, pattern in (("tagged", _CONF_TAGGED), ("boxed", _CONF_BOXED), ("keyword", _CONF_KEYWORD),
-                            ("keyword", _CONF_PERCENT), ("bare", _CONF_BARE)):
+                            ("keyword", _CONF_PERCENT), ("scale", _CONF_SCALE), ("bare", _CONF_BARE)):
         m = list(pattern.finditer(text.strip()))
         if m:
             value = float(m[-1].group(1))
