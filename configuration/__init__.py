@@ -152,6 +152,10 @@ class ModelConfig(Strict):
     send_seed: bool = Field(True, description="send a per-sample seed (llama.cpp, vLLM honour it)")
     reasoning: bool = Field(False, description="thinks before it answers (a reasoning model): S1-Bench scores "
                                                "only its well formatted replies (paper 002, section 3.2)")
+    end_of_thinking: list[str] | None = Field(None, description=(
+        "the marker(s) that end this model's thinking, the first one a reply holds being its marker (S1-Bench's "
+        "format types, paper 002 table 9); null = the S1-Bench authors' list, which reads every model of the "
+        "paper: </think>, </reason>, '</ reason>', <|im_start|>answer (s1.1), </thought> (EXAONE-Deep)"))
     n_ctx: int = Field(4096, ge=256, description="embedded only: context window")
     # How the endpoint wants a request (hosted reasoning models differ from vLLM and llama.cpp):
     token_param: Literal["max_tokens", "max_completion_tokens"] | None = Field(None, description=(
@@ -199,6 +203,13 @@ class ModelConfig(Strict):
         bad = [p for p in value or [] if p in ("model", "messages")]
         if bad:
             raise ValueError(f"{bad[0]!r} is part of every request and cannot be left out")
+        return value
+
+    @field_validator("end_of_thinking")
+    @classmethod
+    def _markers_named(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or any(not m.strip() for m in value)):
+            raise ValueError("names no marker: give at least one non-empty marker, or null for the default list")
         return value
 
     @field_validator("extra_body")

@@ -21,7 +21,8 @@ from llm_calls import CallRequest, Ledger
 from validators.judge import Judge
 from validators.outcomes import CALL_FAILED, FAILED
 from validators.s1 import count_tokens, difficulty_awareness, redundancy
-from validators.s1_read import FORMAT_TYPES, HIDDEN_REASONING, STRICT_FORMATS, UNREADABLE_FORMATS, check_answer, format_type
+from validators.s1_read import (FORMAT_TYPES, HIDDEN_REASONING, STANDARD_MARKERS, STRICT_FORMATS, UNREADABLE_FORMATS,
+                                check_answer, format_type)
 
 # -- evaluation ------------------------------------------------------------------------------------
 
@@ -30,7 +31,8 @@ EVALUATE = "s1.evaluate"  # the evaluation's calls (k samples and a greedy answe
 
 def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge: Judge, k: int, temperature: float,
              top_p: float, max_tokens: int, reasoning: bool = True,
-             sweep: tuple[Sequence[float], int] | None = None) -> list[dict[str, Any]]:
+             sweep: tuple[Sequence[float], int] | None = None,
+             markers: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """One row per (item, mode, sample): k top-p samples and one greedy answer.
 
     A reasoning model (`reasoning`, an LRM as the paper evaluates) is scored only on well
@@ -38,10 +40,13 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
     formatting"; an end-of-thinking marker separating the thinking from a non-empty answer,
     formats 100 / 101): the final answer is checked exactly or judged, and any other format is
     not correct and never sent to the judge (an endless reply, 301, is not read at all). A model
-    that does not think first (the paper's validator LLMs, f-acc "–") is scored on its whole reply,
-    and so is a reply whose reasoning the API hid (counted in `reasoning_tokens`, no text: o4-mini,
-    Claude, Gemini, which table 3 scores with f-acc "–"): format `HIDDEN_REASONING`, not malformed.
+    that does not think first (the paper's validator LLMs, f-acc "–") is scored on its whole reply.
+    A reply whose reasoning the API hid (counted in `reasoning_tokens`, no text: o4-mini, Claude,
+    Gemini, Hunyuan-T1) is format `HIDDEN_REASONING` and well formatted when it has an answer: table 3
+    prints f-acc 100.00 for those models. `markers` are the model's end-of-thinking markers
+    (`models.<name>.end_of_thinking`; None: the authors' list, `validators.s1_read.STANDARD_MARKERS`).
     """
+    standard = tuple(markers or STANDARD_MARKERS)
     plan, requests = evaluation_requests(items, k, temperature, top_p, max_tokens, sweep)
     results = ledger.complete(model, requests, purpose=EVALUATE)
     rows = []
@@ -50,8 +55,11 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
         if hidden:
             fmt, thinking, answer = HIDDEN_REASONING, "", (r.text or "").strip()
         else:
-            fmt, thinking, answer = format_type(r.reply, r.finish_reason) if r.ok else (None, "", "")
-        well = (fmt in STRICT_FORMATS) if reasoning and r.ok and not hidden else None
+            fmt, thinking, answer = format_type(r.reply, r.finish_reason, standard) if r.ok else (None, "", "")
+        if hidden:
+            well = bool(answer) if r.ok else None
+        else:
+            well = (fmt in STRICT_FORMATS) if reasoning and r.ok else None
         target = answer if (well or not reasoning or hidden) else ""
         first = (thinking or r.text or "").strip().split("\n\n")[0]
         method = CALL_FAILED if not r.ok else ("malformed" if reasoning and not well and not hidden else None)
@@ -61,7 +69,7 @@ def evaluate(ledger: Ledger, model: str, items: Sequence[dict[str, Any]], judge:
                      "has_answer": bool(answer), "judged_part": "answer" if target else None,
                      "correct": False if method == "malformed" else None, "method": method,
                      "detail": r.error if not r.ok else (f"format {fmt}: not scored" if method == "malformed" else None),
-                     "tokens": reply_tokens(r), "completion_tokens": r.completion_tokens,
+                     "tokens": reply_tokens(r, fmt, thinking, answer), "completion_tokens": r.completion_tokens,
                      "finish_reason": r.finish_reason,
                      "difficulty_class": difficulty_awareness(first) if r.ok else None,
                      "redundancy": json.dumps(redundancy(thinking)) if thinking else None,
@@ -111,7 +119,8 @@ def evaluation_args(cfg: Config, model: str) -> dict[str, Any]:
     s = cfg.s1
     return {"k": s.k, "temperature": s.eval_temperature, "top_p": s.eval_top_p,
             "max_tokens": s.eval_max_tokens.at(cfg.scale), "reasoning": cfg.models[model].reasoning,
-            "sweep": (s.temperatures, s.samples_per_temperature) if model in s.table2_models else None}
+            "sweep": (s.temperatures, s.samples_per_temperature) if model in s.table2_models else None,
+            "markers": cfg.models[model].end_of_thinking}
 
 
 def planned_requests(cfg: Config, query: Query) -> Iterator[tuple[str, str, CallRequest]]:
@@ -124,14 +133,19 @@ def planned_requests(cfg: Config, query: Query) -> Iterator[tuple[str, str, Call
         yield from ((model, EVALUATE, r) for r in requests)
 
 
-def reply_tokens(r: Any) -> int | None:
-    """A reply's tokens as section 3.2 counts them: the stored reply (thinking and answer) by one
-    tokenizer, Qwen2.5's, for every model. Reasoning a provider hid cannot be counted so: its
-    `reasoning_tokens` (the provider's count) are added to the answer's Qwen2.5 tokens."""
+def reply_tokens(r: Any, fmt: int | None = None, thinking: str = "", answer: str = "") -> int | None:
+    """A reply's tokens as section 3.2 counts them, by one tokenizer, Qwen2.5's, for every model: the
+    thinking part's plus the answer part's, the end-of-thinking and opening markers left out (the
+    authors' `thinking_part_tokens + answering_part_tokens`, WYRipple/S1_Bench split_think_answer.py;
+    a reply with no marker, 207 and 301, counts whole). Reasoning a provider hid cannot be counted so:
+    its `reasoning_tokens` (the provider's count) are added to the answer's Qwen2.5 tokens."""
     if not r.ok:
         return None
-    tokens = count_tokens(r.reply or "")
-    return tokens + (r.reasoning_tokens or 0) if r.reasoning_hidden else tokens
+    if r.reasoning_hidden:
+        return count_tokens(r.reply or "") + (r.reasoning_tokens or 0)
+    if fmt is None or fmt in (207, 301):
+        return count_tokens(r.reply or "")
+    return (count_tokens(thinking) if thinking else 0) + (count_tokens(answer) if answer else 0)
 
 
 def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
@@ -192,7 +206,9 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list
         hidden = [r["format_type"] == HIDDEN_REASONING for r in sampled if r["format_type"] is not None]
         if any(hidden):  # only where it happens: the tables of models that show their thinking stay as they were
             put("reasoning_hidden", sum(hidden) / len(hidden), len(hidden))
-        # table 2: acc@n per temperature (items whose n samples at it are all correct) and tokens over them all
+        # Table 2: the mean accuracy over the samples at each temperature (its caption's "average
+        # accuracy"; Qwen2.5-14B's 99.74 and Qwen2.5-32B's 99.98 cannot be shares of 422 items with all
+        # 10 samples right), over the items with every sample answered, and tokens over them all
         swept = [r for r in rows if r["mode"].startswith("t=")]
         for mode in sorted({r["mode"] for r in swept}):
             per_item: dict[str, list[bool]] = {}
@@ -200,8 +216,8 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list
                 if r["mode"] == mode:
                     per_item.setdefault(r["item_id"], []).append(bool(r["correct"]))
             n = max((len(v) for v in per_item.values()), default=0)
-            whole = [all(v) for v in per_item.values() if len(v) == n]
-            put("table2_acc", sum(whole) / len(whole) if whole else None, len(whole), mode[2:])
+            whole = [v for v in per_item.values() if len(v) == n]
+            put("table2_acc", sum(sum(v) for v in whole) / (n * len(whole)) if whole else None, len(whole), mode[2:])
         if swept:
             toks = [r["tokens"] for r in swept if r.get("tokens") is not None and r["format_type"] != 301]
             put("table2_tokens", sum(toks) / len(toks) if toks else None, len(toks))

@@ -278,20 +278,34 @@ def parse_pairs(text: str | None) -> list[tuple[str, str, str]]:
 # -- the released benchmark as a source ------------------------------------------------------------
 
 RELEASE_ORIGIN = "release"
+# The release's category names (`reasoning_question`, `analysis_questions`, `knowledge_question`,
+# `instruction_following`: as spelled on the authors' dataset card) and the paper's short forms
+# (Table 4: RSN, KNO, IF, ANA), after `_label_key`.
 _CATEGORIES = {"reasoning": "reasoning", "rsn": "reasoning", "knowledge": "knowledge", "kno": "knowledge",
-               "instruction following": "instruction following", "instruction-following": "instruction following",
-               "instruction_following": "instruction following", "if": "instruction following",
+               "instruction following": "instruction following", "if": "instruction following",
                "analysis": "analysis", "ana": "analysis"}
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
+def _label_key(raw: Any) -> str:
+    """A category or subcategory name as the registry spells it: `analysis_questions` -> `analysis`,
+    `numerical_reasoning` -> `numerical reasoning`, `Instruction-Following` -> `instruction following`."""
+    key = re.sub(r"[\s_\-]+", " ", str(raw)).strip().lower()
+    return re.sub(r" questions?$", "", key)
+
+
 def load_release(path: str | Path, registry: Registry | None = None) -> list[dict[str, Any]]:
-    """The items of a released S1-Bench file, as `s1.items` rows: the authors' `S1-Bench.json` (a JSON
-    list of the 422 items; their evaluation scripts read `ID`, `question` and `answer`). `category`,
-    `subcategory` and `language` are read where the file has them (a known subcategory also gives
-    its category); the language is otherwise told by the question's script (Han characters: zh), the
-    category otherwise `unlabelled`. Answers have no exact check: the judge grades them against the
-    reference answer, as the authors' GPT-4o evaluator does. Bad input names the file, item and field."""
+    """The items of a released S1-Bench file, as `s1.items` rows: the authors' `S1-Bench.json`, a JSON
+    list of `{ID, question, answer, language, category, sub_category}` (their dataset card; their
+    evaluation scripts read `ID`, `question` and `answer`). The authors' label names are mapped to the
+    registry's (`reasoning_question` -> `reasoning`, `numerical_reasoning` -> `numerical reasoning`;
+    `subcategory` is read too). Every item must carry a category and subcategory the registry knows,
+    and they must agree: an unknown, missing or contradictory label is an error naming the item and
+    the field, never a silent `unlabelled` (a missing category is taken from the subcategory). The
+    language is kept as the file gives it (`en`, `zh`; one released item is marked `en` though its
+    question is Chinese, and the paper counts it as marked), else told by the question's script.
+    Answers have no exact check: the judge grades them against the reference answer, as the authors'
+    GPT-4o evaluator does. Bad input names the file, item and field."""
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -303,7 +317,7 @@ def load_release(path: str | Path, registry: Registry | None = None) -> list[dic
         raise ValueError(f"{p}: not JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from None
     if not isinstance(data, list):
         raise ValueError(f"{p}: expected a JSON list of items, got {type(data).__name__}")
-    subs = registry.subcategories if registry else {}
+    subs = (registry or load_registry()).subcategories
     rows, seen = [], set()
     for k, item in enumerate(data):
         where = f"{p}: item {k}"
@@ -314,23 +328,44 @@ def load_release(path: str | Path, registry: Registry | None = None) -> list[dic
                 raise ValueError(f"{where}: field {name!r} is missing or empty")
         if not isinstance(item["question"], str):
             raise ValueError(f"{where}: field 'question' must be text")
+        where = f"{p}: item {k} (ID {item['ID']!r})"
         item_id = f"{RELEASE_ORIGIN}-{item['ID']}"
         if item_id in seen:
             raise ValueError(f"{where}: ID {item['ID']!r} appears twice")
         seen.add(item_id)
-        sub = str(item.get("subcategory") or "").strip()
-        category = _CATEGORIES.get(str(item.get("category") or "").strip().lower())
-        if category is None and sub in subs:
-            category = subs[sub].category
+        sub, category = _release_labels(item, subs, where)
         language = str(item.get("language") or "").strip().lower()
         language = {"english": "en", "chinese": "zh", "中文": "zh"}.get(language, language)
-        if language not in LANGUAGES:
+        if not language:
             language = "zh" if _HAN.search(item["question"]) else "en"
+        elif language not in LANGUAGES:
+            raise ValueError(f"{where}: field 'language' is {item['language']!r}; expected one of {', '.join(LANGUAGES)}")
         rows.append({"item_id": item_id, "root_candidate": item_id, "rounds_taken": 0,
-                     "subcategory": sub or "unlabelled", "category": category or "unlabelled", "language": language,
+                     "subcategory": sub, "category": category, "language": language,
                      "question": item["question"], "answer": str(item["answer"]), "check_spec": json.dumps(None),
                      "origin": f"{RELEASE_ORIGIN}:{p.name}"})
     return rows
+
+
+def _release_labels(item: dict[str, Any], subs: dict[str, Subcategory], where: str) -> tuple[str, str]:
+    """(subcategory, category) of one released item, in the registry's names; errors name the field."""
+    field = next((f for f in ("sub_category", "subcategory", "sub-category") if f in item), None)
+    if field is None or item[field] in (None, ""):
+        raise ValueError(f"{where}: field 'sub_category' is missing or empty")
+    sub = _label_key(item[field])
+    if sub not in subs:
+        raise ValueError(f"{where}: field {field!r} is {item[field]!r}, which names no subcategory of the registry "
+                         "(generators/s1_subcategories.yaml; paper 002, tables 15-16)")
+    raw = item.get("category")
+    if raw in (None, ""):
+        return sub, subs[sub].category
+    category = _CATEGORIES.get(_label_key(raw))
+    if category is None:
+        raise ValueError(f"{where}: field 'category' is {raw!r}; expected one of reasoning_question, knowledge_question, "
+                         "instruction_following, analysis_question (or RSN, KNO, IF, ANA)")
+    if category != subs[sub].category:
+        raise ValueError(f"{where}: field 'category' is {raw!r} but subcategory {sub!r} belongs to {subs[sub].category!r}")
+    return sub, category
 
 
 def left_out_at_demo(cfg: Config) -> list[str]:

@@ -1,6 +1,7 @@
 """S1-Bench assets end to end on a stub reasoning model that knows the answers: construction,
 evaluation and the paper's tables."""
 
+import json
 import re
 from pathlib import Path
 
@@ -110,7 +111,7 @@ def test_the_released_benchmark_is_evaluated_without_building_one(tmp_path):
     wh = Warehouse(cfg.warehouse_path())
     items = wh.rows("SELECT item_id, language, category, origin FROM s1.items ORDER BY item_id")
     assert [(i["item_id"], i["language"], i["category"]) for i in items] == [
-        ("release-1", "en", "knowledge"), ("release-2", "en", "knowledge"), ("release-3", "zh", "unlabelled"),
+        ("release-1", "en", "knowledge"), ("release-2", "en", "knowledge"), ("release-3", "zh", "knowledge"),
         ("release-4", "en", "instruction following")]
     assert {i["origin"] for i in items} == {"release:S1-Bench.json"}
     assert wh.scalar("SELECT count(*) FROM s1.candidates") == 0  # nothing was built
@@ -119,11 +120,65 @@ def test_the_released_benchmark_is_evaluated_without_building_one(tmp_path):
     assert wh.rows("SELECT DISTINCT method FROM s1.responses") == [{"method": "judge"}]
 
 
+def s11_answers_and_grades(body):
+    """s1.1 as its authors serve it: it continues the prefill "<|im_start|>think", thinks, then answers
+    after "<|im_start|>answer"; the judge grades by the ground truth."""
+    q = body["messages"][0]["content"] if body["messages"][-1]["role"] == "assistant" else body["messages"][-1]["content"]
+    if q.startswith("**Question:**"):
+        return answers_and_grades(body)
+    for cue, answer in ANSWERS.items():
+        if cue in q:
+            return f"\nThe question asks for {cue}. That is {answer}.\n<|im_start|>answer\nAnswer: {answer}"
+    return None
+
+
+def test_s1_1_is_scored_on_the_answer_after_its_own_marker(tmp_path):
+    """Paper 002, table 3 prints s1.1-7B at pass@1 88.58, f-acc 88.96: s1.1 closes its thinking with
+    "<|im_start|>answer", not "</think>". Its replies are standard (format 100), judged on the answer part,
+    and their tokens count the thinking and the answer without the markers."""
+    with StubServer(responder=s11_answers_and_grades) as stub:
+        cfg = stub_config(stub, tmp_path, models={
+            "stub": {"base_url": stub.base_url, "model": "stub-model", "concurrency": 4},
+            "s11": {"base_url": stub.base_url, "model": "simplescaling/s1.1-7B", "concurrency": 4, "reasoning": True,
+                    "prefill": "<|im_start|>think"}},
+            evaluate=["s11"], judge="stub", s1={"release": str(RELEASE), "build": False})
+        defs = build_definitions(cfg.source)
+        results = [materialize(defs, [key]) for key in ("s1_items", "s1_responses", "s1_metrics")]
+    assert all(r.success for r in results)
+    wh = Warehouse(cfg.warehouse_path())
+    assert wh.rows("SELECT DISTINCT format_type, well_formatted FROM s1.responses") == [
+        {"format_type": 100, "well_formatted": True}]
+    [t3] = wh.rows("SELECT * FROM s1.table3 WHERE model = 's11'")
+    assert (t3["pass@1"], t3["acc@k"], t3["f-acc"]) == (100.0, 100.0, 100.0)
+    from validators.s1 import count_tokens
+
+    reply = wh.rows("SELECT reply, tokens FROM s1.responses WHERE item_id = 'release-1' LIMIT 1")[0]
+    assert reply["reply"].startswith("<|im_start|>think")  # the prefill put back
+    assert reply["tokens"] == count_tokens("The question asks for chemical symbol for gold. That is Au.") \
+        + count_tokens("Answer: Au") < count_tokens(reply["reply"])
+
+
+_ITEM = '"question": "q", "answer": "a", "language": "en", "category": "reasoning_question", ' \
+        '"sub_category": "numerical_reasoning"'
+
+
 @pytest.mark.parametrize("text, error", [
     ('{"ID": 1}', "expected a JSON list of items"),
     ('[{"ID": 1, "question": "q"}]', "item 0: field 'answer' is missing or empty"),
-    ('[{"ID": 1, "question": "q", "answer": "a"}, {"ID": 1, "question": "r", "answer": "b"}]', "item 1: ID 1 appears twice"),
+    (f'[{{"ID": 1, {_ITEM}}}, {{"ID": 1, {_ITEM}}}]', "item 1 (ID 1): ID 1 appears twice"),
     ('[{"ID": 1, "question": "q", "answer": "a"', "not JSON (line 1"),
+    ('[{"ID": 7, "question": "q", "answer": "a", "category": "reasoning_question"}]',
+     "item 0 (ID 7): field 'sub_category' is missing or empty"),
+    ('[{"ID": 7, "question": "q", "answer": "a", "category": "reasoning_question", "sub_category": "riddles"}]',
+     "item 0 (ID 7): field 'sub_category' is 'riddles', which names no subcategory of the registry"),
+    ('[{"ID": 7, "question": "q", "answer": "a", "category": "trivia_question", "sub_category": "numerical_reasoning"}]',
+     "item 0 (ID 7): field 'category' is 'trivia_question'"),
+    ('[{"ID": 7, "question": "q", "answer": "a", "category": "analysis_question", '
+     '"sub_category": "numerical_reasoning"}]',
+     "item 0 (ID 7): field 'category' is 'analysis_question' but subcategory 'numerical reasoning' belongs to "
+     "'reasoning'"),
+    (f'[{{"ID": 7, {_ITEM.replace(chr(34) + "en" + chr(34), chr(34) + "fr" + chr(34))}}}]',
+     "item 0 (ID 7): field 'language' is 'fr'"),
 ])
 def test_a_bad_release_file_is_named_with_its_item_and_field(tmp_path, text, error):
     from generators.s1 import load_release
@@ -132,6 +187,33 @@ def test_a_bad_release_file_is_named_with_its_item_and_field(tmp_path, text, err
     path.write_text(text)
     with pytest.raises(ValueError, match=re.escape(f"{path}: ") + ".*" + re.escape(error)):
         load_release(path)
+
+
+def test_the_release_layout_keeps_every_field_with_the_authors_label_names_mapped(tmp_path):
+    """The S1-Bench release as the authors' dataset card prints it: a JSON list of {ID, question, answer,
+    language, category, sub_category} with their category names (`reasoning_question`,
+    `analysis_questions`, ...). Every label maps to the registry's names; the language is kept as
+    marked, also where the question's script says otherwise."""
+    from generators.s1 import load_release
+
+    path = tmp_path / "S1-Bench.json"
+    path.write_text(json.dumps([
+        {"ID": 11, "question": "What is 2 plus 2?", "answer": "4", "language": "en",
+         "category": "reasoning_question", "sub_category": "numerical_reasoning"},
+        {"ID": 12, "question": "“gracias”是西班牙语还是德语？", "answer": "西班牙语", "language": "zh",
+         "category": "analysis_questions", "sub_category": "language_classification"},
+        {"ID": 13, "question": "输出字母“Q”", "answer": "Q", "language": "en",
+         "category": "instruction_following", "sub_category": "repetition_constraints"},
+        {"ID": 14, "question": "How many grams are in a kilogram?", "answer": "1000", "language": "en",
+         "category": "knowledge_question", "sub_category": "measurement_units"}], ensure_ascii=False),
+        encoding="utf-8")
+    rows = load_release(path)
+    assert [(r["item_id"], r["category"], r["subcategory"], r["language"]) for r in rows] == [
+        ("release-11", "reasoning", "numerical reasoning", "en"),
+        ("release-12", "analysis", "language classification", "zh"),
+        ("release-13", "instruction following", "repetition constraints", "en"),  # marked en, kept as marked
+        ("release-14", "knowledge", "measurement units", "en")]
+    assert all(r["question"] and r["answer"] for r in rows) and "unlabelled" not in str(rows)
 
 
 def test_table2_sweeps_the_listed_models_at_three_temperatures_on_the_final_items(tmp_path):

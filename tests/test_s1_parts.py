@@ -197,6 +197,36 @@ def test_reasoning_model_accuracy_counts_only_well_formatted_replies_and_tokens_
     assert m[("all", "format_type", "301")] == pytest.approx(1 / 10) and m[("all", "format_type", "205")] == 0.0
 
 
+def test_table2_is_the_mean_accuracy_over_the_samples_not_the_share_of_items_all_right():
+    """Paper 002, table 2's "average accuracy": Qwen2.5-14B's 99.74 at t=0 is no share of 422 items with
+    all 10 samples right (k/422 gives 99.76 or 99.53). Hand case: 2 items x 10 samples, 19 right: 95.0,
+    where the all-right share would be 50.0."""
+    rows = ([resp("a", "t=0.0", s, True) for s in range(10)]
+            + [resp("b", "t=0.0", s, s != 3) for s in range(10)])
+    m = {(r["metric"], r["category"]): r["value"] for r in metric_rows("m", rows, 5) if r["level"] == "all"}
+    assert m[("table2_acc", "0.0")] == pytest.approx(0.95)
+
+
+def test_a_contrast_after_a_negation_states_the_answer():
+    """"The answer is not 120 but 12." states 12 and denies 120."""
+    exact = {"type": "exact", "answers": ["12"]}
+    assert check_answer("The answer is not 120 but 12.", exact)
+    assert not check_answer("The answer is not 12 but 120.", exact)
+    assert not check_answer("It is not 12.", exact)
+    assert check_answer("答案不是120，而是12。", exact)
+
+
+def test_s1_1_and_exaone_replies_split_at_their_own_markers_and_a_model_may_name_its_marker():
+    """The authors' split (their split_think_answer.py) reads </think>, </reason>, <|im_start|>answer
+    (s1.1) and </thought> (EXAONE-Deep) as standard markers; a model entry's `end_of_thinking` narrows
+    it: then another model's marker is unmatched (204)."""
+    s11 = "<|im_start|>think\nSeven plus eight.\n<|im_start|>answer\nAnswer: 15"
+    assert format_type(s11, "stop") == (100, "Seven plus eight.", "Answer: 15")
+    assert format_type("Seven plus eight.</thought>15", "stop")[0] == 100
+    assert format_type("Seven plus eight.</thought>15", "stop", ["</think>"])[0] == 204
+    assert format_type("<|im_start|>think\nSeven plus eight.", "length")[0] == 301
+
+
 def test_models_that_do_not_think_have_no_format_accuracy():
     rows = [resp("a", "sample", s, True) for s in range(5)]
     m = {(r["level"], r["metric"], r["category"]): r["value"] for r in metric_rows("m", rows, 5)}
@@ -237,10 +267,11 @@ def test_s1_views_in_the_papers_layout(tmp_path):
     assert t20 == {"100": 50.0, "207": 50.0}
 
 
-def test_table5_column_averages_and_improvement_as_the_paper_computes_them(tmp_path):
-    """Paper 002, table 5: the small LLMs' Column Avg of EN Rsn is 74.6, the LRMs' 713.8, and the
-    Improvement row is their ratio, x9.6. Two LLMs (no f-acc) and two LRMs (one with f-acc, one whose
-    reasoning the API hid) reproduce those columns."""
+def test_table5_column_averages_and_improvement_as_the_paper_defines_them(tmp_path):
+    """Paper 002, table 5's footer: each group's Column Avg is the mean of its models' rows, and
+    Improvement their ratio. Two invented LLMs (no f-acc) and two invented LRMs (one with f-acc, one
+    whose reasoning the API hid), chosen so that the averages come to the printed 74.6 and 713.8: the
+    view computes x9.6 from them. (The paper's own rows do not give 713.8: see the next test.)"""
     from warehouse import Warehouse
 
     def rows(model, en_rsn, lrm=None):
@@ -263,5 +294,53 @@ def test_table5_column_averages_and_improvement_as_the_paper_computes_them(tmp_p
     assert t5["Improvement"] == round(713.8 / 74.6, 1) == 9.6
     assert [r["model"] for r in wh.rows('SELECT model FROM s1.table5')] == [
         "gemma", "llama", "o4-mini", "r1", "Column Avg (LLMs)", "Column Avg (LRMs)", "Improvement"]
-    [t4] = wh.rows("""SELECT "EN Rsn" FROM s1.table4 WHERE model = 'r1'""")
-    assert t4["EN Rsn"] == 50.0
+
+
+# Table 5's first column (EN Rsn) as printed: the four small LLMs, then the 28 LRMs.
+TABLE5_LLMS = [74.8, 91.0, 65.5, 67.2]
+TABLE5_LRMS = [180.5, 188.5, 190.8, 295.1, 599.7, 561.0, 421.8, 472.2, 464.1, 447.5, 503.7, 480.8, 568.1, 574.5,
+               561.6, 700.4, 790.4, 745.0, 786.1, 853.7, 805.7, 951.0, 925.3, 1039.5, 873.3, 871.8, 1077.9, 1614.0]
+
+
+def test_table5_fed_the_papers_own_32_rows_gives_662_3_not_the_printed_713_8(tmp_path):
+    """Paper 002, table 5: the printed footer of the first column (LRM Column Avg 713.8, Improvement
+    x9.6) is not the mean of the 28 LRM rows printed above it. Fed the paper's own 32 rows, the view
+    gives the mean, 662.3, and x8.9; the LLMs' 74.6 is reproduced."""
+    from warehouse import Warehouse
+
+    def row(model, value, lrm):
+        return [{"model": model, "level": "language_category", "scope": "en:reasoning", "metric": "mean_tokens",
+                 "category": "-", "value": value, "n": 10, "n_failed": 0},
+                {"model": model, "level": "all", "scope": "all", "metric": "f-acc", "category": "-",
+                 "value": 0.9 if lrm else None, "n": 10, "n_failed": 0}]
+
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    wh.replace_partition("s1.metrics", [r for k, v in enumerate(TABLE5_LLMS) for r in row(f"llm{k}", v, False)]
+                         + [r for k, v in enumerate(TABLE5_LRMS) for r in row(f"lrm{k:02d}", v, True)])
+    t5 = {r["model"]: r["EN Rsn"] for r in wh.rows('SELECT model, "EN Rsn" FROM s1.table5')}
+    assert t5["Column Avg (LLMs)"] == 74.6
+    assert t5["Column Avg (LRMs)"] == 662.3 != 713.8
+    assert t5["Improvement"] == 8.9
+
+
+def test_table4_is_pass_at_1_per_category_with_the_average_row(tmp_path):
+    """Paper 002, table 4: one row per model with pass@1 and RSN, KNO, IF, ANA, then the Average row,
+    the mean of the models' values (the paper's 83.3 = mean of 81.5, 79.8, 88.6)."""
+    from warehouse import Warehouse
+
+    def rows(model, overall, per_category):
+        out = [{"model": model, "level": "all", "scope": "all", "metric": "pass@1", "category": "-",
+                "value": overall, "n": 10, "n_failed": 0}]
+        out += [{"model": model, "level": "category", "scope": cat, "metric": "pass@1", "category": "-",
+                 "value": v, "n": 10, "n_failed": 0} for cat, v in per_category.items()]
+        return out
+
+    cats = ("reasoning", "knowledge", "instruction following", "analysis")
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    wh.replace_partition("s1.metrics", rows("ds-r1-1.5b", 0.815, dict(zip(cats, (0.863, 0.752, 0.768, 0.844))))
+                         + rows("nemotron-8b", 0.798, dict(zip(cats, (0.848, 0.713, 0.762, 0.837))))
+                         + rows("s1.1-7b", 0.886, dict(zip(cats, (0.931, 0.837, 0.829, 0.914)))))
+    t4 = wh.rows('SELECT * FROM s1.table4')
+    assert [r["model"] for r in t4] == ["ds-r1-1.5b", "nemotron-8b", "s1.1-7b", "Average"]
+    assert t4[0] == {"model": "ds-r1-1.5b", "pass@1": 81.5, "RSN": 86.3, "KNO": 75.2, "IF": 76.8, "ANA": 84.4}
+    assert t4[-1] == {"model": "Average", "pass@1": 83.3, "RSN": 88.1, "KNO": 76.7, "IF": 78.6, "ANA": 86.5}

@@ -18,6 +18,7 @@ _YES = {"en": re.compile(r"(?<![a-z])(yes|no|not)(?![a-z])", re.I), "zh": re.com
 
 
 _CLAUSE_END = re.compile(r"[.;:!?。；：！？，,\n]")
+_CONTRAST = re.compile(r"\b(?:but|rather|instead)\b|而是|但是|却是", re.I)
 _NEGATED_EN = re.compile(r"(?:\bnot|n't|\bnever|\bno)\W*(?:\w+\W+){0,2}$", re.I)
 _NEGATED_ZH = re.compile(r"(?:不|没|非|未|否|别|并非|不是)[^不没非未否别]{0,2}$")
 
@@ -27,6 +28,7 @@ def _affirmed(text: str, start: int) -> bool:
     before it in its clause ("It is not 120; it is 180." denies 120 and states 180; "它不是动物"
     denies 动物). Paper 002's exact checks score the answer the model gives, not one it rules out."""
     clause = _CLAUSE_END.split(text[:start])[-1]
+    clause = _CONTRAST.split(clause)[-1]  # "not 120 but 12": the contrast states 12
     return not (_NEGATED_EN.search(clause) or _NEGATED_ZH.search(clause))
 
 
@@ -89,47 +91,72 @@ def read_verdict(reply: str | None) -> tuple[str, str]:
     return decision, text.strip()[:1000]
 
 
-STANDARD_MARKER = "</think>"
-OTHER_MARKERS = tuple(m for m in END_OF_THINKING if m != STANDARD_MARKER)
+# The end-of-thinking markers that count as standard (table 9's "marker (standard)"), in the order the
+# authors' split tries them (WYRipple/S1_Bench, split_think_answer.py): the first one a reply holds is
+# its marker. A model entry may name its own (`models.<name>.end_of_thinking`, e.g. s1.1's
+# "<|im_start|>answer"); these are the default, so every model of the paper's list is read as the
+# authors read it.
+STANDARD_MARKERS = ("</think>", "</reason>", "</ reason>", "<|im_start|>answer", "</thought>")
+STANDARD_MARKER = STANDARD_MARKERS[0]
+# "Unmatched" markers (table 9, formats 204-206): misspelt or stand-in closings the authors look for
+# when no standard marker is there, and the other end-of-thinking markers the reader knows.
+UNMATCHED_MARKERS = ("**答案**", "**Final Answer**", "</th think>", "</ think>", "\nanswer\n")
 FORMAT_TYPES = (100, 101, 200, 201, 202, 203, 204, 205, 206, 207, 300, 301)
 STRICT_FORMATS = {100, 101}
 UNREADABLE_FORMATS = {300, 301}
 # Not one of table 9's twelve: the provider counted reasoning tokens but returned only the answer
-# (o4-mini, Claude and Gemini through their APIs). The paper scores such models on their answers and
-# prints their f-acc as "–" (table 3); their replies have no visible format to rate.
+# (o4-mini, Claude, Gemini and Hunyuan-T1 through their APIs). Table 3 prints their f-acc as 100.00:
+# such a reply is well formatted (its answer is the whole visible reply) and scored on its answer.
 HIDDEN_REASONING = 102
 
 
-def format_type(reply: str | None, finish_reason: str | None) -> tuple[int, str, str]:
-    """S1-Bench table 9: (format id, thinking part, final-answer part). 100/101 standard;
-    200-207 readable but malformed; 300 markers with neither part; 301 no closing marker and cut
-    at the token limit (endless)."""
+def _unmatched(standard: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(m for m in UNMATCHED_MARKERS + END_OF_THINKING if m not in standard))
+
+
+def format_type(reply: str | None, finish_reason: str | None,
+                markers: tuple[str, ...] | list[str] = STANDARD_MARKERS) -> tuple[int, str, str]:
+    """S1-Bench table 9: (format id, thinking part, final-answer part), the markers left out of both
+    parts. `markers` are the model's standard end-of-thinking markers (the first one the reply holds
+    is its marker); any other known marker is "unmatched". 100/101 standard; 200-207 readable but
+    malformed; 300 markers with neither part; 301 no marker and cut at the token limit (endless)."""
     text = reply or ""
-    n_std = text.count(STANDARD_MARKER)
-    n_other = sum(text.count(m) for m in OTHER_MARKERS)
-    if n_std == 0 and n_other == 0:
-        if finish_reason == "length":
-            return 301, "", text
-        return 207, "", text.strip()
-    marker = STANDARD_MARKER if n_std else next(m for m in OTHER_MARKERS if m in text)
-    head, _, tail = text.rpartition(marker)
-    thinking = OPEN_THINKING.sub("", head)
-    for m in END_OF_THINKING:
-        thinking, tail = thinking.replace(m, " "), tail.replace(m, " ")
-    thinking, answer = thinking.strip(), tail.strip()
+    standard = tuple(markers) or STANDARD_MARKERS
+    marker = next((m for m in standard if m in text), None)
+    if marker is None:
+        others = [m for m in _unmatched(standard) if m in text]
+        if not others:
+            if finish_reason == "length":
+                return 301, "", text
+            return 207, "", text.strip()
+        last = max(others, key=text.rfind)
+        cut = text.rfind(last)
+        thinking, answer = _strip_markers(text[:cut], others), _strip_markers(text[cut + len(last):], others)
+        if thinking and answer:
+            return 204, thinking, answer
+        if thinking:
+            return 205, thinking, answer
+        return (206 if answer else 300), thinking, answer
+    parts = text.split(marker)
+    every = (marker, *_unmatched(standard))  # a stray marker in either part is neither thinking nor answer
+    thinking = " ".join(p for p in (_strip_markers(x, every) for x in parts[:-1]) if p)
+    answer = _strip_markers(parts[-1], every)
     has_t, has_a = bool(thinking), bool(answer)
-    if n_std and n_other:
-        return (300, thinking, answer) if not (has_t or has_a) else (201 if has_a else 202, thinking, answer)
-    if n_std == 1:
+    if len(parts) == 2:
         if has_t and has_a:
             return 100, thinking, answer
         if has_a:
             return 101, thinking, answer
         return (200 if has_t else 300), thinking, answer
-    if n_std > 1:
-        if has_t:
-            return (201 if has_a else 202), thinking, answer
-        return (203 if has_a else 300), thinking, answer
     if has_t:
-        return (204 if has_a else 205), thinking, answer
-    return (206 if has_a else 300), thinking, answer
+        return (201 if has_a else 202), thinking, answer
+    return (203 if has_a else 300), thinking, answer
+
+
+def _strip_markers(text: str, markers: list[str] | tuple[str, ...]) -> str:
+    """A part of a reply without its opening marker ("<think>", s1.1's "<|im_start|>think") and the
+    given closing markers."""
+    text = OPEN_THINKING.sub(" ", text)
+    for m in markers:
+        text = text.replace(m, " ")
+    return text.strip()
