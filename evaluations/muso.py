@@ -230,11 +230,25 @@ def reflection_prefix(thinking: str, steps: int) -> str | None:
     return thinking[:cues[steps]].rstrip() if len(cues) > steps else None
 
 
+def checkpoint_continuation(r: CallResult) -> str:
+    """What the model wrote after a checkpoint's inserted `</think>`. A server with a reasoning parser
+    (vLLM's) that saw no `</think>` among the generated tokens files all of them under
+    `reasoning_content` and leaves the content empty; the thinking was closed in the prompt, so that
+    text is the answer. Where the server split the continuation itself (thinking, its own `</think>`,
+    then content), the content is the answer."""
+    if (r.text or "").strip():
+        return r.text or ""
+    return r.reasoning or ""
+
+
 def checkpoints(ledger: Ledger, model: str, items: Sequence[Item], steps: Sequence[int], *, temperature: float,
                 solve_max_tokens: int, confidence_max_tokens: int,
                 continue_params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Reflection checkpoints (paper 001, section 5, figure 6a): Long-CoT paused after a fixed number of
-    reflection steps, `</think>` inserted, and the answer it then gives recorded with its confidence.
+    reflection steps, `</think>` inserted, and the answer it then gives recorded with its confidence
+    (read from the content, or from `reasoning_content` where the server filed it there:
+    `checkpoint_continuation`). `metric_rows` scores each checkpoint on its own replies and, as
+    `checkpoint_<n>_fixed`, on the conversations that reached every checkpoint.
     The solve turn is the standard Long-CoT one (the same request, so the ledger answers it); each
     checkpoint continues the assistant turn "<think>\n{thinking so far}\n</think>\n\n" (the
     endpoint must continue a final assistant message: `continue_params`, the model's `prefill_params`,
@@ -262,8 +276,9 @@ def checkpoints(ledger: Ledger, model: str, items: Sequence[Item], steps: Sequen
         c.keys.append(r.key)
         c.truncated |= r.truncated
         if r.ok:
-            c.messages[-1] = {"role": "assistant", "content": answer_part(head + (r.text or ""))[1]}
-            answers.append(parse_answer(c.item, head + (r.text or "")))
+            after = checkpoint_continuation(r)
+            c.messages[-1] = {"role": "assistant", "content": answer_part(head + after)[1]}
+            answers.append(parse_answer(c.item, head + after))
         else:
             c.failed = f"checkpoint answer: {r.error}"
             answers.append(None)
@@ -388,6 +403,34 @@ def level_label(lo: int | None, hi: int | None) -> str:
     return f"{lo}+" if hi is None else f"{lo}-{hi}"
 
 
+FIXED = "_fixed"  # suffix of the checkpoint variants scored on one fixed set of instances
+
+
+def fixed_checkpoint_rows(responses: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copies of the reflection-checkpoint rows (`checkpoint_<n>`) restricted to one fixed set of
+    conversations, as variant `checkpoint_<n>_fixed`: per model, paradigm, temperature and task, the
+    (instance, path) pairs that reached every checkpoint of that group. Each `checkpoint_<n>` is
+    scored on the replies with more than n reflection steps, so its set shrinks as n grows and the
+    curve over n (paper 001, figure 6a) mixes the trend with which instances remain; over the fixed
+    set the curve shows the trend alone. Both are kept."""
+    reached: dict[tuple[Any, ...], dict[tuple[Any, ...], set[str]]] = defaultdict(lambda: defaultdict(set))
+    steps: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    for r in responses:
+        v = r["variant"]
+        if v.startswith("checkpoint_") and not v.endswith(FIXED):
+            head = (r["model"], r["paradigm"], r.get("temperature"), r["task"])
+            reached[head][(r["instance_id"], r["path"])].add(v)
+            steps[head].add(v)
+    out = []
+    for r in responses:
+        v = r["variant"]
+        if v.startswith("checkpoint_") and not v.endswith(FIXED):
+            head = (r["model"], r["paradigm"], r.get("temperature"), r["task"])
+            if reached[head][(r["instance_id"], r["path"])] == steps[head]:
+                out.append({**r, "variant": v + FIXED})
+    return out
+
+
 def metric_rows(responses: Sequence[dict[str, Any]], bins: Mapping[str, Sequence[tuple[int, int | None]]]
                 ) -> list[dict[str, Any]]:
     """`muso.metrics` rows per model x paradigm x temperature x variant x task x bin, plus level
@@ -399,7 +442,7 @@ def metric_rows(responses: Sequence[dict[str, Any]], bins: Mapping[str, Sequence
     `every_model_task_level` check then fails). Per-path self-consistency rows are not scored.
     """
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
-    for r in responses:
+    for r in [*responses, *fixed_checkpoint_rows(responses)]:
         if r["variant"] == "sc_path":
             continue
         head = (r["model"], r["paradigm"], r.get("temperature"), r["variant"], r["task"])

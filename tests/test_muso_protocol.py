@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from configuration import ModelConfig
 from evaluations.muso import CONFIDENCE_PROMPT, EXPLORATION_CUE, RECHECK_PROMPT, SHORT_COT_SUFFIX, Item, run
 from llm_calls import Ledger, ModelRegistry
@@ -163,3 +165,43 @@ def test_reflection_checkpoints_insert_think_end_and_record_each_intermediate_an
     assert {b["messages"][-1]["content"] for b in paused} == {  # requests arrive in any order
         "<think>\nTry 1 + 4 = 5.\n</think>\n\n", "<think>\nTry 1 + 4 = 5.\nWait, 2 + 3 = 5 as well.\n</think>\n\n"}
     assert not any(SHORT_COT_SUFFIX in b["messages"][0]["content"] for b in bodies)  # Long-CoT's prompt
+
+
+def test_a_checkpoint_answer_filed_under_reasoning_content_is_read():
+    """A server with a reasoning parser (vLLM's) that sees no </think> among the generated tokens files
+    the whole continuation under `reasoning_content`; the thinking was closed in the prompt, so that
+    text is the checkpoint's answer (it read as no answer, recall 0, at every checkpoint)."""
+    from evaluations.muso import checkpoint_continuation, parse_answer
+    from llm_calls import CallResult
+
+    def result(text, reasoning):
+        return CallResult(key="k", ok=True, text=text, finish_reason="stop", prompt_tokens=1, completion_tokens=1,
+                          latency_s=0.1, attempts=1, error=None, cached=False, reasoning=reasoning)
+
+    head = "<think>\nTry 1 + 4 = 5.\n</think>\n\n"
+    filed = result("", "Solution 1: {1, 4}\nSolution 2: {2, 3}")
+    assert checkpoint_continuation(filed) == "Solution 1: {1, 4}\nSolution 2: {2, 3}"
+    assert parse_answer(ITEM, head + checkpoint_continuation(filed)).answer_set == {(1, 4), (2, 3)}
+    split = result("Solution 1: {1, 4}", "more thinking")  # the server split it: the content is the answer
+    assert checkpoint_continuation(split) == "Solution 1: {1, 4}"
+
+
+def test_checkpoints_are_scored_on_their_own_replies_and_over_one_fixed_set():
+    """Each checkpoint_<n> averages over the replies with more than n reflection steps, a set that shrinks
+    as n grows; checkpoint_<n>_fixed scores the conversations that reached every checkpoint, so the curve
+    over n (paper 001, figure 6a) shows the trend without the change of set."""
+    from evaluations.muso import fixed_checkpoint_rows, metric_rows
+
+    def row(instance, variant, recall):
+        return {"model": "m", "paradigm": "long_cot", "variant": variant, "path": 0, "instance_id": instance,
+                "task": "subsetsum", "level": 1, "level_lo": 1, "level_hi": 50, "status": "ok", "recall": recall,
+                "precision": recall, "confidence": None, "discovery": None, "temperature": 0.6,
+                "n_first_invalid": 0, "parse_error": None, "truncated": False, "claimed_total": None}
+
+    rows = [row("a", "checkpoint_0", 0.2), row("a", "checkpoint_1", 0.4),  # a reached both checkpoints
+            row("b", "checkpoint_0", 1.0)]  # b stopped reflecting after one step
+    fixed = fixed_checkpoint_rows(rows)
+    assert [(r["instance_id"], r["variant"]) for r in fixed] == [("a", "checkpoint_0_fixed"), ("a", "checkpoint_1_fixed")]
+    recall = {r["variant"]: r["recall"] for r in metric_rows(rows, {"subsetsum": [(1, 50)]}) if r["level"] == 0}
+    assert recall["checkpoint_0"] == pytest.approx(0.6) and recall["checkpoint_1"] == pytest.approx(0.4)  # falls
+    assert recall["checkpoint_0_fixed"] == pytest.approx(0.2) and recall["checkpoint_1_fixed"] == pytest.approx(0.4)

@@ -76,7 +76,7 @@ TABLES: dict[str, str] = {
     "muso.metrics": """
         model            VARCHAR NOT NULL,
         paradigm         VARCHAR NOT NULL,
-        variant          VARCHAR NOT NULL,
+        variant          VARCHAR NOT NULL,      -- as muso.responses; checkpoint_<n>_fixed: over the fixed set
         task             VARCHAR NOT NULL,
         level            INTEGER,               -- 0 = all levels of the task; else the bin's position in the
                                                 -- configured bins; NULL: a bin no longer configured
