@@ -206,6 +206,9 @@ def output_category(item: Item, selected: frozenset[int] | str | None) -> str:
 
 
 SPARSE_OUTPUTS = {"Unknown", "none", "all_wrong", "combined"}
+# OR_T's outputs: one tense label (True or False; one ordinary option). Several options chosen at once
+# ("multiple") are neither a tense nor a sparse label, so they count in neither share of FR.
+TENSE_OUTPUTS = {"True", "False", "single"}
 
 
 def pools(items: Sequence[Item], miscellany: Sequence[Item]) -> dict[str, list[Item]]:
@@ -377,8 +380,9 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]]) -> list[dict[st
     """`ib.metrics` rows for one model (paper section 2.2), per setting x form and 'all' forms:
     Acc; SR = accuracy on tense-label items; GR = accuracy on sparse-label items; RR = |Acc(vanilla) -
     Acc(setting)| on the same form; RS = harmonic mean of SR and GR (for 'all': averaged over the
-    forms); OR = share of outputs per category, OR_T / OR_S = shares of tense / sparse outputs,
-    FR = |OR_T - OR_S|; the share of replies that needed the judge (table 7); and for disturbing
+    forms; none for disturbing miscellany, whose questions vanilla never asks); OR = share of outputs
+    per category, OR_T / OR_S = shares of tense / sparse outputs (several options chosen at once are
+    neither), FR = |OR_T - OR_S|; the share of replies that needed the judge (table 7); and for disturbing
     miscellany, Acc by number of options.
 
     Every metric is over answered replies: a failed call or judgement is not an answer, so it is
@@ -424,7 +428,9 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]]) -> list[dict[st
             put(setting, form, "Acc", acc, n_correct(rows), n_answered(rows))
             put(setting, form, "SR", sr, n_correct(tense), n_answered(tense))
             put(setting, form, "GR", gr, n_correct(sparse), n_answered(sparse))
-            vanilla = _acc(by.get(("vanilla", form), []))
+            # RR compares a setting with vanilla on the same questions; disturbing miscellany asks other
+            # questions (MMLU-Pro's, which vanilla never asks), so it has no RR
+            vanilla = None if setting == "disturbing_miscellany" else _acc(by.get(("vanilla", form), []))
             put(setting, form, "RR", None if vanilla is None or acc is None else abs(vanilla - acc))
             rs = _harmonic(sr, gr)
             put(setting, form, "RS", rs)
@@ -437,7 +443,7 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]]) -> list[dict[st
             for cat, c in sorted(counts.items()):
                 put(setting, form, "OR", c / n, c, n, category=cat)
             n_s = sum(c for cat, c in counts.items() if cat in SPARSE_OUTPUTS)
-            n_t = sum(c for cat, c in counts.items() if cat not in SPARSE_OUTPUTS | {UNDECIDED})
+            n_t = sum(c for cat, c in counts.items() if cat in TENSE_OUTPUTS)
             put(setting, form, "OR_T", n_t / n if n else None, n_t, n)
             put(setting, form, "OR_S", n_s / n if n else None, n_s, n)
             put(setting, form, "FR", abs(n_t - n_s) / n if n else None)

@@ -135,25 +135,74 @@ def test_a_model_right_on_every_item_has_a_full_missing_choices_row_in_table_3(t
                  "Acc_b^2": 100.0, "SR2": 100.0, "GR2": 100.0, "GR3": 100.0}
 
 
-def test_table7_pools_the_judge_share_over_forms_and_figure6_splits_outputs_by_form_style(tmp_path):
-    """Paper 003, table 7 (one judge-usage value per model and setting) and figure 6 (Unknown / True / False
-    over the judging outputs; Single / Multiple / All Wrong over the choice outputs), hand-computed."""
-    from warehouse import Warehouse
+def _metric_row(setting, form, metric, category, num, den):
+    return {"model": "m", "setting": setting, "form": form, "metric": metric, "category": category,
+            "value": num / den if den else None, "numerator": num, "denominator": den, "n_failed": 0}
 
-    def row(setting, form, metric, category, num, den):
-        return {"model": "m", "setting": setting, "form": form, "metric": metric, "category": category,
-                "value": num / den, "numerator": num, "denominator": den, "n_failed": 0}
+
+def test_table7_is_the_judge_share_over_the_450_choice_items_not_the_judging_ones(tmp_path):
+    """Paper 003, table 7: its values are multiples of 1/450 (34 of 35 cells), the 450 choice items
+    (single and multiple choice); the judging items are not in it. Hand case: the judge needed on 0 of
+    1,240 judging replies, 60 of 300 single-choice and 59 of 150 multiple-choice replies gives
+    (60 + 59) / 450 = 26.44 (GPT-3.5's printed vanilla value); pooling the judging items gave 7.04."""
+    from warehouse import Warehouse
 
     wh = Warehouse(tmp_path / "wh.duckdb")
     wh.replace_partition("ib.metrics", [
-        row("vanilla", "judging", "judge_share", "-", 2, 10), row("vanilla", "single", "judge_share", "-", 3, 10),
-        row("conformity", "judging", "judge_share", "-", 1, 4),
-        row("vanilla", "judging", "OR", "Unknown", 3, 10), row("vanilla", "judging", "OR", "True", 5, 10),
-        row("vanilla", "judging", "OR", "False", 2, 10),
-        row("vanilla", "single", "OR", "single", 6, 8), row("vanilla", "single", "OR", "all_wrong", 2, 8),
-        row("vanilla", "multiple", "OR", "multiple", 1, 2), row("vanilla", "multiple", "OR", "single", 1, 2)])
+        _metric_row("vanilla", "judging", "judge_share", "-", 0, 1240),
+        _metric_row("vanilla", "single", "judge_share", "-", 60, 300),
+        _metric_row("vanilla", "multiple", "judge_share", "-", 59, 150),
+        _metric_row("conformity", "judging", "judge_share", "-", 1, 4)])
     [t7] = wh.rows("SELECT * FROM ib.table7")
-    assert (t7["Vanilla Scenario"], t7["Conformity"], t7["Few-shot Learning"]) == (25.0, 25.0, None)  # (2+3)/20
+    assert t7["Vanilla Scenario"] == 26.44
+    assert t7["Conformity"] is None and t7["Few-shot Learning"] is None  # no choice items asked
+
+
+def test_figure6_groups_sum_to_100_with_no_correct_answer_in_all_wrong_and_a_zero_share_as_0(tmp_path):
+    """Paper 003, figure 6: Unknown / True / False over the judging outputs, and Single / Multiple / All
+    Wrong over the choice outputs, each group summing to 100 as the figure's does for every model. A
+    stated "no correct answer" ('none') is All Wrong beside the "all other options are false" option; the
+    combined option counts as Multiple Choices; a share with no outputs is 0, not NULL."""
+    from warehouse import Warehouse
+
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    wh.replace_partition("ib.metrics", [
+        _metric_row("vanilla", "judging", "OR", "Unknown", 3, 10), _metric_row("vanilla", "judging", "OR", "True", 7, 10),
+        _metric_row("vanilla", "single", "OR", "single", 6, 10), _metric_row("vanilla", "single", "OR", "all_wrong", 1, 10),
+        _metric_row("vanilla", "single", "OR", "none", 1, 10), _metric_row("vanilla", "single", "OR", "undecided", 2, 10),
+        _metric_row("vanilla", "multiple", "OR", "combined", 1, 2), _metric_row("vanilla", "multiple", "OR", "single", 1, 2)])
     [f6] = wh.rows("SELECT * FROM ib.figure6")
-    assert (f6["Unknown (%)"], f6["True (%)"], f6["False (%)"]) == (30.0, 50.0, 20.0)
+    assert (f6["Unknown (%)"], f6["True (%)"], f6["False (%)"]) == (30.0, 70.0, 0.0)
+    # choice outputs decided: 6 + 1 + 1 single, 1 combined, 1 all_wrong, 1 none = 10 (the 2 undecided left out)
     assert (f6["Single Choice (%)"], f6["Multiple Choices (%)"], f6["All Wrong (%)"]) == (70.0, 10.0, 20.0)
+    assert f6["Single Choice (%)"] + f6["Multiple Choices (%)"] + f6["All Wrong (%)"] == 100.0
+
+
+def test_several_options_chosen_are_neither_a_tense_nor_a_sparse_output():
+    """Paper 003, section 2.2: OR_T is the share of tense-label outputs, OR_S of sparse-label outputs,
+    FR = |OR_T - OR_S|. An answer that picks several options at once is neither label: out of both shares
+    (it counted as tense). Hand case: 4 multiple-choice replies, 1 single option, 1 combined option,
+    2 several options: OR_T 1/4, OR_S 1/4, FR 0."""
+    rows = [resp("vanilla", "multiple", "sparse", False, "single"), resp("vanilla", "multiple", "sparse", True, "combined"),
+            resp("vanilla", "multiple", "sparse", False, "multiple", selected="[1, 3]"),
+            resp("vanilla", "multiple", "sparse", False, "multiple", selected="[2, 3]")]
+    m = {(r["metric"], r["category"]): r["value"] for r in metric_rows("m", rows)}
+    assert m[("OR_T", "-")] == pytest.approx(1 / 4) and m[("OR_S", "-")] == pytest.approx(1 / 4)
+    assert m[("FR", "-")] == 0.0 and m[("OR", "multiple")] == pytest.approx(2 / 4)
+
+
+def test_disturbing_miscellany_has_no_rr_its_questions_are_not_vanillas(m):
+    """RR compares a setting with vanilla on the same questions; disturbing miscellany asks MMLU-Pro's,
+    which vanilla never asks, so its RR is NULL rather than a difference of two item sets."""
+    assert m[("disturbing_miscellany", "single", "RR", "-")] is None
+    assert m[("conformity", "judging", "RR", "-")] is not None
+
+
+def test_table3_has_no_disturbing_miscellany_row(tmp_path):
+    """Paper 003, table 3 lists the settings of the main benchmark; disturbing miscellany is table 6
+    (`ib.miscellany`): its single-choice accuracy was shown as a table 3 row labelled SR2."""
+    from warehouse import Warehouse
+
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    wh.replace_partition("ib.metrics", metric_rows("m", ROWS))
+    assert {r["setting"] for r in wh.rows("SELECT setting FROM ib.table3")} == {"vanilla", "conformity"}

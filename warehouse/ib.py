@@ -72,6 +72,17 @@ TABLES: dict[str, str] = {
     """,
 }
 
+_CHOICE = "form IN ('single', 'multiple')"
+_JUDGING = "category IN ('True', 'False', 'Unknown')"
+_CHOICES = "category IN ('single', 'multiple', 'combined', 'all_wrong', 'none')"
+
+
+def _share(form: str, part: str, whole: str) -> str:
+    """Figure 6's cell: the outputs of `part` among the decided outputs `whole` of the `form` items."""
+    return (f"round(100 * coalesce(sum(numerator) FILTER ({form} AND {part}), 0) "
+            f"/ nullif(sum(numerator) FILTER ({form} AND {whole}), 0), 2)")
+
+
 VIEWS: dict[str, str] = {
     # Paper table 3 / figure 7 layout: accuracy, stability, generalisation, robustness per setting.
     "ib.summary": """
@@ -86,7 +97,7 @@ VIEWS: dict[str, str] = {
         FROM ib.metrics WHERE category = '-'
         GROUP BY model, setting, form ORDER BY model, setting, form
     """,
-    # Paper table 3 layout (percent): judging Acc_b^1 = (SR1 + GR1) / 2; choices Acc_b^2 = the mean of SR2
+    # Paper table 3 layout (percent; disturbing miscellany has its own table 6, `ib.miscellany`): judging Acc_b^1 = (SR1 + GR1) / 2; choices Acc_b^2 = the mean of SR2
     # (single-choice tense), GR2 (single-choice sparse) and GR3 (multiple-choice sparse).
     "ib.table3": """
         WITH m AS (
@@ -96,7 +107,7 @@ VIEWS: dict[str, str] = {
                    max(value) FILTER (form = 'single' AND metric = 'SR') AS sr2,
                    max(value) FILTER (form = 'single' AND metric = 'GR') AS gr2,
                    max(value) FILTER (form = 'multiple' AND metric = 'GR') AS gr3
-            FROM ib.metrics WHERE category = '-' GROUP BY model, setting)
+            FROM ib.metrics WHERE category = '-' AND setting <> 'disturbing_miscellany' GROUP BY model, setting)
         SELECT model, setting,
                round(100 * (sr1 + gr1) / 2, 2) AS "Acc_b^1", round(100 * sr1, 2) AS "SR1", round(100 * gr1, 2) AS "GR1",
                round(100 * (sr2 + gr2 + gr3) / 3, 2) AS "Acc_b^2", round(100 * sr2, 2) AS "SR2",
@@ -118,31 +129,31 @@ VIEWS: dict[str, str] = {
                value AS accuracy, numerator AS correct, denominator AS items
         FROM ib.metrics WHERE metric = 'Acc_by_options' ORDER BY model, n_options
     """,
-    # Paper table 7: how often the judge was needed (percent of answered replies), pooled over the forms.
+    # Paper table 7: how often the judge was needed (percent of answered replies) on the choice items, the
+    # single- and multiple-choice replies pooled: its values are multiples of 1/450 (34 of 35 cells), the
+    # 450 choice items (ScienceQA 150, MMLU 50, CSQA 50, TruthfulQA 50, MultiRC 150); the judging items
+    # are not in it.
     "ib.table7": "SELECT model, " + ", ".join(
         f"round(100 * sum(numerator) FILTER (setting = '{s}') / nullif(sum(denominator) FILTER (setting = '{s}'), 0), "
         f"2) AS \"{label}\"" for s, label in (
             ("vanilla", "Vanilla Scenario"), ("missing_choices", "Missing-Choices"), ("few_shot", "Few-shot Learning"),
             ("vagueness", "Vagueness"), ("prompt_polishing", "Prompt-Polishing"),
             ("multi_turn", "Multi-turn Dialogue"), ("conformity", "Conformity")))
-        + " FROM ib.metrics WHERE metric = 'judge_share' AND form <> 'all' GROUP BY model ORDER BY model",
+        + " FROM ib.metrics WHERE metric = 'judge_share' AND form IN ('single', 'multiple') GROUP BY model ORDER BY model",
     # Paper figure 6: the output distribution (percent), judging outputs over the judging items and choice
     # outputs over the single- and multiple-choice items, per model and setting (the figure does not say
-    # which settings it pools; filter setting).
-    "ib.figure6": """
+    # which settings it pools; filter setting). Each group is over its decided outputs, so its columns sum
+    # to 100 (as the figure's Single + Multiple + All Wrong do for every model): a stated "no correct
+    # answer" is All Wrong beside the "all other options are false" option, the combined option (the true
+    # answers in one option) is Multiple Choices; a share of none is 0, not NULL.
+    "ib.figure6": f"""
         SELECT model, setting,
-               round(100 * sum(numerator) FILTER (form = 'judging' AND category = 'Unknown')
-                     / nullif(sum(numerator) FILTER (form = 'judging'), 0), 2) AS "Unknown (%)",
-               round(100 * sum(numerator) FILTER (form = 'judging' AND category = 'True')
-                     / nullif(sum(numerator) FILTER (form = 'judging'), 0), 2) AS "True (%)",
-               round(100 * sum(numerator) FILTER (form = 'judging' AND category = 'False')
-                     / nullif(sum(numerator) FILTER (form = 'judging'), 0), 2) AS "False (%)",
-               round(100 * sum(numerator) FILTER (form IN ('single', 'multiple') AND category = 'single')
-                     / nullif(sum(numerator) FILTER (form IN ('single', 'multiple')), 0), 2) AS "Single Choice (%)",
-               round(100 * sum(numerator) FILTER (form IN ('single', 'multiple') AND category = 'multiple')
-                     / nullif(sum(numerator) FILTER (form IN ('single', 'multiple')), 0), 2) AS "Multiple Choices (%)",
-               round(100 * sum(numerator) FILTER (form IN ('single', 'multiple') AND category = 'all_wrong')
-                     / nullif(sum(numerator) FILTER (form IN ('single', 'multiple')), 0), 2) AS "All Wrong (%)"
+               {_share("form = 'judging'", "category = 'Unknown'", _JUDGING)} AS "Unknown (%)",
+               {_share("form = 'judging'", "category = 'True'", _JUDGING)} AS "True (%)",
+               {_share("form = 'judging'", "category = 'False'", _JUDGING)} AS "False (%)",
+               {_share(_CHOICE, "category = 'single'", _CHOICES)} AS "Single Choice (%)",
+               {_share(_CHOICE, "category IN ('multiple', 'combined')", _CHOICES)} AS "Multiple Choices (%)",
+               {_share(_CHOICE, "category IN ('all_wrong', 'none')", _CHOICES)} AS "All Wrong (%)"
         FROM ib.metrics WHERE metric = 'OR' GROUP BY model, setting ORDER BY model, setting
     """,
 }
@@ -158,7 +169,7 @@ TABLE_DOCS: dict[str, str] = {
     "ib.miscellany": ("Instruction Boundary paper table 6 (percent): disturbing-miscellany accuracy by the number of "
                       "wrong options kept beside the correct one (1..9)."),
     "ib.miscellany_items": "Instruction Boundary disturbing miscellany per option count, with the items behind it.",
-    "ib.table7": "Instruction Boundary paper table 7 (percent): judge usage per setting, pooled over the forms.",
+    "ib.table7": "Instruction Boundary paper table 7 (percent): judge usage per setting over the choice items.",
     "ib.figure6": "Instruction Boundary paper figure 6 (percent): output distribution per model and setting.",
 }
 
