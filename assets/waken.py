@@ -16,7 +16,8 @@ from assets.versions import code_version
 from configuration import Config
 from evaluations.waken import Pipeline, items_from_rows, pipeline_params
 from evaluations.waken_metrics import all_metric_rows, coverage, identity_violations
-from generators.waken import ITEMS_VERSION, ItemsError, build_items, fol_checks, item_checks, load_records, stored_rows
+from generators.waken import (ITEMS_VERSION, ItemsError, build_items, counts_reached, fol_checks, item_checks, load_records,
+                              stored_rows)
 from reporting.panels.waken import RATE_COLOURS
 from validators import outcomes
 from validators.judge import Judge, unknown_verifier
@@ -36,6 +37,10 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
                                              description="solvable and Unknown items differ in number by at most one"),
                            dg.AssetCheckSpec("no_duplicate_items", asset="waken_items", partitions_def=partitions_def,
                                              description="no item id occurs twice"),
+                           dg.AssetCheckSpec("paper_counts_reached", asset="waken_items", partitions_def=partitions_def,
+                                             description="the configured count of items was built (per ScienceQA "
+                                                         "topic: solvable and Unknown wanted against built); a "
+                                                         "warning: a release may not supply it honestly"),
                            dg.AssetCheckSpec("gold_label_matches_proof", asset="waken_items", partitions_def=partitions_def,
                                              description="FOLIO: gold labels that z3 contradicts from the FOL"),
                            dg.AssetCheckSpec("folio_fol_read", asset="waken_items", partitions_def=partitions_def,
@@ -46,9 +51,11 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         """Items of one dataset into `waken.items`: half solvable, half Unknown (paper section
         3.1), seeded by (seed, dataset); from the offline FLD-style generator (labels confirmed by
         the prover) or from a configured source, stored whole in `sources.records`. ScienceQA
-        Unknown items lose two supporting sentences and are kept only when the judge model finds
-        no unique answer left (failures replaced from the pool; appendix C); every draft and its
-        verdict goes to `waken.unknown_drafts`, also when too few pass and the step fails."""
+        Unknown items lose the two most supporting sentences of their own context (hint or passage)
+        and are kept only when the judge model finds no unique answer left, neither with the cut
+        context nor from the question and options alone (failures replaced from the pool; appendix
+        C); a release that cannot supply the count builds fewer, 1:1 (`paper_counts_reached`); every
+        draft and its verdict goes to `waken.unknown_drafts`, also when none passes and the step fails."""
         cfg = settings.load()
         name = context.partition_key
         spec = cfg.waken.datasets[name]
@@ -72,13 +79,15 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         wh.replace_partitions({"waken.items": rows, "waken.fol_checks": checks, "waken.unknown_drafts": drafts},
                               {"dataset": name})
         wh.replace_partitions({"sources.records": source_rows}, {"dataset": f"waken:{name}"})
-        stored = wh.rows("SELECT sample_type, label, item_id, verified_label FROM waken.items WHERE dataset = ?", [name])
+        stored = wh.rows("SELECT sample_type, label, item_id, verified_label, extra FROM waken.items WHERE dataset = ?",
+                         [name])
         return dg.MaterializeResult(
             data_version=dg.DataVersion(wh.item_set_version("waken.items", {"dataset": name})),
             metadata={"dagster/row_count": len(stored), "source_records": len(source_rows),
                       "labels": dg.MetadataValue.json(dict(Counter(r["label"] for r in stored))),
                       "unknown_drafts": dg.MetadataValue.json(dict(Counter(d["verdict"] for d in drafts)))},
-            check_results=check_results(item_checks(stored, checks, spec.kind)),
+            check_results=check_results([*item_checks(stored, checks, spec.kind),
+                                         counts_reached(stored, spec.count.at(cfg.scale), spec.topics)]),
         )
 
     slices = by_model("dataset", partitions_def, cfg)
@@ -105,7 +114,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         w = cfg.waken
         params = pipeline_params(cfg)
         pipe = Pipeline(ledger, model, cfg.judge, items, params["temperature"], w.ablation_temperature,
-                        params["max_tokens"], cfg.seed)
+                        params["max_tokens"], cfg.seed, w.rtg_rounds)
         rows = pipe.run(w.misguiding_rates, w.baselines)
         for r in rows:
             r["dataset"] = name

@@ -30,8 +30,9 @@ class WakenDataset(Strict):
     source: SourceSpec | None = None
     count: PerScale  # items in all, half solvable and half Unknown
     lecture: bool = Field(False, description=(
-        "scienceqa: the row's lecture joins its hint or passage as the supporting text (more rows then allow "
-        "the two-sentence deletion of appendix C); the solution is never shown"))
+        "scienceqa: the row's lecture follows its hint or passage as supporting text. An Unknown draft still "
+        "cuts the item's own context (hint or passage), never only the lecture: a lecture is background on the "
+        "skill, and an item with it cut is answerable as shown; the solution is never shown"))
 
     @property
     def context_form(self) -> Literal["fact", "story"]:
@@ -66,6 +67,9 @@ class WakenConfig(Section):
     misguiding_rates: list[float] = Field(default_factory=lambda: [1.0, 2 / 3, 0.5, 0.0])
     baselines: list[Literal[WAKEN_BASELINES]] = Field(default_factory=lambda: list(WAKEN_BASELINES))
     max_tokens: PerScale = PerScale(demo=96, paper=2048)
+    rtg_rounds: int = Field(2, ge=2, le=20, description=(
+        "T of paper 000's algorithm 3: stage 1 re-run with the previous round's reasoning shown, for rounds "
+        "t = 2..T, each round's reasoning reminding the next (TCR^(t) per round); 2 = one round"))
 
     def item_partitions(self, scale: str) -> list[str]:
         """One partition per dataset, in the configured order."""

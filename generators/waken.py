@@ -109,21 +109,28 @@ _WORD = re.compile(r"[a-z]+")
 _STOP = {"the", "a", "an", "of", "to", "and", "is", "are", "in", "on", "which", "what", "this", "that", "it", "its"}
 
 
-def study_text(record: SourceRecord, with_lecture: bool = False) -> tuple[str, str]:
-    """(supporting text, question as asked) of a ScienceQA row. The supporting text is the hint
-    when there is one; Arts rows (figurative language, writing strategies) mostly carry their
-    passage inside `question`, after its first line, and then that passage is the supporting text
-    and the first line the question. With `with_lecture`, the row's lecture (the release's
-    background text for the skill) follows it: the facts a Physics or Biology question rests on,
-    which most of those rows have no hint for. The solution is never shown: it states the answer.
-    Solvable and Unknown items are shown the same way."""
+def study_parts(record: SourceRecord, with_lecture: bool = False) -> tuple[str, str, str]:
+    """(the item's own context, the lecture, the question as asked) of a ScienceQA row. The own
+    context is the hint when there is one; Arts rows (figurative language, writing strategies) mostly
+    carry their passage inside `question`, after its first line, and then that passage is the own
+    context and the first line the question. With `with_lecture`, the row's lecture (the release's
+    background text for the skill, the same for every row of a skill) is returned too; else "". The
+    solution is never shown: it states the answer."""
     lecture = str(record.extra.get("lecture") or "").strip() if with_lecture else ""
     if record.context.strip():
-        context, question = record.context.strip(), record.question.strip()
-    else:
-        head, newline, rest = record.question.strip().partition("\n")
-        context, question = (rest.strip(), head.strip()) if newline and rest.strip() else ("", record.question.strip())
-    return " ".join(x for x in (context, lecture) if x), question
+        return record.context.strip(), lecture, record.question.strip()
+    head, newline, rest = record.question.strip().partition("\n")
+    if newline and rest.strip():
+        return rest.strip(), lecture, head.strip()
+    return "", lecture, record.question.strip()
+
+
+def study_text(record: SourceRecord, with_lecture: bool = False) -> tuple[str, str]:
+    """(supporting text, question as asked) of a ScienceQA row: its own context (`study_parts`), then
+    with `with_lecture` its lecture, the facts a Physics or Biology question rests on, which most of
+    those rows have no hint for. Solvable and Unknown items are shown the same way."""
+    own, lecture, question = study_parts(record, with_lecture)
+    return " ".join(x for x in (own, lecture) if x), question
 
 
 def _sentences(text: str) -> list[str]:
@@ -145,24 +152,34 @@ def supporting_sentences(context: str, question: str, answer: str) -> list[int]:
     return sorted(range(len(sentences)), key=lambda i: (not score[i][0], -score[i][1], i))
 
 
-def deletion(context: str, question: str, answer: str) -> tuple[str, list[str]] | str:
-    """The context with its two most supporting sentences deleted (paper appendix C) and those
-    sentences; or, when the result could not be an Unknown item, why: a deletion must leave some
-    context, and must not leave the correct option's text verbatim."""
+NO_OWN_CONTEXT = "no context of its own (no hint or passage): its question and options alone decide the answer"
+
+
+def deletion(context: str, question: str, answer: str, lecture: str = "") -> tuple[str, list[str]] | str:
+    """An Unknown draft (paper appendix C: two supporting sentences deleted "from the given facts",
+    then verified to leave no unique answer): the item's own `context` (its hint or passage, what the
+    answer rests on) with its two most supporting sentences deleted (all of it when it has one or
+    two), then the `lecture` if one is shown; and the deleted sentences. Or, when no Unknown item can
+    be made so, why: a row with no context of its own is answered by its question and options (a
+    lecture is general background on the skill, and deleting from it leaves the item answerable as
+    shown), a deletion must leave some text, and must not leave the correct option's text verbatim."""
     sentences = _sentences(context)
-    if len(sentences) < 3:
+    if not sentences:
+        return NO_OWN_CONTEXT
+    keep = len(sentences) - 2 if len(sentences) >= 3 else 0
+    drop = set(supporting_sentences(context, question, answer)[:len(sentences) - keep])
+    remaining = " ".join([*(s for i, s in enumerate(sentences) if i not in drop), *([lecture] if lecture else [])])
+    if not remaining.strip():
         return (f"the supporting text has {len(sentences)} sentence{'s' * (len(sentences) != 1)}: "
                 "deleting two leaves no context")
-    drop = set(supporting_sentences(context, question, answer)[:2])
-    remaining = " ".join(s for i, s in enumerate(sentences) if i not in drop)
     if _contains(remaining, answer):
         return f"the answer {answer!r} is still in the text after deleting two sentences"
     return remaining, [sentences[i] for i in sorted(drop)]
 
 
-def without_support(context: str, question: str, answer: str) -> tuple[str, list[str]] | None:
+def without_support(context: str, question: str, answer: str, lecture: str = "") -> tuple[str, list[str]] | None:
     """`deletion`, None when it cannot make an Unknown item."""
-    made = deletion(context, question, answer)
+    made = deletion(context, question, answer, lecture)
     return None if isinstance(made, str) else made
 
 
@@ -184,12 +201,13 @@ def topic_quotas(topics: Sequence[str], count: int) -> dict[str, tuple[int, int]
 
 
 def _choice_row(name: str, spec: WakenDataset, r: SourceRecord, dseed: int, unknown: bool) -> dict[str, Any]:
-    context, question = study_text(r, spec.lecture)
+    own, lecture, question = study_parts(r, spec.lecture)
+    context = " ".join(x for x in (own, lecture) if x)
     answer = (r.choices or [])[r.answer_index or 0]
     extra = {"choices": r.choices, "answer_index": r.answer_index, "topic": r.topic, "source_id": r.source_id}
     if not unknown:
         return _row(name, spec, f"{name}-{r.source_id}", answer, context, question, r.origin, answer, extra, dseed)
-    remaining, deleted = deletion(context, question, answer)  # type: ignore[misc]  # eligible rows only
+    remaining, deleted = deletion(own, question, answer, lecture)  # type: ignore[misc]  # eligible rows only
     return _row(name, spec, f"{name}-{r.source_id}-unknown", "Unknown", remaining, question, r.origin, answer,
                 {**extra, "original_context": context, "deleted_sentences": deleted}, dseed)
 
@@ -198,13 +216,19 @@ def sample_choice_items(name: str, spec: WakenDataset, records: Sequence[SourceR
                         rng: random.Random, dseed: int, verify: Verifier | None,
                         drafts_log: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """ScienceQA items (paper appendix C), per topic quota (`topic_quotas`). The pool is the
-    topic's rows whose supporting text allows a deletion (`deletion`), so solvable and Unknown
-    items come from one pool and context is no label cue. Half the chosen rows stay solvable (the
-    correct option is the label); the rest lose two supporting sentences and become Unknown when
-    `verify` accepts them; a rejected or unverified draft is replaced from the topic's pool. Every
-    verdict goes to `drafts_log`. ItemsError when a topic's pool is too small, or when the drafts
-    run out (at most MAX_DRAFTS_PER_ITEM per Unknown item; the judge deciding none of the first
-    batch stops at once), saying how many were rejected, unverified and failed."""
+    topic's rows whose own context allows a deletion (`deletion`), so solvable and Unknown items
+    come from one pool and context is no label cue. Half the chosen rows stay solvable (the correct
+    option is the label); the rest lose their two most supporting sentences of their own context and
+    become Unknown when `verify` accepts them (no unique answer with the cut context, and none from
+    the question and options alone); a rejected or unverified draft is replaced from the topic's
+    pool, at most MAX_DRAFTS_PER_ITEM drafts per Unknown item. Every verdict goes to `drafts_log`.
+
+    Where the release cannot supply a topic's quota honestly (too few rows with a context of their
+    own, or too many drafts still answerable), the topic is built smaller and stays 1:1: as many
+    solvable items as Unknown ones were verified (`item_checks`' `paper_counts_reached` states the
+    counts). Nothing is padded. ItemsError when nothing can be built, or when the judge decided
+    none of the first batch (more drafts would only cost calls), saying how many drafts were
+    rejected, unverified and failed."""
     topics = list(spec.topics or [])
     quotas = topic_quotas(topics, count)
     pools: dict[str, list[SourceRecord]] = {t: [] for t in topics}
@@ -212,31 +236,31 @@ def sample_choice_items(name: str, spec: WakenDataset, records: Sequence[SourceR
     for r in sorted(records, key=lambda r: r.source_id):
         if r.topic not in pools or not r.choices:
             continue
-        context, question = study_text(r, spec.lecture)
-        made = deletion(context, question, r.choices[r.answer_index or 0])
+        own, lecture, question = study_parts(r, spec.lecture)
+        made = deletion(own, question, r.choices[r.answer_index or 0], lecture)
         if isinstance(made, str):
-            why = "deleting two sentences leaves no context" if "no context" in made else "the answer stays verbatim"
+            why = (NO_OWN_CONTEXT if made == NO_OWN_CONTEXT else "deleting two sentences leaves no context"
+                   if "no context" in made else "the answer stays verbatim")
             ineligible[why] = ineligible.get(why, 0) + 1
             continue
         pools[r.topic].append(r)
-    short = {t: (len(pools[t]), sum(quotas[t])) for t in topics if len(pools[t]) < sum(quotas[t])}
-    if short:
-        raise ItemsError(f"{name}: too few rows allow a two-sentence deletion: "
-                         + "; ".join(f"topic {t}: {have} of {want} wanted" for t, (have, want) in short.items())
-                         + f" (rows passed over: {ineligible or 'none'})")
-    rows: list[dict[str, Any]] = []
+    if not any(len(pools[t]) >= 2 for t in topics):
+        raise ItemsError(f"{name}: no topic has two rows that allow an Unknown draft (rows passed over: "
+                         f"{ineligible or 'none'})")
+    solvable: dict[str, list[SourceRecord]] = {}
     waiting: dict[str, list[SourceRecord]] = {}
+    need: dict[str, int] = {}
     for t in topics:
         rng.shuffle(pools[t])
-        n_solvable, _ = quotas[t]
-        rows += [_choice_row(name, spec, r, dseed, unknown=False) for r in pools[t][:n_solvable]]
-        waiting[t] = pools[t][n_solvable:]
-    need = {t: quotas[t][1] for t in topics}
+        n_solvable, n_unknown = quotas[t]
+        if len(pools[t]) < n_solvable + n_unknown:  # a short pool: half each, as far as it goes
+            n_solvable = n_unknown = len(pools[t]) // 2
+        solvable[t], waiting[t], need[t] = pools[t][:n_solvable], pools[t][n_solvable:], n_unknown
     n_unknown = sum(need.values())
     budget = MAX_DRAFTS_PER_ITEM * n_unknown
     tally = {"accepted": 0, "rejected": 0, "unverified": 0, "failed": 0}
     examples: dict[str, str] = {}
-    unknown: list[dict[str, Any]] = []
+    unknown: dict[str, list[dict[str, Any]]] = {t: [] for t in topics}
     first = True
     while any(need.values()):
         batch = []
@@ -256,23 +280,27 @@ def sample_choice_items(name: str, spec: WakenDataset, records: Sequence[SourceR
                                    "topic": draft["extra"]["topic"], "verdict": verdict, "evidence": evidence[:500]})
             if verdict == "accepted" and need[draft["extra"]["topic"]]:
                 need[draft["extra"]["topic"]] -= 1
-                unknown.append(draft)
+                unknown[draft["extra"]["topic"]].append(draft)
         if first and tally["accepted"] + tally["rejected"] == 0:
             break  # the judge decided none of a whole batch: more drafts would only cost calls
         first = False
-    if any(need.values()):
-        missing = "; ".join(f"topic {t}: {need[t]} more" for t in topics if need[t])
+    decided = tally["accepted"] + tally["rejected"]
+    if not tally["accepted"]:
         said = " ".join(f"{k}: {v!r}." for k, v in examples.items() if k != "accepted")
-        decided = tally["accepted"] + tally["rejected"]
         cause = ("the judge could not decide (it said neither yes nor no)" if not decided and tally["unverified"]
                  else "the judge's calls failed" if not decided and tally["failed"]
-                 else "the topic's pool or the draft budget ran out")
-        raise ItemsError(f"{name}: only {tally['accepted']} of {n_unknown} Unknown items verified ({missing}); "
-                         f"of {sum(tally.values())} drafts {tally['rejected']} rejected (a unique answer remains), "
-                         f"{tally['unverified']} unverified, {tally['failed']} judge calls failed: {cause}. {said}")
-    for row in unknown:
+                 else "every draft still had a unique answer, or the pool ran out")
+        raise ItemsError(f"{name}: no Unknown item verified of {n_unknown} wanted; of {sum(tally.values())} drafts "
+                         f"{tally['rejected']} rejected (a unique answer remains), {tally['unverified']} unverified, "
+                         f"{tally['failed']} judge calls failed: {cause}. {said}")
+    rows: list[dict[str, Any]] = []
+    for t in topics:
+        keep = solvable[t] if not need[t] else solvable[t][:len(unknown[t])]  # a short topic stays 1:1
+        rows += [_choice_row(name, spec, r, dseed, unknown=False) for r in keep]
+    made = [row for t in topics for row in unknown[t]]
+    for row in made:
         row["extra"]["rejected_before"] = tally["rejected"] + tally["unverified"] + tally["failed"]
-    return rows + unknown
+    return rows + made
 
 
 def build_items(name: str, spec: WakenDataset, count: int, seed: int,
@@ -333,10 +361,37 @@ def stored_rows(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # -- a stored dataset's quality checks (the `waken_items` asset reports them) ------------------------
 
+def counts_reached(stored: Sequence[dict[str, Any]], wanted: int, topics: Sequence[str] | None) -> Check:
+    """Whether the dataset has the items its configuration asks for (a warning): per ScienceQA topic,
+    the solvable and Unknown items wanted (`topic_quotas`) against those built. A ScienceQA release
+    may not hold enough rows whose own context can be cut to leave no unique answer; the build then
+    makes fewer and this check says how many (paper 000 asks 400 per topic)."""
+    built = Counter(r["sample_type"] for r in stored)
+    meta: dict[str, Any] = {"wanted": wanted, "built": len(stored), "solvable": built["solvable"],
+                            "unknown": built["unsolvable"]}
+    if topics:
+        per_topic: dict[str, dict[str, int]] = {}
+        for t, (s, u) in topic_quotas(list(topics), wanted).items():
+            have = Counter(r["sample_type"] for r in stored if _topic(r) == t)
+            per_topic[t] = {"solvable_wanted": s, "solvable_built": have["solvable"],
+                            "unknown_wanted": u, "unknown_built": have["unsolvable"]}
+        meta["per_topic"] = per_topic
+    return Check("paper_counts_reached", len(stored) >= wanted, meta,
+                 f"{len(stored)} of {wanted} items built", warn=True)
+
+
+def _topic(row: dict[str, Any]) -> str | None:
+    extra = row.get("extra")
+    if isinstance(extra, str):
+        extra = json.loads(extra)
+    return (extra or {}).get("topic")
+
+
 def item_checks(stored: Sequence[dict[str, Any]], fol: Sequence[dict[str, Any]], kind: str) -> list[Check]:
     """The checks of one dataset's stored items (rows with sample_type, label, item_id,
     verified_label) and, for FOLIO, of its source rows' FOL readings (`fol_checks`): half and half,
-    no id twice, gold labels the prover contradicts (a warning), every FOL read (a warning)."""
+    no id twice, gold labels the prover contradicts (a warning), every FOL read (a warning).
+    `counts_reached` is the asset's fifth check."""
     disagree = [{"item_id": r["item_id"], "gold": r["label"], "proved": r["verified_label"]} for r in stored
                 if r["verified_label"] in ("True", "False", "Unknown") and r["verified_label"] != r["label"]]
     unverified = Counter(str(r["verified_label"]).split(":")[0] for r in stored

@@ -44,6 +44,8 @@ REJECTED: list[str] = []
 
 def model(body):
     text = body["messages"][-1]["content"]
+    if "Do the question and options alone" in text:
+        return "No"
     if "Does the context give enough information" in text:
         if not REJECTED:  # the judge still sees a unique answer in the first draft it reads
             REJECTED.append(re.search(r"Question: (.+)", text).group(1))
@@ -201,14 +203,50 @@ def test_topics_are_quotas_each_half_solvable_half_unknown():
     assert sum(i["label"] == "Unknown" for i in items) == 3
 
 
-def test_a_topic_too_small_for_its_quota_names_the_topic_and_why_rows_were_passed_over():
-    from generators.waken import ItemsError, build_items
+def test_a_topic_too_small_for_its_quota_is_built_smaller_one_to_one_and_the_check_says_so():
+    """Paper 000 asks 400 items per topic; a release with too few rows whose own context can be cut
+    builds what it can, each topic still half solvable and half Unknown, never padded, and the
+    `paper_counts_reached` check (a warning) states wanted and built per topic."""
+    from generators.waken import build_items, counts_reached
 
-    with pytest.raises(ItemsError) as err:
-        build_items("science", _spec(["physics", "biology"], 8), 8, seed=1,
-                    records=_release(["physics", "biology"]), verify=_accept_all)
-    said = str(err.value)
-    assert "topic physics: 3 of 4 wanted" in said and "leaves no context" in said and "answer stays verbatim" in said
+    items = build_items("science", _spec(["physics", "biology"], 8), 8, seed=1,
+                        records=_release(["physics", "biology"]), verify=_accept_all)
+    per = {(t, k): sum(i["extra"]["topic"] == t and i["sample_type"] == k for i in items)
+           for t in ("physics", "biology") for k in ("solvable", "unsolvable")}
+    # 3 eligible rows per topic (of 4 wanted): 1 solvable + 1 Unknown each, the third row left out
+    assert per == {("physics", "solvable"): 1, ("physics", "unsolvable"): 1,
+                   ("biology", "solvable"): 1, ("biology", "unsolvable"): 1}
+    check = counts_reached(items, 8, ["physics", "biology"])
+    assert not check.passed and check.warn and check.metadata["built"] == 4
+    assert check.metadata["per_topic"]["physics"] == {"solvable_wanted": 2, "solvable_built": 1,
+                                                      "unknown_wanted": 2, "unknown_built": 1}
+
+
+def test_a_row_with_no_context_of_its_own_never_becomes_unknown():
+    """Paper 000, appendix C deletes supporting sentences "from the given facts": a row whose question and
+    options alone decide the answer (no hint, no passage) has nothing of its own to cut, and cutting its
+    lecture leaves it answerable as shown."""
+    from generators.waken import NO_OWN_CONTEXT, deletion
+
+    lecture = "A magnet has two poles. Like poles push each other away. Opposite poles pull together."
+    assert deletion("", "Will these magnets attract or repel?", "attract", lecture) == NO_OWN_CONTEXT
+    remaining, deleted = deletion("Two magnets face each other. Their south poles meet.",
+                                  "Will these magnets attract or repel?", "repel", lecture)
+    assert deleted == ["Two magnets face each other.", "Their south poles meet."]  # the own context is cut
+    assert remaining == lecture  # the lecture stays as it is
+
+
+def test_a_draft_the_question_and_options_alone_decide_is_rejected():
+    """The verifier asks the judge twice per draft; a Yes from the question and options alone rejects
+    the draft whatever the cut context gives."""
+    from validators.judge import _verdict
+    from validators.read import Reading
+
+    no, yes = Reading(False, "judge", "No"), Reading(True, "judge", "Yes")
+    assert _verdict(no, yes)[0] == "rejected" and "alone decide" in _verdict(no, yes)[1]
+    assert _verdict(yes, no)[0] == "rejected"
+    assert _verdict(no, no)[0] == "accepted"
+    assert _verdict(no, Reading(None, "judge_unreadable", "Hmm"))[0] == "unverified"
 
 
 def test_the_judges_verdict_is_read_as_a_careful_grader_would():
@@ -236,9 +274,10 @@ def test_a_judge_that_cannot_decide_stops_at_once_records_each_draft_and_says_un
     assert not result.success
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     said = failure.step_failure_data.error.to_string()
-    assert "0 of 2 Unknown items verified" in said and "2 unverified" in said and "could not decide" in said
+    assert "no Unknown item verified of 2 wanted" in said and "2 unverified" in said and "could not decide" in said
     assert "failed verification" not in said
-    assert len(asked) == 4  # the first batch (2 drafts), each asked once more for one word; then it stops
+    # the first batch (2 drafts, two questions each), each asked once more for one word; then it stops
+    assert len(asked) == 8
     assert all(m[-1]["content"] == "Answer with one word: Yes or No." for m in asked if len(m) > 1)
     wh = Warehouse(cfg.warehouse_path())
     drafts = wh.rows("SELECT topic, verdict, evidence FROM waken.unknown_drafts ORDER BY topic")
@@ -250,6 +289,8 @@ def test_a_judge_that_cannot_decide_stops_at_once_records_each_draft_and_says_un
 def test_an_unreadable_verdict_is_asked_again_and_every_verdict_is_recorded(tmp_path):
     def judge(body):
         messages = body["messages"]
+        if "Do the question and options alone" in messages[0]["content"]:
+            return "No"
         if "Does the context give enough information" not in messages[0]["content"]:
             return "Final answer: Unknown"
         if len(messages) > 1:
@@ -291,9 +332,9 @@ def _problems(tmp_path):
 
 def test_all_splits_and_the_lecture_widen_the_pool_appendix_c_draws_from(tmp_path):
     """Paper 000, appendix C: 21,208 questions, i.e. every split of the release; a Physics row with no hint
-    has its facts in the lecture, which then is the supporting text two sentences are deleted from."""
+    shows its lecture as supporting text, but has no context of its own to cut for an Unknown draft."""
     from generators.sources import SourceSpec, load_source, split_names
-    from generators.waken import deletion, study_text
+    from generators.waken import NO_OWN_CONTEXT, deletion, study_parts, study_text
 
     path = _problems(tmp_path)
     assert split_names("all") == {"train", "validation", "test"} and split_names("train+val") == {"train", "validation"}
@@ -304,8 +345,8 @@ def test_all_splits_and_the_lecture_widen_the_pool_appendix_c_draws_from(tmp_pat
     assert study_text(row) == ("", row.question)  # without the lecture: nothing to delete from
     context, question = study_text(row, with_lecture=True)
     assert context.startswith("A magnet has two poles.") and "Opposite poles attract." not in context  # no solution
-    remaining, deleted = deletion(context, question, "attract")
-    assert len(deleted) == 2 and remaining and all(d not in remaining for d in deleted)
+    own, lecture, _ = study_parts(row, with_lecture=True)
+    assert deletion(own, question, "attract", lecture) == NO_OWN_CONTEXT
 
 
 def test_lecture_is_for_scienceqa_only():

@@ -251,6 +251,11 @@ NO_UNIQUE_ANSWER = (
     "{options}\n\nDoes the context give enough information to choose exactly one option? "
     "Answer with one word: Yes or No."
 )
+ALONE_UNIQUE_ANSWER = (
+    "Here is a question and its options, with no context.\n\nQuestion: {question}\nOptions:\n{options}\n\n"
+    "Do the question and options alone, with general knowledge, give enough information to choose exactly one "
+    "option? Answer with one word: Yes or No."
+)
 YES_NO_AGAIN = "Answer with one word: Yes or No."
 _YES_NO = re.compile(r"(?<![a-z])(yes|no)(?![a-z])", re.I)
 _LEAD = re.compile(r"^[\s*_#>\"'`(\[]*(?:(?:final\s+)?answer\s*[:\-]\s*[*_\"']*)?(yes|no)(?![a-z])", re.I)
@@ -294,9 +299,10 @@ def read_sufficiency(text: str | None) -> bool | None:
 
 def unknown_verifier(judge: Judge, retries: int = 1) -> Callable[[list[dict[str, Any]]], list[tuple[str, str]]]:
     """A verifier for WakenLLM's relabelled ScienceQA items (paper appendix C; the paper verified by
-    hand): the judge is asked whether the modified context still determines one option, its verdict
-    read by `read_sufficiency`, and asked once more for one word when it cannot be read. Each draft
-    gets (verdict, evidence): "accepted" (No: no unique answer remains), "rejected" (Yes),
+    hand): the judge is asked whether the modified context still determines one option, and whether
+    the question and options alone do; each verdict read by `read_sufficiency`, and asked once more
+    for one word when it cannot be read. Each draft gets (verdict, evidence): "accepted" (No to
+    both: no unique answer remains), "rejected" (Yes to either),
     "unverified" (the judge's reply says neither; what it said is the evidence), or "failed" (the
     call failed, retries spent)."""
 
@@ -306,19 +312,32 @@ def unknown_verifier(judge: Judge, retries: int = 1) -> Callable[[list[dict[str,
             options = "\n".join(f"({chr(65 + k)}) {c}" for k, c in enumerate(d["extra"]["choices"]))
             prompts.append(NO_UNIQUE_ANSWER.format(context=d["context"] or "(none)", question=d["question"],
                                                    options=options))
-        out = []
-        for r in judge.decide(prompts, "waken.unknown_verification", max_tokens=24, read=read_sufficiency,
-                              retries=retries):
-            said = f"judge {(r.call_key or '')[:12]}: {r.evidence!r}"
-            if r.method == JUDGE_FAILED:
-                out.append(("failed", r.evidence or "judge call failed"))
-            elif r.answer is None:
-                out.append(("unverified", f"the judge said neither yes nor no: {said}"))
-            else:
-                out.append(("rejected" if r.answer else "accepted", said))
-        return out
+            prompts.append(ALONE_UNIQUE_ANSWER.format(question=d["question"], options=options))
+        readings = judge.decide(prompts, "waken.unknown_verification", max_tokens=24, read=read_sufficiency,
+                                retries=retries)
+        return [_verdict(readings[k], readings[k + 1]) for k in range(0, len(readings), 2)]
 
     return verify
+
+
+def _verdict(cut: Reading, alone: Reading) -> tuple[str, str]:
+    """A draft's verdict from the judge's two readings: with the cut context, and from the question
+    and options alone. Accepted only when neither gives a unique answer: an item whose question and
+    options decide the answer is never Unknown, whatever was deleted."""
+    def said(r: Reading) -> str:
+        return f"judge {(r.call_key or '')[:12]}: {r.evidence!r}"
+
+    if JUDGE_FAILED in (cut.method, alone.method):
+        return "failed", next(r.evidence for r in (cut, alone) if r.method == JUDGE_FAILED) or "judge call failed"
+    if alone.answer:
+        return "rejected", f"the question and options alone decide the answer: {said(alone)}"
+    if cut.answer:
+        return "rejected", said(cut)
+    if cut.answer is None or alone.answer is None:
+        r = cut if cut.answer is None else alone
+        return "unverified", f"the judge said neither yes nor no: {said(r)}"
+    return "accepted", f"{said(cut)}; without context: {said(alone)}"
+
 
 
 __all__ = ["Judge", "OptionsCase", "NO_ANSWER", "NONE", "parse_judgement", "read_sufficiency", "read_yes_no",
