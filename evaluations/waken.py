@@ -15,8 +15,10 @@ Steps, each one ledger batch, each answer read by `validators.read`
   and an assigned label added after a reminder of the earlier mistake, for each
   misguiding rate M (the share of assigned labels that are wrong; appendix H),
   so the only change against the vanilla stages is the label;
-- `rtg_rp`: stage 1 re-run with the stage-1 reasoning shown (RPC, algorithm
-  3) and stage 2 with the stage-1 reasoning shown (CGR) (section 3.3);
+- `rtg_rp`: stage 1 re-run with the stage-1 reasoning shown (RPC), for
+  `rtg_rounds` - 1 rounds each reminded with the round before's reasoning
+  (algorithm 3, TCR^(t) per round), and stage 2 with the stage-1 reasoning
+  shown (CGR) (section 3.3);
 - `ablation`: the stage-1 Unknown Converting items through stage 1 again at
   the ablation temperature (section 5.3);
 - `baseline`: CoT, few-shot, Tree-of-Thought (prompted), Plan-and-Solve and
@@ -68,9 +70,16 @@ DIAGNOSIS = ("{task}You answered Unknown and explained:\n{reasoning}\n\nDoes thi
 DIAGNOSIS_CHOICE = ("{task}You answered Unknown and explained:\n{reasoning}\n\nDoes this explanation correctly show "
                     "which information is missing, so that no single option can be chosen from the context? "
                     "Output only True or False.")
+# Stage 1's stimulation (section 4.1: concise, "basic error notifications without correction guidance",
+# and detailed, "with structural and step-by-step guidance"; the paper's own texts, its appendix N, are not
+# in the text we have). Every Vague Perception item gets the same notice: a solvable item answered Unknown
+# (wrong) and an Unknown item answered Unknown with a failing explanation (the label right, the reasoning
+# not). A notice that its Unknown "may be wrong" would push the Unknown items away from their correct label
+# and lower TCR_u; one that told the two kinds apart would give the gold label away. So it names neither.
 STIMULATION = {
-    "concise": "Your answer Unknown may be wrong: the facts may be enough to decide. Think again.\n\n",
-    "detailed": ("Your answer Unknown may be wrong: the facts may be enough to decide. Work through it again:\n"
+    "concise": "Your earlier answer to this problem, or the reasoning behind it, may be wrong. Think again.\n\n",
+    "detailed": ("Your earlier answer to this problem, or the reasoning behind it, may be wrong. Work through it "
+                 "again:\n"
                  "1. List every fact that mentions the things in the hypothesis.\n"
                  "2. Apply each rule whose conditions are met, one step at a time, writing each new fact.\n"
                  "3. Stop when you reach the hypothesis or its negation.\n"
@@ -98,17 +107,30 @@ COT_SUFFIX = " Let's think step by step."
 REFLECT = ("Review your answer above for mistakes in reading the facts or in the reasoning. Correct any you find. "
            + ANSWER_FORMAT)
 _CAUSE_CHOICES = ("A) Fact Understanding: it misread or ignored facts. "
-                  "B) Reasoning Gap: it understood the facts but failed to chain them to the hypothesis. "
+                  "B) Reasoning Gap: it understood the facts but failed to chain them to the {target}. "
                   "C) Excessive Caution: its reasoning was adequate but it declined to commit. Output only A, B or C.")
-CAUSE = ("A model was asked whether a hypothesis is True, False or Unknown given some facts, and answered Unknown. "
-         "The correct label is {label}.\n\n{task}The model's reasoning:\n{reasoning}\n\n"
-         "What mainly caused the wrong Unknown? " + _CAUSE_CHOICES)
+_ASKED = {"judging": "whether a hypothesis is True, False or Unknown given some facts",
+          "choice": "to choose one option of a question given a context, or Unknown when the context does not decide"}
+CAUSE = ("A model was asked {asked}, and answered Unknown. The correct label is {label}.\n\n{task}"
+         "The model's reasoning:\n{reasoning}\n\nWhat mainly caused the wrong Unknown? " + _CAUSE_CHOICES)
 # An unsolvable item in the vague-perception set answered Unknown, which is right, with an explanation
 # that does not hold (paper 000, section 3.1): the cause is that of the failing explanation.
-CAUSE_UNKNOWN = ("A model was asked whether a hypothesis is True, False or Unknown given some facts, and answered "
-                 "Unknown, which is the correct label, but its explanation of why the facts do not decide it does "
-                 "not hold.\n\n{task}The model's reasoning:\n{reasoning}\n\n"
+CAUSE_UNKNOWN = ("A model was asked {asked}, and answered Unknown, which is the correct label, but its explanation "
+                 "of why {undecided} does not hold.\n\n{task}The model's reasoning:\n{reasoning}\n\n"
                  "What mainly caused the failing explanation? " + _CAUSE_CHOICES)
+
+
+def cause_prompt(item: "Item", reasoning: str) -> str:
+    """Section 5.6's question to the judge, worded for the item's kind: a hypothesis (FLD, FOLIO) or
+    a question with options (ScienceQA)."""
+    kind = "choice" if item.choices else "judging"
+    words = {"asked": _ASKED[kind], "task": task_text(item), "reasoning": reasoning, "label": item.label,
+             "target": "answer" if item.choices else "hypothesis",
+             "undecided": "the context does not decide one option" if item.choices
+             else "the facts do not decide it"}
+    return (CAUSE_UNKNOWN if item.label == "Unknown" else CAUSE).format(**words)
+
+
 CAUSES = {"A": "fact_understanding", "B": "reasoning_gap", "C": "excessive_caution"}
 
 
@@ -230,7 +252,13 @@ class Step:
     counted: bool = True  # False: the same requests as an earlier step, answered by the ledger from it
 
 
-def steps(baselines: Sequence[str], misguiding_rates: Sequence[float], ablation_temperature: float) -> list[Step]:
+def reasoning_setting(t: int) -> str:
+    """The setting of algorithm 3's round t (t >= 2): `reasoning` for the first re-run, as before."""
+    return "reasoning" if t == 2 else f"reasoning:t={t}"
+
+
+def steps(baselines: Sequence[str], misguiding_rates: Sequence[float], ablation_temperature: float,
+          rounds: int = 2) -> list[Step]:
     """Every call `Pipeline.run` makes with the evaluated model, in its order (sections 3.2 and 5,
     appendix H): the run refuses a purpose missing here, and `planned_calls` counts these.
     Self-reflection's first turn is the direct request itself (the ledger answers it from there);
@@ -244,8 +272,8 @@ def steps(baselines: Sequence[str], misguiding_rates: Sequence[float], ablation_
     for rate in misguiding_rates:
         out += [Step(f"waken.rtg_label_stage1.M={rate:.3f}", "items", AT_MOST),
                 Step(f"waken.rtg_label_stage2.M={rate:.3f}", "items", AT_MOST)]
-    return out + [Step("waken.rtg_rp_stage1.reasoning", "items", AT_MOST),
-                  Step("waken.rtg_rp_stage2.reasoning", "items", AT_MOST),
+    out += [Step(f"waken.rtg_rp_stage1.{reasoning_setting(t)}", "items", AT_MOST) for t in range(2, rounds + 1)]
+    return out + [Step("waken.rtg_rp_stage2.reasoning", "items", AT_MOST),
                   Step(f"waken.ablation.T={ablation_temperature}", "items", AT_MOST)]
 
 
@@ -265,13 +293,14 @@ class Pipeline:
     every item's membership is known; the rest of the work keeps the endpoint busy meanwhile."""
 
     def __init__(self, ledger: Ledger, model: str, judge: str, items: Sequence[Item], temperature: float,
-                 ablation_temperature: float, max_tokens: int, seed: int):
+                 ablation_temperature: float, max_tokens: int, seed: int, rounds: int = 2):
         self.ledger, self.model = ledger, model
         self.judge = Judge(ledger, judge, max_tokens=8)
         self.items = list(items)
         self.params = {"temperature": temperature, "max_tokens": max_tokens}  # `pipeline_params` in a run
         self.ablation_params = {"temperature": ablation_temperature, "max_tokens": max_tokens}
         self.seed = seed
+        self.rounds = rounds  # T of algorithm 3
         self.declared: set[str] | None = None  # during `run`: the purposes `steps` declares
 
     # -- asking -----------------------------------------------------------------------
@@ -312,7 +341,8 @@ class Pipeline:
     # -- the protocol -------------------------------------------------------------------
 
     def run(self, misguiding_rates: Sequence[float], baselines: Sequence[str]) -> list[dict[str, Any]]:
-        self.declared = {s.purpose for s in steps(baselines, misguiding_rates, self.ablation_params["temperature"])}
+        self.declared = {s.purpose for s in steps(baselines, misguiding_rates, self.ablation_params["temperature"],
+                                                  self.rounds)}
         vp = _Membership(self.items)
 
         def flows(s: Session) -> list:
@@ -350,8 +380,8 @@ class Pipeline:
         style = STIMULATION["detailed" if it.form == "fact" else "concise"]
         s1, s1_row = await self.stage(s, "stage1", "vanilla", it, style)
         told = STAGE2.format(previous=s1.label)
-        # algorithm 3: stage 1 re-run with the reasoning stage 1 produced; stage 2 likewise (CGR)
-        stages = [self.stage(s, "rtg_rp_stage1", "reasoning", it, style + SHOW_REASONING.format(reasoning=s1.text))]
+        # algorithm 3: stage 1 re-run with the reasoning stage 1 produced, T - 1 rounds; stage 2 likewise (CGR)
+        stages = [self._reminded_rounds(s, it, style, s1)]
         if converting_class(it.label, s1.label) == "FC":
             stages += [self.stage(s, "stage2", "vanilla", it, told),
                        self.stage(s, "rtg_rp_stage2", "reasoning", it, told + SHOW_REASONING.format(reasoning=s1.text))]
@@ -361,7 +391,23 @@ class Pipeline:
         staged, guided, cause = await asyncio.gather(
             asyncio.gather(*stages), asyncio.gather(*(self._rtg_label(s, it, style, vp, rate) for rate in rates)),
             self.cause(s, it, direct))
-        return [s1_row, *(row for _, row in staged), *(row for rows in guided for row in rows), cause]
+        staged_rows = [row for x in staged for row in (x if isinstance(x, list) else [x[1]])]
+        return [s1_row, *staged_rows, *(row for rows in guided for row in rows), cause]
+
+    async def _reminded_rounds(self, s: Session, it: Item, style: str, s1: Answer) -> list[dict[str, Any]]:
+        """Algorithm 3 (paper 000, appendix M): for t = 2..T, stage 1's prompt again with the previous
+        round's reasoning shown, the stored reasoning updated each round; round 2 is RPC's re-run. A
+        round whose call failed, or whose answer says nothing, ends the item's rounds (there is no
+        reasoning to remind the next one with)."""
+        rows, previous = [], s1
+        for t in range(2, self.rounds + 1):
+            a, row = await self.stage(s, "rtg_rp_stage1", reasoning_setting(t), it,
+                                      style + SHOW_REASONING.format(reasoning=previous.text))
+            rows.append(row)
+            if a.failed or not a.text.strip():
+                break
+            previous = a
+        return rows
 
     async def _rtg_label(self, s: Session, it: Item, style: str, vp: _Membership, rate: float
                          ) -> list[dict[str, Any]]:
@@ -395,8 +441,7 @@ class Pipeline:
 
     async def cause(self, s: Session, it: Item, direct: Answer) -> dict[str, Any]:
         """Section 5.6: the judge classifies the direct reasoning's cause."""
-        r = await self.judge.pick_one(s, (CAUSE_UNKNOWN if it.label == "Unknown" else CAUSE).format(
-            label=it.label, task=task_text(it), reasoning=direct.text), tuple(CAUSES), "waken.cause")
+        r = await self.judge.pick_one(s, cause_prompt(it, direct.text), tuple(CAUSES), "waken.cause")
         cause = CAUSES[r.answer] if r.answer else (UNDECIDED if r.method != JUDGE_FAILED else r.method)
         return {
             "model": self.model, "item_id": it.item_id, "sample_type": it.sample_type, "gold": it.label,
@@ -485,14 +530,15 @@ def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
     (self-reflection a second turn each) are fixed; the diagnosis (Unknown items answered
     Unknown), the stages, Remind-then-Guide, the ablation and the cause classification run on the
     items the replies select, at most all of them; the judge reads at most every reply. ScienceQA
-    items need one judge verification per Unknown draft (more when drafts are rejected)."""
+    items need two judge verifications per Unknown draft (more when drafts are rejected)."""
     w = cfg.waken
-    declared = [s for s in steps(w.baselines, w.misguiding_rates, w.ablation_temperature) if s.counted]
+    declared = [s for s in steps(w.baselines, w.misguiding_rates, w.ablation_temperature, w.rtg_rounds) if s.counted]
     out: list[Line] = []
     for name, c in counts.by_partition.items():
         src = counts.source[name]
         if c["scienceqa"] and counts.source[name].startswith("configuration"):
-            out.append(Line("waken", cfg.judge, "waken.unknown_verification", c["drafts"], AT_LEAST, src, name))
+            # two questions per draft: with the cut context, and from the question and options alone
+            out.append(Line("waken", cfg.judge, "waken.unknown_verification", 2 * c["drafts"], AT_LEAST, src, name))
         over = {"items": c["items"], "unknown": c["unknown"]}
         for model in cfg.evaluate:
             out += [Line("waken", model, s.purpose, over[s.over], s.kind, src, name, model) for s in declared]

@@ -19,7 +19,9 @@ reply was decided; D_VP^2: the decided stage-2 items, drawn from FC^1):
   = 64.25, Table 3 prints 64.25). The vanilla-minus-M=100% form is kept as
   `Conf_literal`. A stage with no input is left out of the average (`stages`);
 - RPC = (|TC^1''| − |TC^1|) / |D_VP^1|, CGR = (|TC^2''| − |TC^2|) / |D_VP^2|
-  ('' = with the earlier reasoning shown, 3.3): below zero means the earlier
+  ('' = with the earlier reasoning shown, 3.3), over the items decided both ways
+  (a reasoning-shown call that failed or never ran gives NULL, not −TCR, and is
+  counted in `n_RPC_unpaired`, `n_CGR_unpaired`): below zero means the earlier
   reasoning misguides, as the prose says, and Table 3's CGR equals −TCR2
   exactly in 6 of 24 rows and is never below it by more than rounding (e.g.
   GPT-3.5 FOLIO: TCR2 42.10, CGR −42.10), which only this sign gives. The
@@ -38,6 +40,8 @@ reply was decided; D_VP^2: the decided stage-2 items, drawn from FC^1):
 - vague-perception shares (table 8): V = solvable answered Unknown / |D_s|,
   U = Unknown items whose explanation failed / |D_u|;
 - per misguiding rate M: TCR_s^1, TCR_u^1, TCR_s^2, TCR_u^2 (tables 9-11);
+- algorithm 3 (appendix M): TCR^(t) of each reminded stage-1 round t = 2..T
+  (setting `rtg_rp:t=<t>`, `waken.rtg_rounds` = T);
 - ablation: the stage-1 UC items re-run at temperature 1.0, converted share
   and unchanged share (5.3); cause shares (5.6); the share of answered
   replies that needed the judge (table 7: how often exact reading did not suffice).
@@ -136,6 +140,7 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
     for rate in misguiding_rates:
         setting = f"M={rate:.3f}"
         g1, g2 = _Stage(by[("rtg_label_stage1", setting)]), _Stage(by[("rtg_label_stage2", setting)])
+        put("misguiding_rate", rate, setting=setting)  # the exact rate: the setting's name rounds 2/3 to 0.667
         for n, st in (("1", g1), ("2", g2)):
             for t in ("s", "u"):
                 put("TCR", st.rate("TC", t), len(st.ids("TC", t)), len(st.decided), t=t, stage=n, setting=setting)
@@ -157,9 +162,24 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
 
     r1, r2 = _Stage(by[("rtg_rp_stage1", "reasoning")]), _Stage(by[("rtg_rp_stage2", "reasoning")])
     for name, n, plain_, shown in (("RPC", "1", s1, r1), ("CGR", "2", s2, r2)):
-        diff, den = len(shown.ids("TC")) - len(plain_.ids("TC")), len(plain_.decided)
-        put(name, _frac(diff, den), diff, den, stage=n, setting="rtg_rp")
-        put(name + "_literal", _frac(-diff, den), -diff, den, stage=n, setting="rtg_rp")
+        # paired: the items decided both without and with the reasoning shown. A reasoning-shown call
+        # that failed or never ran is no TC'' of 0: with none paired the value is NULL, and the items
+        # left out are counted (`n_<name>_unpaired`)
+        paired = plain_.decided & shown.decided
+        diff = len(shown.ids("TC") & paired) - len(plain_.ids("TC") & paired)
+        den = len(paired)
+        put(name, _frac(diff, den), diff if den else None, den, stage=n, setting="rtg_rp")
+        put(name + "_literal", _frac(-diff, den), -diff if den else None, den, stage=n, setting="rtg_rp")
+        put(f"n_{name}_unpaired", len(plain_.decided - shown.decided), stage=n, setting="rtg_rp")
+
+    # algorithm 3: TCR^(t) of each reminded round t = 2..T over the items decided in it
+    for (step, setting), rows in sorted(by.items()):
+        if step == "rtg_rp_stage1":
+            t = 2 if setting == "reasoning" else int(setting.split("t=")[1])
+            st = _Stage(rows)
+            for ty in ("s", "u", "all"):
+                put("TCR", st.rate("TC", ty), len(st.ids("TC", ty)), len(st.decided), t=ty, stage="1",
+                    setting=f"rtg_rp:t={t}")
 
     ablation = [r for (step, _), rows in by.items() if step == "ablation" for r in rows]
     ab = _Stage(ablation)

@@ -176,3 +176,36 @@ def test_ablation_and_cause_shares():
     assert m[("cause_share", "fact_understanding")] == (pytest.approx(1 / 3), 1, 3)
     assert m[("cause_share", "reasoning_gap")] == (pytest.approx(2 / 3), 2, 3)
     assert m[("cause_share", "excessive_caution")] == (0.0, 0, 3)
+
+
+def test_rpc_and_cgr_are_null_when_the_reasoning_shown_calls_never_answered():
+    """RPC = (|TC1''| - |TC1|) / |D_VP^1| over the items decided both ways: with every reasoning-shown
+    call failed (or never run) it is NULL with the count, not -TCR1."""
+    failed = [row("rtg_rp_stage1", "reasoning", i, None, "call_failed", method="call_failed") for i in ("s2", "s3", "u1")]
+    base = [r for r in OUTCOMES if r["step"] not in ("rtg_rp_stage1", "rtg_rp_stage2")]
+    rows = metric_rows("m", "fld", base + failed, {"s": 4, "u": 4}, [1.0, 0.0], ["cot"])
+    m = {(r["metric"], r["stage"]): r["value"] for r in rows if r["setting"] == "rtg_rp"}
+    assert m[("RPC", "1")] is None and m[("CGR", "2")] is None
+    assert m[("n_RPC_unpaired", "1")] == 3 and m[("n_CGR_unpaired", "2")] == 2
+
+
+def test_rpc_pairs_items_when_some_reasoning_shown_calls_failed():
+    """Two of three stage-1 items answered with the reasoning shown: RPC over those two."""
+    shown = staged("rtg_rp_stage1", "reasoning", {"s2": "False", "s3": "True"})  # s2 lost its TC, s3 kept it
+    shown.append(row("rtg_rp_stage1", "reasoning", "u1", None, "call_failed", method="call_failed"))
+    base = [r for r in OUTCOMES if r["step"] != "rtg_rp_stage1"]
+    rows = metric_rows("m", "fld", base + shown, {"s": 4, "u": 4}, [1.0, 0.0], ["cot"])
+    m = {(r["metric"], r["stage"]): (r["value"], r["denominator"]) for r in rows if r["setting"] == "rtg_rp"}
+    assert m[("RPC", "1")] == (pytest.approx(-1 / 2), 2) and m[("n_RPC_unpaired", "1")][0] == 1
+
+
+def test_table9_11_prints_the_misguiding_rate_two_thirds_as_66_67(tmp_path):
+    """Paper 000, appendix H: M in {100 %, 66.67 %, 50 %, 0 %}; the setting's name rounds 2/3 to M=0.667,
+    the view prints the configured rate."""
+    from warehouse import Warehouse
+
+    rates = [1.0, 2 / 3, 0.5, 0.0]
+    rows = metric_rows("m", "fld", OUTCOMES, {"s": 4, "u": 4}, rates, ["cot"])
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    wh.replace_partition("waken.metrics", [{**r, "dataset": "fld"} for r in rows])
+    assert [r["M (%)"] for r in wh.rows('SELECT "M (%)" FROM waken.table9_11')] == [100.0, 66.67, 50.0, 0.0]

@@ -31,7 +31,7 @@ def scripted(body):
         return f"Final answer: {suggested.group(1)}"
     if "that answer was wrong" in text:
         return "Final answer: True"
-    if "Your answer Unknown may be wrong" in text:
+    if "or the reasoning behind it, may be wrong" in text:
         return "Final answer: False"
     if text.startswith("Examples:"):
         return "I cannot tell."  # few-shot: nothing decides, the judge says NO_ANSWER
@@ -66,7 +66,7 @@ def test_vague_perception_and_two_stages(run):
 def test_stimulation_style_follows_the_dataset_form(run):
     _, bodies = run
     stage1 = [b["messages"][-1]["content"] for b in bodies
-              if "Your answer Unknown may be wrong" in b["messages"][-1]["content"]
+              if "or the reasoning behind it, may be wrong" in b["messages"][-1]["content"]
               and "suggested" not in b["messages"][-1]["content"] and "earlier reasoning" not in b["messages"][-1]["content"]]
     by_item = {("Ada" if "Ada is red" in t else "Bo" if "Bo is tall" in t else "Cy"): t for t in stage1}
     assert by_item["Ada"].startswith(STIMULATION["detailed"]) and by_item["Cy"].startswith(STIMULATION["detailed"])
@@ -174,3 +174,54 @@ def test_the_pipeline_makes_only_the_calls_its_steps_declare(tmp_path):
             with pytest.raises(RuntimeError, match="waken.baseline.cot: a call `steps` does not declare"):
                 pipeline.ledger.run_flows(lambda s: [pipeline.baseline(s, "cot", ITEMS[0])])
             assert stub.requests == []  # refused before anything was sent
+
+
+def test_the_stimulation_never_tells_an_item_its_unknown_may_be_wrong(run):
+    """Stage 1 stimulates every Vague Perception item alike: a solvable item answered Unknown and an
+    Unknown item (Unknown right, explanation failing) get the same notice, which names no label; telling
+    the Unknown items their Unknown may be wrong pushed them from their correct label."""
+    _, bodies = run
+    stage1 = [b["messages"][-1]["content"] for b in bodies
+              if "or the reasoning behind it, may be wrong" in b["messages"][-1]["content"]]
+    assert {t.split("\n")[0] for t in stage1} == {STIMULATION["detailed"].split("\n")[0],
+                                                  STIMULATION["concise"].split("\n")[0]}
+    assert not any("Unknown may be wrong" in b["messages"][-1]["content"] for b in bodies)
+    assert any("Cy is old" in t for t in stage1) and any("Ada is red" in t for t in stage1)
+
+
+def test_algorithm_3_reminds_stage_1_for_t_rounds_each_with_the_previous_rounds_reasoning(tmp_path):
+    """Paper 000, algorithm 3 (appendix M): for t = 2..T the stage-1 prompt again, reminded with the
+    reasoning of the round before, which is then replaced by this round's; TCR^(t) per round."""
+    def reasons(body):
+        text = body["messages"][-1]["content"]
+        shown = re.search(r"may contain flaws:\n(.*?)\n\n", text, re.S)
+        if shown and "that answer was wrong" not in text:
+            return f"Round after [{shown.group(1)}]. Final answer: True"
+        return scripted(body)
+
+    with StubServer(responder=reasons) as stub:
+        cfg = stub_config(stub, tmp_path)
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+            rows = Pipeline(ledger, "stub", "stub", ITEMS[:1], 0.5, 1.0, 64, seed=1, rounds=4).run([], [])
+    rounds = {r["setting"]: r for r in rows if r["step"] == "rtg_rp_stage1"}
+    assert set(rounds) == {"reasoning", "reasoning:t=3", "reasoning:t=4"}
+    assert rounds["reasoning"]["reply"] == "Round after [Final answer: False]. Final answer: True"
+    assert rounds["reasoning:t=3"]["reply"].startswith("Round after [Round after [Final answer: False]")
+    assert rounds["reasoning:t=4"]["reply"].startswith("Round after [Round after [Round after [")
+    m = {(r["metric"], r["sample_type"], r["setting"]): r["value"]
+         for r in metric_rows("stub", "fld", rows, {"s": 1, "u": 0}, [], [])}
+    assert m[("TCR", "all", "rtg_rp:t=2")] == m[("TCR", "all", "rtg_rp:t=4")] == 1.0  # s1 is True: TC each round
+
+
+def test_the_cause_prompt_of_a_choice_item_speaks_of_its_question_not_a_hypothesis():
+    from evaluations.waken import cause_prompt
+
+    item = Item("sci-1", "story", "friction", "A box slides on a rough floor.", "Which force slows the box?",
+                ("friction", "magnetism"))
+    unknown = Item("sci-2", "story", "Unknown", "A box slides.", "Which force slows the box?", ("friction", "magnetism"))
+    for it in (item, unknown):
+        text = cause_prompt(it, "I cannot tell.")
+        assert "hypothesis" not in text.lower() and "Options:\n(A) friction" in text
+    assert "The correct label is friction" in cause_prompt(item, "r")
+    assert "hypothesis" in cause_prompt(ITEMS[0], "r")

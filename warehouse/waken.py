@@ -125,10 +125,12 @@ VIEWS: dict[str, str] = {
                {_pct(_waken('vague_perception_share', 'u'))} AS "U"
         FROM waken.metrics GROUP BY model, dataset ORDER BY model, dataset
     """,
-    # Tables 9-11: Remind-then-Guide per misguiding rate, TCR1 and TCR2 split by sample type.
+    # Tables 9-11: Remind-then-Guide per misguiding rate (the configured rate itself: 66.67 for 2/3, where the
+    # setting's name rounds it to M=0.667), TCR1 and TCR2 split by sample type.
     "waken.table9_11": """
         SELECT model, dataset,
-               round(100 * CAST(substr(setting, 3) AS DOUBLE), 2) AS "M (%)",
+               round(100 * coalesce(max(value) FILTER (metric = 'misguiding_rate'),
+                                    CAST(substr(setting, 3) AS DOUBLE)), 2) AS "M (%)",
                round(100 * max(value) FILTER (metric = 'TCR' AND stage = '1' AND sample_type = 's'), 2) AS "TCR1 S",
                round(100 * max(value) FILTER (metric = 'TCR' AND stage = '1' AND sample_type = 'u'), 2) AS "TCR1 U",
                round(100 * max(value) FILTER (metric = 'TCR' AND stage = '2' AND sample_type = 's'), 2) AS "TCR2 S",
