@@ -16,10 +16,12 @@ Settings, each asked of every item it applies to:
   suggested to every item, always a wrong one (the other of True / False, True
   for Unknown items; a wrong ordinary option for choice items);
 - `disturbing_miscellany`: the miscellany items (correct option + 1..9 wrong);
-- `few_shot`: vanilla after two worked examples, one whose answer is a tense
-  label and one whose answer is the sparse label; `few_shot_tense` and
-  `few_shot_sparse` keep one of them (figure 4's tense-only and sparse-only
-  conditions);
+- `few_shot`: vanilla after worked examples of the tense and the sparse labels:
+  for judging items three (True, False and Unknown, figure 4's {T, F, U}), for
+  choice items two (an ordinary option; "All other options are false", or for
+  multiple choice several options); `few_shot_tense` keeps the tense examples
+  only (judging: True and False, figure 4's ablation without Unknown) and
+  `few_shot_sparse` the sparse one only;
 - `missing_choices`: the insufficient items (an option removed, A.3); choice items
   with the "No correct answer" offer, since the right option may be gone; judging
   items without it, as table 2 shows the setting (the offer would hand the model
