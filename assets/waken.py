@@ -114,7 +114,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
         w = cfg.waken
         params = pipeline_params(cfg)
         pipe = Pipeline(ledger, model, cfg.judge, items, params["temperature"], w.ablation_temperature,
-                        params["max_tokens"], cfg.seed, w.rtg_rounds)
+                        params["max_tokens"], cfg.seed, w.rtg_rounds, w.style_swap)
         rows = pipe.run(w.misguiding_rates, w.baselines)
         for r in rows:
             r["dataset"] = name

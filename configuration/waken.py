@@ -67,6 +67,9 @@ class WakenConfig(Section):
     misguiding_rates: list[float] = Field(default_factory=lambda: [1.0, 2 / 3, 0.5, 0.0])
     baselines: list[Literal[WAKEN_BASELINES]] = Field(default_factory=lambda: list(WAKEN_BASELINES))
     max_tokens: PerScale = PerScale(demo=96, paper=2048)
+    style_swap: bool = Field(False, description=(
+        "paper 000, section 5.4 and table 4: stage 1 also asked with the other stimulation style (concise for "
+        "fact-based datasets, detailed for story-based ones) on the same Vague Perception items (waken.table4)"))
     rtg_rounds: int = Field(2, ge=2, le=20, description=(
         "T of paper 000's algorithm 3: stage 1 re-run with the previous round's reasoning shown, for rounds "
         "t = 2..T, each round's reasoning reminding the next (TCR^(t) per round); 2 = one round"))

@@ -10,7 +10,8 @@ Steps, each one ledger batch, each answer read by `validators.read`
 - `stage1`: D_VP under stimulation, detailed for fact-based and concise for
   story-based datasets (section 4.1); outcomes TC / FC / UC (3.2);
 - `stage2`: the stage-1 False Converting items (D_VP^2 = FC^1), told their
-  stage-1 answer was wrong (algorithm 1);
+  stage-1 answer was wrong (algorithm 1); with `style_swap`, stage 1 again
+  with the other stimulation style on the same items (section 5.4, table 4);
 - `rtg_label`: stage 1 and stage 2 again, each with its own stimulation kept
   and an assigned label added after a reminder of the earlier mistake, for each
   misguiding rate M (the share of assigned labels that are wrong; appendix H),
@@ -257,8 +258,11 @@ def reasoning_setting(t: int) -> str:
     return "reasoning" if t == 2 else f"reasoning:t={t}"
 
 
+SWAPPED = "swapped"  # stage 1's setting with the other stimulation style (section 5.4, table 4)
+
+
 def steps(baselines: Sequence[str], misguiding_rates: Sequence[float], ablation_temperature: float,
-          rounds: int = 2) -> list[Step]:
+          rounds: int = 2, style_swap: bool = False) -> list[Step]:
     """Every call `Pipeline.run` makes with the evaluated model, in its order (sections 3.2 and 5,
     appendix H): the run refuses a purpose missing here, and `planned_calls` counts these.
     Self-reflection's first turn is the direct request itself (the ledger answers it from there);
@@ -269,6 +273,7 @@ def steps(baselines: Sequence[str], misguiding_rates: Sequence[float], ablation_
     out += [Step("waken.baseline.self_reflection.reflect", "items", AT_MOST)] if "self_reflection" in baselines else []
     out += [Step("waken.diagnosis", "unknown", AT_MOST), Step("waken.stage1.vanilla", "items", AT_MOST),
             Step("waken.stage2.vanilla", "items", AT_MOST)]
+    out += [Step(f"waken.stage1.{SWAPPED}", "items", AT_MOST)] if style_swap else []
     for rate in misguiding_rates:
         out += [Step(f"waken.rtg_label_stage1.M={rate:.3f}", "items", AT_MOST),
                 Step(f"waken.rtg_label_stage2.M={rate:.3f}", "items", AT_MOST)]
@@ -293,7 +298,8 @@ class Pipeline:
     every item's membership is known; the rest of the work keeps the endpoint busy meanwhile."""
 
     def __init__(self, ledger: Ledger, model: str, judge: str, items: Sequence[Item], temperature: float,
-                 ablation_temperature: float, max_tokens: int, seed: int, rounds: int = 2):
+                 ablation_temperature: float, max_tokens: int, seed: int, rounds: int = 2,
+                 style_swap: bool = False):
         self.ledger, self.model = ledger, model
         self.judge = Judge(ledger, judge, max_tokens=8)
         self.items = list(items)
@@ -301,6 +307,7 @@ class Pipeline:
         self.ablation_params = {"temperature": ablation_temperature, "max_tokens": max_tokens}
         self.seed = seed
         self.rounds = rounds  # T of algorithm 3
+        self.style_swap = style_swap  # stage 1 with the other style too (table 4)
         self.declared: set[str] | None = None  # during `run`: the purposes `steps` declares
 
     # -- asking -----------------------------------------------------------------------
@@ -342,7 +349,7 @@ class Pipeline:
 
     def run(self, misguiding_rates: Sequence[float], baselines: Sequence[str]) -> list[dict[str, Any]]:
         self.declared = {s.purpose for s in steps(baselines, misguiding_rates, self.ablation_params["temperature"],
-                                                  self.rounds)}
+                                                  self.rounds, self.style_swap)}
         vp = _Membership(self.items)
 
         def flows(s: Session) -> list:
@@ -382,6 +389,9 @@ class Pipeline:
         told = STAGE2.format(previous=s1.label)
         # algorithm 3: stage 1 re-run with the reasoning stage 1 produced, T - 1 rounds; stage 2 likewise (CGR)
         stages = [self._reminded_rounds(s, it, style, s1)]
+        if self.style_swap:  # section 5.4: the same item under the other style
+            other = STIMULATION["concise" if it.form == "fact" else "detailed"]
+            stages.append(self.stage(s, "stage1", SWAPPED, it, other))
         if converting_class(it.label, s1.label) == "FC":
             stages += [self.stage(s, "stage2", "vanilla", it, told),
                        self.stage(s, "rtg_rp_stage2", "reasoning", it, told + SHOW_REASONING.format(reasoning=s1.text))]
@@ -532,7 +542,8 @@ def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
     items the replies select, at most all of them; the judge reads at most every reply. ScienceQA
     items need two judge verifications per Unknown draft (more when drafts are rejected)."""
     w = cfg.waken
-    declared = [s for s in steps(w.baselines, w.misguiding_rates, w.ablation_temperature, w.rtg_rounds) if s.counted]
+    declared = [s for s in steps(w.baselines, w.misguiding_rates, w.ablation_temperature, w.rtg_rounds, w.style_swap)
+                if s.counted]
     out: list[Line] = []
     for name, c in counts.by_partition.items():
         src = counts.source[name]

@@ -40,6 +40,9 @@ reply was decided; D_VP^2: the decided stage-2 items, drawn from FC^1):
 - vague-perception shares (table 8): V = solvable answered Unknown / |D_s|,
   U = Unknown items whose explanation failed / |D_u|;
 - per misguiding rate M: TCR_s^1, TCR_u^1, TCR_s^2, TCR_u^2 (tables 9-11);
+- table 4 (section 5.4): `TCR_paired` of stage 1 under the pipeline's style
+  (setting `vanilla`) and the other one (`style_swap`), both over the items
+  decided under both, so the two styles are compared on the same items;
 - algorithm 3 (appendix M): TCR^(t) of each reminded stage-1 round t = 2..T
   (setting `rtg_rp:t=<t>`, `waken.rtg_rounds` = T);
 - ablation: the stage-1 UC items re-run at temperature 1.0, converted share
@@ -171,6 +174,15 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
         put(name, _frac(diff, den), diff if den else None, den, stage=n, setting="rtg_rp")
         put(name + "_literal", _frac(-diff, den), -diff if den else None, den, stage=n, setting="rtg_rp")
         put(f"n_{name}_unpaired", len(plain_.decided - shown.decided), stage=n, setting="rtg_rp")
+
+    # section 5.4, table 4: stage 1 with the other stimulation style, on the items decided both ways
+    swapped = _Stage(by[("stage1", "swapped")])
+    if swapped.cls:
+        both = s1.decided & swapped.decided
+        for name, st in (("vanilla", s1), ("style_swap", swapped)):
+            for ty in ("s", "u", "all"):
+                k = len(st.ids("TC", ty) & both)
+                put("TCR_paired", _frac(k, len(both)), k, len(both), t=ty, stage="1", setting=name)
 
     # algorithm 3: TCR^(t) of each reminded round t = 2..T over the items decided in it
     for (step, setting), rows in sorted(by.items()):

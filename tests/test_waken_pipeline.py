@@ -225,3 +225,33 @@ def test_the_cause_prompt_of_a_choice_item_speaks_of_its_question_not_a_hypothes
         assert "hypothesis" not in text.lower() and "Options:\n(A) friction" in text
     assert "The correct label is friction" in cause_prompt(item, "r")
     assert "hypothesis" in cause_prompt(ITEMS[0], "r")
+
+
+def test_style_swap_asks_stage_1_with_the_other_style_on_the_same_items(tmp_path):
+    """Paper 000, section 5.4 and table 4: the stimulation styles swapped within the pipeline: each
+    Vague Perception item is asked stage 1 with the other style too, and waken.table4 compares the two
+    on the items decided under both, marking the style the pipeline uses."""
+    from warehouse import Warehouse as Wh
+
+    with StubServer(responder=scripted) as stub:
+        cfg = stub_config(stub, tmp_path)
+        with ModelRegistry(cfg) as reg:
+            ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
+            rows = Pipeline(ledger, "stub", "stub", ITEMS, 0.5, 1.0, 64, seed=1, style_swap=True).run([], [])
+        bodies = [r["body"]["messages"][-1]["content"] for r in stub.requests]
+    swapped = {r["item_id"]: r for r in rows if r["step"] == "stage1" and r["setting"] == "swapped"}
+    assert set(swapped) == set(outcomes(rows, "stage1"))  # the same items as the vanilla stage 1
+    ada = [t for t in bodies if "Ada is red" in t and "may be wrong" in t and "suggested" not in t
+           and "earlier reasoning" not in t]
+    assert {t.startswith(STIMULATION["detailed"]) for t in ada} == {True, False}  # fact: DS, then CS swapped
+    m = metric_rows("stub", "fld", rows, {"s": 2, "u": 1}, [], [])
+    wh = Wh(tmp_path / "t4.duckdb")
+    wh.replace_partition("waken.metrics", [{**r, "dataset": "fld"} for r in m])
+    wh.replace_partition("waken.items", [{"dataset": "fld", "item_id": it.item_id, "kind": "fld", "form": "fact",
+                                          "sample_type": "x", "label": it.label, "original_label": it.label,
+                                          "verified_label": None, "context": it.context, "question": it.question,
+                                          "origin": "t", "extra": "{}", "dataset_seed": 1, "items_version": "1"}
+                                         for it in ITEMS])
+    t4 = {r["style"]: r for r in wh.rows("SELECT * FROM waken.table4")}
+    assert set(t4) == {"CS", "DS"} and t4["DS"]["pipeline"] and not t4["CS"]["pipeline"]
+    assert t4["DS"]["items"] == t4["CS"]["items"] == 3

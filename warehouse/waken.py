@@ -139,6 +139,23 @@ VIEWS: dict[str, str] = {
         GROUP BY model, dataset, setting ORDER BY model, dataset, "M (%)" DESC
     """,
     # Table 12: vanilla TCR1 and TCR2 split into solvable (V) and unsolvable (U) samples.
+    # Table 4 (section 5.4): stage 1's TCR under the concise (CS) and the detailed (DS) stimulation on the
+    # same Vague Perception items (`waken.style_swap`); `pipeline` marks the style the dataset's form uses
+    # (the paper's shaded rows).
+    "waken.table4": f"""
+        WITH forms AS (SELECT dataset, any_value(form) AS form FROM waken.items GROUP BY dataset),
+        styled AS (
+            SELECT m.model, m.dataset, m.setting,
+                   CASE WHEN (f.form = 'fact') = (m.setting = 'vanilla') THEN 'DS' ELSE 'CS' END AS style,
+                   m.setting = 'vanilla' AS pipeline, m.sample_type, m.value, m.denominator
+            FROM waken.metrics m JOIN forms f USING (dataset) WHERE m.metric = 'TCR_paired')
+        SELECT model, dataset, style,
+               round(100 * max(value) FILTER (sample_type = 'all'), 2) AS "TCR1",
+               round(100 * max(value) FILTER (sample_type = 's'), 2) AS "TCR1 S",
+               round(100 * max(value) FILTER (sample_type = 'u'), 2) AS "TCR1 U",
+               bool_or(pipeline) AS pipeline, CAST(max(denominator) AS BIGINT) AS items
+        FROM styled GROUP BY model, dataset, style ORDER BY model, dataset, style
+    """,
     "waken.table12": f"""
         SELECT model, dataset,
                {_pct(_waken('TCR', 's', '1'))} AS "TCR1 V", {_pct(_waken('TCR', 'u', '1'))} AS "TCR1 U",
@@ -159,6 +176,8 @@ TABLE_DOCS: dict[str, str] = {
                      "(Acc(Direct) + |TC1|/|D| + |TC2|/|D| as the table prints it; the de-duplicated form beside it)."),
     "waken.table8": "WakenLLM paper table 8 (percent): vague-perception shares V and U.",
     "waken.table9_11": "WakenLLM paper tables 9-11 (percent): TCR1 and TCR2 by sample type per misguiding rate.",
+    "waken.table4": ("WakenLLM paper table 4 (percent): stage-1 TCR under the concise and the detailed stimulation "
+                     "on the same items (waken.style_swap)."),
     "waken.table12": "WakenLLM paper table 12 (percent): TCR1 and TCR2 split into solvable and unsolvable samples.",
 }
 
@@ -204,6 +223,8 @@ VIEW_COLUMN_DOCS: dict[str, str] = {
     "M (%)": "misguiding rate: share of assigned labels that are wrong",
     "WakenLLM": "Acc(WakenLLM), percent",
     "Direct": "accuracy of the direct pass, percent",
+    "style": "stimulation style: CS concise, DS detailed",
+    "pipeline": "the style the pipeline uses for the dataset's form (the paper's shaded rows)",
 }
 
 
