@@ -33,8 +33,9 @@ calls the configured run will make per family and model, cached and new, and the
 Batch mode (llm_calls/batch.py): `--export-batch DIR` makes every model call of the run a line of a
 batch input file under DIR instead of a request; each step writes the turn it has reached (its
 independent parts together) and stops, and the summary lists the files. Run them where the model is served (vLLM's `run_batch`), then
-`--import-batch FILE` reads each output file into the ledger (refusing any line that is not a pending
-request of this configuration, with its line number), and the same command run again continues
+`--import-batch FILE` reads each output file into the ledger (refusing a file with a line that is not a
+request this configuration exported, with its line number; skipping, and naming, a line that is no
+result), and the same command run again continues
 with the next turn. A model with `batch: {mode: api}` in the configuration goes through its
 provider's Batch API within the run instead.
 """
@@ -439,7 +440,8 @@ def _execute(defs: dg.Definitions, instance: dg.DagsterInstance, step: Step, con
 
 
 def _import_batches(files: list[str]) -> int:
-    """`--import-batch`: each file read into the ledger whole, or refused whole with its bad lines."""
+    """`--import-batch`: each file read into the ledger, or refused whole with its bad lines; lines that
+    are no result (not JSON, not UTF-8) are named and skipped, and the exit status is 1."""
     from configuration import ConfigError, load_config
     from llm_calls.endpoints import ModelRegistry
     from reporting import cost
@@ -458,6 +460,10 @@ def _import_batches(files: list[str]) -> int:
             try:
                 report = batch.import_file(wh, registry, Path(name))
                 print(report.line())
+                for line in report.unreadable[:20]:  # skipped, their requests pending: said, and the exit says so
+                    print(f"unreadable, skipped: {line}", file=sys.stderr)
+                if report.unreadable:
+                    status = 1
                 paid = cost.spent(config, wh, [report.run_id])
                 if paid:
                     print(paid.replace("Spent by this run", "Results read"))

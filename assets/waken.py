@@ -16,8 +16,7 @@ from assets.versions import code_version
 from configuration import Config
 from evaluations.waken import Pipeline, items_from_rows, pipeline_params
 from evaluations.waken_metrics import all_metric_rows, coverage, identity_violations
-from generators.waken import (ITEMS_VERSION, ItemsError, build_items, counts_reached, fol_checks, item_checks, load_records,
-                              stored_rows)
+from generators.waken import ITEMS_VERSION, ItemsError, build_items, counts_reached, fol_checks, item_checks, load_records, stored_rows
 from reporting.panels.waken import RATE_COLOURS
 from validators import outcomes
 from validators.judge import Judge, unknown_verifier

@@ -21,8 +21,15 @@ from llm_calls import CallRequest, Ledger
 from validators.judge import Judge
 from validators.outcomes import CALL_FAILED, FAILED
 from validators.s1 import count_tokens, difficulty_awareness, redundancy
-from validators.s1_read import (FORMAT_TYPES, HIDDEN_REASONING, STANDARD_MARKERS, STRICT_FORMATS, UNREADABLE_FORMATS,
-                                check_answer, format_type)
+from validators.s1_read import (
+    FORMAT_TYPES,
+    HIDDEN_REASONING,
+    STANDARD_MARKERS,
+    STRICT_FORMATS,
+    UNREADABLE_FORMATS,
+    check_answer,
+    format_type,
+)
 
 # -- evaluation ------------------------------------------------------------------------------------
 

@@ -121,7 +121,7 @@ CAUSE_UNKNOWN = ("A model was asked {asked}, and answered Unknown, which is the 
                  "What mainly caused the failing explanation? " + _CAUSE_CHOICES)
 
 
-def cause_prompt(item: "Item", reasoning: str) -> str:
+def cause_prompt(item: Item, reasoning: str) -> str:
     """Section 5.6's question to the judge, worded for the item's kind: a hypothesis (FLD, FOLIO) or
     a question with options (ScienceQA)."""
     kind = "choice" if item.choices else "judging"

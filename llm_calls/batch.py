@@ -13,8 +13,14 @@ the configuration chooses the mode (`configuration.BatchConfig`):
   it twice.
 - `files`: the requests are written to `<dir>/<batch id>.jsonl` and the step stops with
   `BatchPending`, saying what to run next. `import_file` (`materialize_all --import-batch FILE`)
-  reads an output file back, refusing any line whose `custom_id` is not a pending request of this
-  configuration, naming the line; nothing is written unless every line is good.
+  reads an output file back, streaming, refusing the file if a line's `custom_id` is not a request
+  of this configuration (nothing is written, each such line named); a line that is no result at
+  all (not UTF-8, not JSON) is named and skipped, its request left for the next export.
+
+Output files are split at newlines only: a JSON string may hold U+2028, U+0085 and the other Unicode
+line breaks raw, and `str.splitlines` would cut a paid answer in two. One unreadable line never
+discards the readable ones, in either mode; a provider batch that has gone (HTTP 404) is recorded as
+failed with that reason, and its requests are asked again, in a new batch, by the next run.
 
 One line per request: `custom_id` is the ledger key, `method` POST, `url` /v1/chat/completions, and
 `body` what a live call would send (the served model, the messages, the sampling parameters with
@@ -40,7 +46,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -179,24 +185,48 @@ def answer_of_line(line: Mapping[str, Any], secrets: Sequence[str] = ()):
     return Answer(False, error=redact(f"batch line: HTTP {status} {why}" if status else f"batch line: {why}", secrets))
 
 
-def read_lines(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) of a JSONL file; a line that is not a JSON object is refused by number."""
-    out, bad = [], []
-    for n, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
+def parse_line(raw: str | bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """One line of a JSONL batch file: (object, None), or (None, why it is unreadable). A JSON string
+    may hold U+2028, U+0085 and the other Unicode line breaks raw (pydantic writes them so): only a
+    newline ends a line, so they stay inside it."""
+    if isinstance(raw, bytes):
         try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            bad.append(f"{source}: line {n}: not JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("custom_id"), str):
-            bad.append(f"{source}: line {n}: expected an object with a string `custom_id`")
-            continue
-        out.append((n, obj))
-    if bad:
-        raise BatchImportError("\n".join(bad[:20]) + (f"\n... and {len(bad) - 20} more" if len(bad) > 20 else ""))
-    return out
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return None, f"not UTF-8 text (byte {exc.start} of the line)"
+    raw = raw.rstrip("\r\n")
+    if not raw.strip():
+        return None, None
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON: {exc.msg} (column {exc.colno})"
+    if not isinstance(obj, dict) or not isinstance(obj.get("custom_id"), str):
+        return None, "expected an object with a string `custom_id`"
+    return obj, None
+
+
+def read_lines(text: str, source: str) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+    """(line number, object) of every readable line of a JSONL text, and each unreadable line named by
+    its number. Lines end at a newline only (`parse_line`), never at another Unicode line break."""
+    out, bad = [], []
+    for n, raw in enumerate(text.split("\n"), 1):
+        obj, why = parse_line(raw)
+        if obj is not None:
+            out.append((n, obj))
+        elif why:
+            bad.append(f"{source}: line {n}: {why}")
+    return out, bad
+
+
+def stream_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    """(line number, object or None, why not) of each line of a JSONL file, read one line at a time
+    (a batch output file may be gigabytes): split at newlines only, each line decoded on its own."""
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            obj, why = parse_line(raw)
+            if obj is not None or why:
+                yield n, obj, why
 
 
 def _now() -> datetime:
@@ -260,71 +290,101 @@ class ImportReport:
     batches: list[str]
     still_pending: int  # requests of those batches the file has no line for
     run_id: str  # what the rows it wrote carry in llm.calls.run_id
+    unreadable: list[str] = field(default_factory=list)  # lines that are no result, each named
+    already: int = 0  # lines whose request llm.calls already holds answered: kept as stored
+    other_model: dict[str, str] = field(default_factory=dict)  # served model asked -> the one that answered
 
     def line(self) -> str:
         left = f"; {self.still_pending} requests of these batches have no line in it and stay pending" \
             if self.still_pending else ""
+        skipped = f"; {self.already} already answered, kept as stored" if self.already else ""
+        bad = (f"; {len(self.unreadable)} unreadable line(s) skipped, their requests stay pending"
+               if self.unreadable else "")
+        other = ("; answered by another model than the one asked: "
+                 + ", ".join(f"{b!r} for {a!r}" for a, b in sorted(self.other_model.items()))
+                 if self.other_model else "")
         return (f"{self.path}: {self.answered + self.failed} results read into llm.calls ({self.answered} answered, "
-                f"{self.failed} failed) for {len(self.batches)} batch file(s){left}")
+                f"{self.failed} failed) for {len(self.batches)} batch file(s){left}{skipped}{bad}{other}")
 
 
-def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str | None = None) -> ImportReport:
-    """Read a batch output file (OpenAI's layout or vLLM's `run_batch`'s) into `llm.calls`. Every
-    line's `custom_id` must be a request this configuration exported and has no answer for yet;
-    otherwise the whole file is refused, each bad line named, and nothing is written."""
+IMPORT_CHUNK = 1_000  # rows written per commit while an output file is read
+
+
+def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str | None = None,
+                chunk: int = IMPORT_CHUNK) -> ImportReport:
+    """Read a batch output file (OpenAI's layout or vLLM's `run_batch`'s) into `llm.calls`, streaming:
+    the file is read twice, a line at a time, so memory holds its keys and one chunk of rows, never
+    the file. The first pass checks it: every line's `custom_id` must be a request this
+    configuration exported, once; otherwise the whole file is refused, each bad line named, and
+    nothing is written. A line that is no result at all (not UTF-8, not JSON, no `custom_id`) is
+    named in the report and skipped, its request left pending for the next export: one bad line
+    never discards the good ones. A request already answered in `llm.calls` keeps its stored answer
+    (the file may be imported again). The second pass stores the results, `chunk` rows a commit;
+    each row is a whole call, so a run stopped midway leaves stored rows and pending ones, and
+    importing the file again completes it."""
     from llm_calls.ledger import _UPSERT
 
     path = Path(path)
     run_id = run_id or f"batch-import-{uuid.uuid4().hex[:12]}"
     try:
-        text = path.read_text(encoding="utf-8")
+        first: dict[str, int] = {}  # custom_id -> its line
+        unreadable: list[str] = []
+        bad: list[str] = []
+        for n, obj, why in stream_lines(path):
+            if obj is None:
+                unreadable.append(f"{path}: line {n}: {why}")
+            elif obj["custom_id"] in first:
+                bad.append(f"{path}: line {n}: custom_id {obj['custom_id']} appears twice in the file "
+                           f"(first on line {first[obj['custom_id']]})")
+            else:
+                first[obj["custom_id"]] = n
     except OSError as exc:
         raise BatchImportError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
-    lines = read_lines(text, str(path))
     identities = {registry.identity(name): name for name in registry.config.models}
-    keys = [obj["custom_id"] for _, obj in lines]
     writer = warehouse.writer()
     try:
-        pending = {}
-        for row in writer.query(
-                """SELECT br.key, br.batch_id, br.model, br.model_identity, br.purpose, br.sample_index, br.request,
-                          c.status
-                   FROM llm.batch_requests br JOIN llm.batches b USING (batch_id)
-                   LEFT JOIN llm.calls c ON c.key = br.key
-                   WHERE b.mode = 'files' AND br.key IN (SELECT unnest(?::VARCHAR[]))
-                   ORDER BY b.created_at""", [keys]):
-            pending[row[0]] = row  # the latest batch a key was exported in
-        bad, seen = [], set()
-        for n, obj in lines:
-            key = obj["custom_id"]
+        pending = _pending_requests(writer, list(first))
+        for key, n in first.items():
             got = pending.get(key)
-            if key in seen:
-                bad.append(f"{path}: line {n}: custom_id {key} appears twice in the file")
-            elif got is None:
+            if got is None:
                 bad.append(f"{path}: line {n}: custom_id {key} is not a request any batch file of this warehouse holds")
             elif got[3] not in identities:
                 bad.append(f"{path}: line {n}: custom_id {key} is a request of {got[2]} ({got[3]}), which this "
                            f"configuration does not have (configured: {sorted(registry.config.models)})")
-            elif got[7] == "ok":
-                bad.append(f"{path}: line {n}: custom_id {key} is already answered in llm.calls (imported before?)")
-            seen.add(key)
         if bad:
+            bad.sort(key=lambda b: int(re.search(r": line (\d+):", b).group(1)))
             more = f"\n... and {len(bad) - 20} more" if len(bad) > 20 else ""
             raise BatchImportError(f"{path}: refused, nothing written:\n" + "\n".join(bad[:20]) + more)
         secrets = registry.secrets()
-        rows, answered = [], 0
-        for _, obj in lines:
-            key, bid, model, identity, purpose, sample_index, request, _ = pending[obj["custom_id"]]
+        answered = failed = already = 0
+        other_model: dict[str, str] = {}
+        rows: list[dict[str, Any]] = []
+        for _, obj, _why in stream_lines(path):
+            if obj is None:
+                continue
+            key, bid, model, identity, purpose, sample_index, request, status = pending[obj["custom_id"]]
+            if status == "ok":
+                already += 1
+                continue
             request = json.loads(request)
             answer = answer_of_line(obj, secrets)
             ep = offline_endpoint(registry, identities[identity], f"batch file {path.name}")
+            said = ((obj.get("response") or {}).get("body") or {}).get("model") \
+                if isinstance(obj.get("response"), Mapping) and isinstance(obj["response"].get("body"), Mapping) else None
+            if answer.ok and isinstance(said, str) and not _same_model(said, ep.served_model):
+                other_model[ep.served_model] = said
             _, row = answer.stored(key=key, ep=ep, identity=identity, purpose=purpose or "",
                                    messages=request["messages"], sent=request["params"], sample_index=sample_index,
                                    latency=None, attempts=1, run_id=run_id, created=_now())
             rows.append(row)
             answered += answer.ok
-        writer.upsert("llm.calls", rows, _UPSERT)
-        batches = sorted({pending[k][1] for k in keys})
+            failed += not answer.ok
+            if len(rows) >= chunk:
+                writer.upsert("llm.calls", rows, _UPSERT)
+                rows = []
+        if rows:
+            writer.upsert("llm.calls", rows, _UPSERT)
+        batches = sorted({pending[k][1] for k in first})
         left = 0
         for bid in batches:
             n_ok, n_failed, n_none = writer.query(
@@ -336,7 +396,30 @@ def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str
                     n_ok=n_ok, n_failed=n_failed, finished_at=_now() if n_none == 0 else None)
     finally:
         writer.close()
-    return ImportReport(path, answered, len(rows) - answered, batches, left, run_id)
+    return ImportReport(path, answered, failed, batches, left, run_id, unreadable, already, other_model)
+
+
+def _pending_requests(writer: Any, keys: list[str], per_query: int = 5_000) -> dict[str, tuple[Any, ...]]:
+    """The exported requests among `keys` (the latest batch each was exported in), with their stored
+    call's status: asked in slices, so a file of a million lines is no million-item parameter."""
+    out: dict[str, tuple[Any, ...]] = {}
+    for k in range(0, len(keys), per_query):
+        for row in writer.query(
+                """SELECT br.key, br.batch_id, br.model, br.model_identity, br.purpose, br.sample_index, br.request,
+                          c.status
+                   FROM llm.batch_requests br JOIN llm.batches b USING (batch_id)
+                   LEFT JOIN llm.calls c ON c.key = br.key
+                   WHERE b.mode = 'files' AND br.key IN (SELECT unnest(?::VARCHAR[]))
+                   ORDER BY b.created_at""", [keys[k:k + per_query]]):
+            out[row[0]] = tuple(row)  # the latest batch a key was exported in
+    return out
+
+
+def _same_model(said: str, asked: str) -> bool:
+    """Whether a result's `model` is the served model asked: the same name, a path to it
+    (`org/name`), or a dated snapshot of it (`gpt-4o-mini-2024-07-18` for `gpt-4o-mini`)."""
+    said, asked = said.rsplit("/", 1)[-1].lower(), asked.rsplit("/", 1)[-1].lower()
+    return said == asked or said.startswith(asked + "-") or asked.startswith(said + "-")
 
 
 def offline_endpoint(registry: ModelRegistry, name: str, host: str = "batch file") -> Endpoint:
@@ -398,24 +481,36 @@ async def run_api(ledger: Any, ep: Endpoint, identity: str, purpose: str,
         texts: list[tuple[str, str]] = []
         status = "failed"
         if error is None:
-            batch, status = await _wait(client, provider_id, cfg, ledger.log, ep.name)
-            for name in ("output_file_id", "error_file_id"):
-                fid = getattr(batch, name, None)
-                if fid:
-                    texts.append((fid, (await client.files.content(fid)).text))
-            if status == "failed" and not texts:
+            try:
+                batch, status = await _wait(client, provider_id, cfg, ledger.log, ep.name)
+                for name in ("output_file_id", "error_file_id"):
+                    fid = getattr(batch, name, None)
+                    if fid:
+                        texts.append((fid, (await client.files.content(fid)).text))
+            except openai.NotFoundError:  # the provider no longer knows it (deleted, or another account's)
+                error = f"the provider no longer knows batch {provider_id} (HTTP 404)"
+            except openai.OpenAIError as exc:
+                error = ep.redact(f"batch API while waiting: {type(exc).__name__}: {str(exc)[:300]}")
+            if status == "failed" and not texts and error is None:
                 errors = getattr(getattr(batch, "errors", None), "data", None) or []
                 error = "; ".join(f"{e.code}: {e.message}" for e in errors[:3]) or "the provider failed the batch"
     finally:
         await client.close()
     secrets = ledger.registry.secrets()
     answers: dict[str, Any] = {}
+    unreadable: list[str] = []
     for fid, text in texts:
-        for _, obj in read_lines(text, f"{provider_id} file {fid}"):
+        good, bad = read_lines(text, f"{provider_id} file {fid}")
+        unreadable += bad
+        for _, obj in good:
             if obj["custom_id"] in todo:
                 answers[obj["custom_id"]] = answer_of_line(obj, secrets)
-    missing = Answer(False, error=ep.redact(f"batch {provider_id or bid} {status}: "
-                                            f"{error or 'it has no result for this request'}; asked again next run"))
+    if unreadable:  # every readable answer is stored; the requests of these lines are asked again
+        ledger.log.warning(f"llm batch [{ep.name}]: {len(unreadable)} unreadable output line(s), their requests "
+                           "asked again next run: " + "; ".join(unreadable[:5]))
+    why = error or ("it has no readable result for this request (" + "; ".join(unreadable[:3]) + ")" if unreadable
+                    else "it has no result for this request")
+    missing = Answer(False, error=ep.redact(f"batch {provider_id or bid} {status}: {why}; asked again next run"))
     out, rows = {}, []
     for p in lines:
         result, row = answers.get(p.key, missing).stored(

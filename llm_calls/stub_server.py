@@ -103,8 +103,12 @@ class StubServer:
     def __init__(self, delay_s: float = 0.0, hang_s: float = 5.0, model: str = "stub-model", port: int = 0,
                  responder: Callable[[dict[str, Any]], str | None] | None = None, fail_share: float = 0.0,
                  echo_key_401: bool = False, cut_every_reply: bool = False, hosted_reasoning: bool = False,
-                 hidden_reasoning_tokens: int = 96, batch_expire_after: int | None = None, batch_polls: int = 1):
+                 hidden_reasoning_tokens: int = 96, batch_expire_after: int | None = None, batch_polls: int = 1,
+                 output_filter: Callable[[bytes], bytes] | None = None):
         self.responder = responder
+        # applied to every batch output and error file as it is written: raw Unicode line breaks, a
+        # broken line, as a provider's files may have them
+        self.output_filter = output_filter
         self.batch_expire_after = batch_expire_after
         self.batch_polls = batch_polls
         self.files: dict[str, bytes] = {}  # uploaded and written files by id
@@ -279,7 +283,8 @@ class StubServer:
             for name, rows in (("output_file_id", out), ("error_file_id", errors)):
                 if rows:
                     fid = self._new_id("file")
-                    self.files[fid] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                    self.files[fid] = self.output_filter(data) if self.output_filter else data
                     batch[name] = fid
             expired = self.batch_expire_after is not None and self.batch_expire_after < len(lines)
             batch["status"] = "expired" if expired else "completed"

@@ -12,8 +12,8 @@ from collections.abc import Callable
 import pytest
 
 from evaluations.ib import FOLLOW_UP, Item, Runner
+from evaluations.waken import STIMULATION, Pipeline
 from evaluations.waken import Item as WakenItem
-from evaluations.waken import Pipeline
 from llm_calls import CallRequest, Ledger, ModelRegistry
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config, user
@@ -104,7 +104,7 @@ def test_an_early_items_stage_one_starts_before_the_last_direct_answer_is_answer
     items = [WakenItem(f"s{k}", "fact", "True", f"sent1: Ada{k} is red", f"Ada{k} is red") for k in range(24)]
     responder = _last_first_call_held(
         scripted, 24, lambda b: b["messages"][0]["content"].startswith("Read the facts"),
-        {"stage 1": lambda b: b["messages"][0]["content"].startswith("Your answer Unknown may be wrong")})
+        {"stage 1": lambda b: b["messages"][0]["content"].startswith(STIMULATION["detailed"][:40])})
     with StubServer(responder=responder, delay_s=0.02) as stub:
         cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
                                                            "concurrency": 4}}, ledger={"timeout_s": 30.0})
@@ -113,7 +113,7 @@ def test_an_early_items_stage_one_starts_before_the_last_direct_answer_is_answer
                             seed=1).run([1.0], [])
         calls = _chat(stub)
     direct = [c for c in calls if c["body"]["messages"][0]["content"].startswith("Read the facts")]
-    stage1 = [c for c in calls if c["body"]["messages"][0]["content"].startswith("Your answer Unknown may be wrong")]
+    stage1 = [c for c in calls if c["body"]["messages"][0]["content"].startswith(STIMULATION["detailed"][:40])]
     assert len(direct) == 24 and stage1
     assert min(c["time"] for c in stage1) < max(c["answered"] for c in direct)
     # every item is in the Vague Perception set, so Remind-then-Guide drew its labels over all 24

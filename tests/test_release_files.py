@@ -72,7 +72,8 @@ def project(tmp_path: Path) -> Path:
 
 def judge(body):
     text = body["messages"][0]["content"]
-    return "No." if "Does the context give enough information" in text else "Final answer: Unknown"
+    enough = ("Does the context give enough information", "Do the question and options alone")
+    return "No." if any(q in text for q in enough) else "Final answer: Unknown"
 
 
 def test_every_paper_dataset_builds_its_items_from_local_release_files_through_dagster(tmp_path):

@@ -51,6 +51,7 @@ def test_items_outcomes_and_metrics_for_every_dataset(setup):
     assert all(r.success for r in results.values())
     assert checks(results["fld"]) == {"solvable_unknown_one_to_one": True, "no_duplicate_items": True,
                                       "gold_label_matches_proof": True, "folio_fol_read": True,
+                                      "paper_counts_reached": True,
                                       "converting_identities": True,
                                       "failed_calls": True, "undecided_replies": True, "truncated_replies": True}
     metrics = materialize(defs, ["waken_metrics"])

@@ -97,8 +97,9 @@ VIEWS: dict[str, str] = {
         FROM ib.metrics WHERE category = '-'
         GROUP BY model, setting, form ORDER BY model, setting, form
     """,
-    # Paper table 3 layout (percent; disturbing miscellany has its own table 6, `ib.miscellany`): judging Acc_b^1 = (SR1 + GR1) / 2; choices Acc_b^2 = the mean of SR2
-    # (single-choice tense), GR2 (single-choice sparse) and GR3 (multiple-choice sparse).
+    # Paper table 3 layout (percent): judging Acc_b^1 = (SR1 + GR1) / 2; choices Acc_b^2 = the mean of SR2
+    # (single-choice tense), GR2 (single-choice sparse) and GR3 (multiple-choice sparse). Disturbing
+    # miscellany has its own table, 6 (`ib.miscellany`).
     "ib.table3": """
         WITH m AS (
             SELECT model, setting,

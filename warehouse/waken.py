@@ -142,7 +142,7 @@ VIEWS: dict[str, str] = {
     # Table 4 (section 5.4): stage 1's TCR under the concise (CS) and the detailed (DS) stimulation on the
     # same Vague Perception items (`waken.style_swap`); `pipeline` marks the style the dataset's form uses
     # (the paper's shaded rows).
-    "waken.table4": f"""
+    "waken.table4": """
         WITH forms AS (SELECT dataset, any_value(form) AS form FROM waken.items GROUP BY dataset),
         styled AS (
             SELECT m.model, m.dataset, m.setting,
