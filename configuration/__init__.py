@@ -114,7 +114,8 @@ class BatchConfig(Strict):
     mode: Literal["api", "files"]
     dir: str = Field("data/batches", description="files mode: where the batch input files are written "
                                                  "(relative paths beside the configuration file)")
-    completion_window: str = Field("24h", description="api mode: the window the provider is given")
+    completion_window: str = Field("24h", pattern=r"^[1-9]\d{0,2}h$", description=(
+        "api mode: the window the provider is given, in hours ('24h', the one OpenAI accepts)"))
     poll_s: float = Field(5.0, gt=0, description="api mode: the first wait between status checks")
     poll_max_s: float = Field(60.0, gt=0, description="api mode: the longest wait between status checks "
                                                        "(the wait doubles up to it)")
@@ -254,6 +255,38 @@ class ReleaseConfig(Strict):
     load: dict[str, str] = Field(default_factory=dict, description=(
         "a family's release folder to read its items from instead of building them ({muso: path}); the "
         "configured partitions must be in it"))
+
+    @field_validator("generated_license")
+    @classmethod
+    def _known_license(cls, value: str) -> str:
+        from configuration.licenses import LICENSE_URLS
+
+        if value not in LICENSE_URLS:
+            raise ValueError(f"{value!r} is no licence Benchsmith knows ({', '.join(sorted(LICENSE_URLS))})")
+        return value
+
+    @field_validator("source_licenses")
+    @classmethod
+    def _no_relabelled_source(cls, value: dict[str, str]) -> dict[str, str]:
+        from configuration.licenses import LICENSE_URLS, LICENSES
+
+        for kind, license in value.items():
+            if license not in LICENSE_URLS:
+                raise ValueError(f"{kind}: {license!r} is no licence Benchsmith knows ({', '.join(sorted(LICENSE_URLS))})")
+            if kind in LICENSES and LICENSES[kind] != license:
+                raise ValueError(f"{kind}: its authors release it under {LICENSES[kind]}; a configuration cannot "
+                                 f"relabel it {license}")
+        return value
+
+    @field_validator("load")
+    @classmethod
+    def _known_families(cls, value: dict[str, str]) -> dict[str, str]:
+        from configuration.families import BY_KEY
+
+        unknown = sorted(set(value) - set(BY_KEY))
+        if unknown:
+            raise ValueError(f"no family {', '.join(map(repr, unknown))}; families: {', '.join(sorted(BY_KEY))}")
+        return value
 
 
 class ReplyCheckThresholds(Strict):
@@ -459,6 +492,12 @@ def load_config(path: str | Path | None = None) -> Config:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{p}: configuration file not found (set {CONFIG_ENV_VAR} to another path)") from None
+    except UnicodeDecodeError as exc:
+        line = p.read_bytes()[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{p}: line {line}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r}); "
+                          "save the file as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot be read ({exc.strerror or exc})") from None
     loader = _LOADER(text)
     try:  # one parse: the node tree is bounded first, then built (aliases expanded) from it
         node = loader.get_single_node()

@@ -25,10 +25,13 @@ source whose licence is not known), the release is refused, saying which configu
 unless `release.allow_mixed_licenses` is set: the card then says the licences conflict and names
 each configuration's own (`license: other`).
 
-A release folder is also a source: `release.load: {<key>: <folder>}` in a configuration makes the
-family's items asset read each configured partition from the folder (checking the release is of
-this family, the partition is in it, and each row's digest) instead of building it, so a
-benchmark built once is evaluated anywhere without rebuilding it. Each family's part (what its
+`release.json` records the sha256 and size of every file (each configuration's Parquet, the card,
+the Croissant metadata) and each configuration's row count. A release folder is also a source:
+`release.load: {<key>: <folder>}` in a configuration makes the family's items asset read each
+configured partition from the folder instead of building it, so a benchmark built once is evaluated
+anywhere without rebuilding it; it is read only whole, as written (`verify`: every file matches its
+recorded hash and size, the Croissant's hashes are the files', the row counts hold, each row's digest
+matches its content, no item twice), and refused otherwise, naming the file. Each family's part (what its
 configurations are, their rows, sources, labels, paper, limits) is `releases/<key>.py`.
 """
 
@@ -54,26 +57,11 @@ import yaml
 
 from configuration import Config
 from configuration.families import BY_KEY, FAMILIES
+from configuration.licenses import LICENSE_URLS, LICENSES
 from warehouse import Warehouse, open_warehouse
 
 SPLIT = "test"
 CARD, CROISSANT, MANIFEST = "README.md", "croissant.json", "release.json"
-# The licences of the sources the families read (their dataset cards); `release.source_licenses`
-# adds or overrides one. A source missing here has an unknown licence, and a release of it is refused.
-LICENSES = {
-    "fld": "cc-by-4.0",  # the FLD corpus (its generator's code is Apache-2.0)
-    "folio": "cc-by-sa-4.0",
-    "scienceqa": "cc-by-nc-sa-4.0",
-}
-LICENSE_URLS = {
-    "cc-by-4.0": "https://creativecommons.org/licenses/by/4.0/",
-    "cc-by-sa-4.0": "https://creativecommons.org/licenses/by-sa/4.0/",
-    "cc-by-nc-4.0": "https://creativecommons.org/licenses/by-nc/4.0/",
-    "cc-by-nc-sa-4.0": "https://creativecommons.org/licenses/by-nc-sa/4.0/",
-    "cc0-1.0": "https://creativecommons.org/publicdomain/zero/1.0/",
-    "mit": "https://opensource.org/licenses/MIT",
-    "apache-2.0": "https://www.apache.org/licenses/LICENSE-2.0",
-}
 # what data under a licence may be released under (besides itself): attribution-only data may go
 # into a release with more conditions; share-alike data only under its own licence
 _INTO = {
@@ -170,9 +158,12 @@ def write(cfg: Config, wh: Warehouse, key: str, out: Path | None = None) -> Writ
             files[p.name] = path
         (tmp / CARD).write_text(card(cfg, key, parts, license, files), encoding="utf-8")
         (tmp / CROISSANT).write_text(croissant(cfg, key, parts, license, files), encoding="utf-8")
-        (tmp / MANIFEST).write_text(json.dumps({"family": key, "version": version(cfg, key), "seed": cfg.seed,
-                                                "scale": cfg.scale, "license": license,
-                                                "configs": [p.name for p in parts]}, indent=2) + "\n")
+        (tmp / MANIFEST).write_text(json.dumps({
+            "family": key, "version": version(cfg, key), "seed": cfg.seed, "scale": cfg.scale, "license": license,
+            "configs": [p.name for p in parts], "rows": {p.name: p.table.num_rows for p in parts},
+            "files": {rel: _file_record(tmp / rel)
+                      for rel in [*(f"{p.name}/{SPLIT}.parquet" for p in parts), CARD, CROISSANT]}},
+            indent=2) + "\n")
         check_croissant(tmp / CROISSANT)
         umask = os.umask(0)
         os.umask(umask)
@@ -201,8 +192,9 @@ def _license(cfg: Config, key: str, parts: Sequence[Part]) -> str:
 
 
 def source_license(cfg: Config, kind: str) -> str | None:
-    """The licence of a source kind (`fld`, `folio`, ...): the configuration's word first, then `LICENSES`."""
-    return cfg.release.source_licenses.get(kind) or LICENSES.get(kind)
+    """The licence of a source kind (`fld`, `folio`, ...): `LICENSES`, else the configuration's word
+    (which may add a licence for a source not known here, never change a known one)."""
+    return LICENSES.get(kind) or cfg.release.source_licenses.get(kind)
 
 
 def provenance(cfg: Config, kind: str, source: Any, generated_by: str, versions: str) -> tuple[tuple[str, ...], str | None]:
@@ -375,16 +367,76 @@ def _quiet() -> Any:
 
 # -- a release as a source --------------------------------------------------------------------
 
+def _file_record(path: Path) -> dict[str, Any]:
+    data = path.read_bytes()
+    return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+
+
 def manifest(folder: Path, key: str) -> dict[str, Any]:
-    """The release's own description, checked to be of family `key`."""
+    """The release's own description, checked to be of family `key` and whole (`verify`)."""
     path = Path(folder) / MANIFEST
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReleaseError(f"{path}: not a Benchsmith release folder ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ReleaseError(f"{path}: not a Benchsmith release manifest (a JSON object)")
     if data.get("family") != key:
         raise ReleaseError(f"{path}: a release of {data.get('family')!r}, not of {key!r}")
+    verify(Path(folder), data)
     return data
+
+
+_VERIFIED: dict[tuple[str, float], bool] = {}  # (folder, manifest mtime) checked in this process
+
+
+def verify(folder: Path, data: Mapping[str, Any]) -> None:
+    """A release is loaded only whole, as written: every file the manifest records (each
+    configuration's Parquet, the card, the Croissant metadata) matches its size and sha256; the
+    Croissant's own sha256 of each Parquet file is the manifest's; each file holds the rows the
+    manifest counts. Anything else (a row deleted or repeated, a label changed with its row digest
+    recomputed, an edited card or Croissant) is refused, naming the file."""
+    where = (str(folder.resolve()), (folder / MANIFEST).stat().st_mtime)
+    if where in _VERIFIED:
+        return
+    files, rows, configs = data.get("files"), data.get("rows"), data.get("configs")
+    if not isinstance(files, dict) or not isinstance(rows, dict) or not isinstance(configs, list):
+        raise ReleaseError(f"{folder / MANIFEST}: records no file hashes or row counts (a release written before "
+                           "releases were checked, or an edited manifest): write the release again")
+    for name in configs:
+        if f"{name}/{SPLIT}.parquet" not in files or name not in rows:
+            raise ReleaseError(f"{folder / MANIFEST}: configuration {name!r} has no recorded file or row count")
+    for rel, want in files.items():
+        path = folder / rel
+        if not isinstance(want, dict) or not path.is_file():
+            raise ReleaseError(f"{path}: missing from the release, or its record in {MANIFEST} is not a hash")
+        got = _file_record(path)
+        if got != {"sha256": want.get("sha256"), "bytes": want.get("bytes")}:
+            raise ReleaseError(f"{path}: does not match the sha256 and size {MANIFEST} records for it (changed after "
+                               "the release was written); refused")
+    _check_croissant_hashes(folder, files)
+    for name in configs:
+        path = folder / name / f"{SPLIT}.parquet"
+        try:
+            n = pq.read_metadata(path).num_rows
+        except Exception as exc:  # pyarrow raises several types for a file that is no Parquet
+            raise ReleaseError(f"{path}: not a readable Parquet file ({exc})") from exc
+        if n != rows[name]:
+            raise ReleaseError(f"{path}: holds {n} rows, {MANIFEST} records {rows[name]}; refused")
+    _VERIFIED[where] = True
+
+
+def _check_croissant_hashes(folder: Path, files: Mapping[str, Any]) -> None:
+    """Each Parquet file's sha256 in `croissant.json` is the one the manifest records."""
+    path = folder / CROISSANT
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReleaseError(f"{path}: not readable Croissant metadata ({exc})") from exc
+    listed = {d.get("contentUrl"): d.get("sha256") for d in meta.get("distribution", []) if isinstance(d, dict)}
+    for rel, want in files.items():
+        if rel.endswith(".parquet") and listed.get(rel) != want.get("sha256"):
+            raise ReleaseError(f"{path}: its sha256 for {rel} is not the file's ({listed.get(rel)!r}); refused")
 
 
 def read_part(folder: Path, key: str, name: str) -> dict[str, list[dict[str, Any]]]:
@@ -400,14 +452,26 @@ def read_part(folder: Path, key: str, name: str) -> dict[str, list[dict[str, Any
         raise ReleaseError(f"{folder}: has no configuration {name!r} (it has {data['configs']}); the "
                            "configuration asks for a partition the release was not built with")
     path = Path(folder) / name / f"{SPLIT}.parquet"
-    tables = spec(key).tables_of(pq.read_table(path).to_pylist())
+    try:
+        tables = spec(key).tables_of(pq.read_table(path).to_pylist())
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ReleaseError(f"{path}: its rows are not {key} items ({type(exc).__name__}: {exc})") from exc
     for table, rows in tables.items():
         if table not in ITEM_KEYS:
             continue
+        seen: dict[tuple[Any, ...], int] = {}
         for n, row in enumerate(rows, 1):
-            if row.get("item_digest") != item_digest(row):
+            try:
+                same = row.get("item_digest") == item_digest(row)
+            except (TypeError, ValueError) as exc:
+                raise ReleaseError(f"{path}: row {n}: a field of the wrong type ({exc})") from exc
+            if not same:
                 raise ReleaseError(f"{path}: row {n}: its content does not match its item_digest "
                                    "(the file was changed after the release was written)")
+            ident = tuple(row.get(k) for k in ITEM_KEYS[table])
+            if ident in seen:
+                raise ReleaseError(f"{path}: row {n}: item {ident} appears twice (first on row {seen[ident]}); refused")
+            seen[ident] = n
     return tables
 
 

@@ -42,6 +42,23 @@ def parts(cfg: Config, wh: Warehouse) -> list[Part]:
 
 
 def tables_of(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Released rows back as `ib.items`, each checked to be an item: `options` a JSON list of
+    `n_options` texts, `gold` a JSON list of option numbers among them, or "none" (ValueError naming
+    the row and field otherwise: a release is refused, never loaded half-typed)."""
+    import json
+
+    for n, r in enumerate(rows, 1):
+        try:
+            options, gold = json.loads(r["options"]), json.loads(r["gold"])
+        except (TypeError, KeyError, json.JSONDecodeError) as exc:
+            raise ValueError(f"row {n}: options or gold is not JSON text ({exc})") from None
+        if not (isinstance(options, list) and all(isinstance(o, str) for o in options)
+                and len(options) == r.get("n_options")):
+            raise ValueError(f"row {n}: field 'options' is not a list of n_options texts")
+        if not (gold == "none" or (isinstance(gold, list) and gold and all(
+                isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= len(options) for k in gold))):
+            raise ValueError(f"row {n}: field 'gold' is {gold!r}; expected option numbers among 1..{len(options)} "
+                             'or "none"')
     return {"ib.items": rows}
 
 

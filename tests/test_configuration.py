@@ -1,5 +1,7 @@
 """Configuration: valid files load; bad ones fail naming the file, the key and the expectation."""
 
+import re
+
 import pytest
 
 from configuration import ConfigError, load_config, parse_config
@@ -178,3 +180,32 @@ def test_each_configuration_list_is_the_one_its_code_implements():
     assert set(ib_gen.GENERATORS) == set(IB_GENERATOR_FORMS)
     assert ib.SETTINGS == IB_SETTINGS
     assert set(waken.BASELINE_PREFIX) == set(WAKEN_BASELINES)
+
+
+def test_a_configuration_not_in_utf8_is_refused_naming_the_line_not_a_traceback(tmp_path):
+    """D13: a configuration saved as cp1252 (Windows' default) ended in a bare UnicodeDecodeError."""
+    path = tmp_path / "benchsmith.yaml"
+    path.write_bytes("scale: demo\n# caf\u00e9 \u2013 notes\n".encode("cp1252"))
+    with pytest.raises(ConfigError, match=r"benchsmith.yaml: line 2: not UTF-8 text .*save the file as UTF-8"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"release": {"load": {"mmlu": "data/releases/mmlu-1"}}}, "no family 'mmlu'"),
+    ({"release": {"source_licenses": {"scienceqa": "cc-by-4.0"}}},
+     "scienceqa: its authors release it under cc-by-nc-sa-4.0; a configuration cannot relabel it cc-by-4.0"),
+    ({"release": {"source_licenses": {"multirc": "free-for-all"}}}, "'free-for-all' is no licence Benchsmith knows"),
+    ({"release": {"generated_license": "public"}}, "'public' is no licence Benchsmith knows"),
+    ({"models": {"m": {"base_url": "http://h/v1", "model": "x", "batch": {"mode": "api", "completion_window": "forever"}}},
+      "evaluate": ["m"], "judge": "m"}, "completion_window"),
+])
+def test_release_and_batch_settings_that_cannot_hold_are_refused(tmp_path, section, message):
+    """D13: an unknown family under release.load, a source's licence relabelled, an unknown licence and
+    a completion window no provider takes were accepted."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(write_config(tmp_path, section))
+
+
+def test_a_licence_for_a_source_not_known_here_may_be_given():
+    cfg = parse_config({"release": {"source_licenses": {"multirc": "cc-by-sa-4.0", "fld": "cc-by-4.0"}}})
+    assert cfg.release.source_licenses["multirc"] == "cc-by-sa-4.0"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 
 import pyarrow.parquet as pq
@@ -129,6 +130,10 @@ def test_a_release_lacking_a_configured_partition_or_changed_after_writing_is_re
     rows = table.to_pylist()
     rows[0]["question"] += " (edited)"
     pq.write_table(type(table).from_pylist(rows, schema=table.schema), path)
+    releases._VERIFIED.clear()
+    with pytest.raises(releases.ReleaseError, match="does not match the sha256 and size release.json records"):
+        releases.read_part(changed, "waken", "fld")
+    _forge_hashes(changed)  # the file's hashes forged to match: the row's own digest still tells
     with pytest.raises(releases.ReleaseError, match="row 1: its content does not match its item_digest"):
         releases.read_part(changed, "waken", "fld")
 
@@ -233,3 +238,102 @@ def _only(wh, language, tmp_path):
         {k: v for k, v in r.items() if k != "item_digest"}
         for r in wh.rows("SELECT * FROM s1.items WHERE language = ?", [language])]})
     return copy
+
+
+# -- D11: a release is loaded only whole, as written ---------------------------------------------------
+
+def _copy(folder, tmp_path, name):
+    import shutil
+
+    out = tmp_path / name
+    shutil.copytree(folder, out)
+    releases._VERIFIED.clear()
+    return out
+
+
+def _rewrite(path, edit):
+    table = pq.read_table(path)
+    rows = edit(table.to_pylist())
+    pq.write_table(type(table).from_pylist(rows, schema=table.schema), path, compression="zstd")
+
+
+def _forge_hashes(folder):
+    """What a careful forger does after editing a Parquet file: the manifest's and Croissant's hashes
+    and counts made to match the new file."""
+    import hashlib
+
+    manifest = json.loads((folder / "release.json").read_text())
+    for rel in manifest["files"]:
+        if rel.endswith(".parquet"):
+            data = (folder / rel).read_bytes()
+            manifest["files"][rel] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+            manifest["rows"][rel.split("/")[0]] = pq.read_metadata(folder / rel).num_rows
+    meta = json.loads((folder / "croissant.json").read_text())
+    for d in meta["distribution"]:
+        if d.get("contentUrl") in manifest["files"]:
+            d["sha256"] = manifest["files"][d["contentUrl"]]["sha256"]
+    (folder / "croissant.json").write_text(json.dumps(meta))
+    data = (folder / "croissant.json").read_bytes()
+    manifest["files"]["croissant.json"] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    (folder / "release.json").write_text(json.dumps(manifest))
+
+
+def test_a_tampered_release_is_refused_naming_the_file(built, tmp_path):
+    """Issue D11's five tamperings, each refused with the file named: a row deleted, a row repeated,
+    a gold label changed with its row digest recomputed, the Croissant's sha256 changed, the card
+    edited. The untouched release loads."""
+    from warehouse.connection import item_digest
+
+    w = built["out"]["ib"]
+    assert releases.read_part(w.folder, "ib", "fld")["ib.items"]
+
+    def regold(rows):
+        rows[0]["gold"] = json.dumps([2] if json.loads(rows[0]["gold"]) != [2] else [1])
+        rows[0]["item_digest"] = item_digest(rows[0])
+        return rows
+
+    cases = {
+        "deleted": (lambda f: _rewrite(f / "fld" / "test.parquet", lambda rows: rows[1:]), "fld/test.parquet"),
+        "repeated": (lambda f: _rewrite(f / "fld" / "test.parquet", lambda rows: rows + rows[:1]), "fld/test.parquet"),
+        "regold": (lambda f: _rewrite(f / "fld" / "test.parquet", regold), "fld/test.parquet"),
+        "croissant": (lambda f: (f / "croissant.json").write_text(
+            (f / "croissant.json").read_text().replace('"sha256": "', '"sha256": "0', 1)), "croissant.json"),
+        "card": (lambda f: (f / "README.md").write_text((f / "README.md").read_text() + "\nEdited.\n"), "README.md"),
+    }
+    for name, (tamper, file) in cases.items():
+        folder = _copy(w.folder, tmp_path, name)
+        tamper(folder)
+        with pytest.raises(releases.ReleaseError, match=re.escape(str(folder / file))):
+            releases.read_part(folder, "ib", "fld")
+
+
+def test_a_forged_release_is_still_refused_for_a_repeated_item_or_a_gold_of_the_wrong_type(built, tmp_path):
+    """Hashes and counts forged to match the edited file: a repeated item is refused by its id, a gold
+    that is no option number by its field, each with the row named, never a traceback."""
+    w = built["out"]["ib"]
+    folder = _copy(w.folder, tmp_path, "repeated")
+    _rewrite(folder / "fld" / "test.parquet", lambda rows: rows + rows[:1])
+    _forge_hashes(folder)
+    with pytest.raises(releases.ReleaseError, match=r"row \d+: item .* appears twice \(first on row 1\)"):
+        releases.read_part(folder, "ib", "fld")
+    from warehouse.connection import item_digest
+
+    def badly_typed(rows):
+        rows[0]["gold"] = json.dumps({"answer": 1})
+        rows[0]["item_digest"] = item_digest(rows[0])
+        return rows
+
+    folder = _copy(w.folder, tmp_path, "typed")
+    _rewrite(folder / "fld" / "test.parquet", badly_typed)
+    _forge_hashes(folder)
+    with pytest.raises(releases.ReleaseError, match=r"row 1: field 'gold' is \{'answer': 1\}"):
+        releases.read_part(folder, "ib", "fld")
+
+
+def test_a_release_without_recorded_hashes_is_refused(built, tmp_path):
+    folder = _copy(built["out"]["ib"].folder, tmp_path, "old")
+    manifest = json.loads((folder / "release.json").read_text())
+    del manifest["files"]
+    (folder / "release.json").write_text(json.dumps(manifest))
+    with pytest.raises(releases.ReleaseError, match="records no file hashes"):
+        releases.read_part(folder, "ib", "fld")
