@@ -73,12 +73,15 @@ _SIGNAL_ADVICE = {
 # model file -> why its server must not be started again in this process; model file -> servers that died
 _BROKEN: dict[str, str] = {}
 _DEATHS: dict[str, int] = {}
+# pid -> the server process this process started: any user in this process (a step's registry that
+# joined the server another step started) reads its exit status from here
+_STARTED: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def describe_exit(returncode: int | None) -> str:
     """An exit status in words: 'killed by SIGILL (illegal instruction)' or 'exited with code 1'."""
     if returncode is None:
-        return "exited (status unknown: another process started it)"
+        return "exited (another process started it, and only that process can read how it ended)"
     if returncode < 0:
         try:
             sig = signal.Signals(-returncode)
@@ -204,10 +207,13 @@ class EmbeddedServer:
             self._users_fd = os.open(users_lock, os.O_RDWR | os.O_CREAT, 0o644)
             fcntl.flock(self._users_fd, fcntl.LOCK_SH)  # we use it from now on
             known = self._read_state(state)
-            if known and self._healthy(int(known["port"]), timeout=5):
+            if known and self._serving(known):
                 self.port, self.pid, self.started_here = int(known["port"]), int(known["pid"]), False
                 self._log_path = Path(known["log"]) if known.get("log") else None
                 return self
+            if known and self._is_our_server(known):  # alive and ours, but it takes no connection: replaced,
+                self.pid = int(known["pid"])       # and stopped first, never left running beside the new one
+                self._terminate()
             self._spawn(users_lock, self.server_module)
             state.write_text(json.dumps({"pid": self.pid, "port": self.port, "model": str(self.model_path),
                                          "started_by": os.getpid(), "log": str(self._log_path)}))
@@ -239,11 +245,41 @@ class EmbeddedServer:
                                       start_new_session=True)
         os.close(fd)
         self.pid, self.started_here = self._proc.pid, True
+        _STARTED[self.pid] = self._proc
         try:
             self._wait_healthy()
         except BaseException:
             self._terminate()
             raise
+
+    def _is_our_server(self, known: dict) -> bool:
+        """Whether the live process the state file names is this model's server (not a pid reused by
+        another program): its command line names the model file and the port."""
+        try:
+            argv = Path(f"/proc/{int(known['pid'])}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return True  # no /proc: trust the state file, as before
+        words = [a.decode(errors="replace") for a in argv]
+        return str(self.model_path) in words and str(known.get("port")) in words
+
+    def _serving(self, known: dict, timeout: float = 30.0) -> bool:
+        """Whether the server the state file names can be joined: our server's process, alive, whose
+        port takes a connection. Not an HTTP probe: the server answers one request at a time, and a
+        probe queued behind a long generation, or starved on a busy machine, would take a busy server
+        for a dead one and start a second beside it. The kernel takes the connection however busy the
+        server is; only a server that has stopped listening refuses it."""
+        if not self._is_our_server(known):
+            return False
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not _pid_alive(int(known["pid"])):
+                return False
+            try:
+                with socket.create_connection(("127.0.0.1", int(known["port"])), timeout=2):
+                    return True
+            except OSError:
+                time.sleep(0.25)
+        return False
 
     def _healthy(self, port: int, timeout: float = 2) -> bool:
         try:
@@ -312,9 +348,10 @@ class EmbeddedServer:
         if self.pid is None:
             return None
         deadline = time.monotonic() + wait_s
+        proc = self._proc or _STARTED.get(self.pid)  # started here, or by another user in this process
         while True:
-            returncode = self._proc.poll() if self._proc is not None else None
-            alive = returncode is None and (self._proc is not None or _pid_alive(self.pid))
+            returncode = proc.poll() if proc is not None else None
+            alive = returncode is None and (proc is not None or _pid_alive(self.pid))
             if not alive:
                 break
             if time.monotonic() >= deadline:
@@ -398,6 +435,10 @@ class EmbeddedServer:
 
     def _terminate(self) -> None:
         proc, self._proc = self._proc, None
+        if proc is None and self.pid is not None:
+            proc = _STARTED.get(self.pid)
+        if self.pid is not None:
+            _STARTED.pop(self.pid, None)
         if proc is not None:
             if proc.poll() is None:
                 proc.terminate()

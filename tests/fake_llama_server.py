@@ -3,7 +3,9 @@ does: it starts, lists its model, and is killed by SIGILL on its first completio
 `tileloadd` does on a VM that forbids AMX). Run as `EmbeddedServer.server_module` by the tests,
 with the same arguments as `llm_calls.serve_embedded`.
 
-FAKE_LLAMA_STARTS, if set, names a file that gets one line per start.
+FAKE_LLAMA_STARTS, if set, names a file that gets one line per start. FAKE_LLAMA_ANSWERS makes it a
+server that works instead, one request at a time (a single-threaded HTTP server, as llama.cpp's is);
+a request holding "[[busy]]" then keeps it busy FAKE_LLAMA_BUSY_S seconds (default 20).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import os
 import signal
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 
@@ -29,6 +32,20 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_POST(self) -> None:
+        if os.environ.get("FAKE_LLAMA_ANSWERS"):  # a server that works, one request at a time
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            if "[[busy]]" in json.dumps(body):
+                time.sleep(float(os.environ.get("FAKE_LLAMA_BUSY_S", "20")))  # a long generation
+            data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "smollm2-135m-instruct",
+                               "choices": [{"index": 0, "message": {"role": "assistant", "content": "OK"},
+                                            "finish_reason": "stop"}],
+                               "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         print("llama_context: graph_compute: running the first matrix product", flush=True)
         os.kill(os.getpid(), signal.SIGILL)
 

@@ -179,3 +179,82 @@ def test_a_process_that_joined_the_server_reads_the_crash_from_its_log(tmp_path)
     why = server.death(wait_s=0)
     assert why and "killed by SIGILL (illegal instruction) while answering" in why
     assert embedded.broken_reason(server.model_path) == why
+
+
+@pytest.fixture
+def working_build(tmp_path, monkeypatch):
+    """The embedded server is a stand-in that works, one request at a time, and can be kept busy."""
+    starts = tmp_path / "starts"
+    monkeypatch.setattr(EmbeddedServer, "server_module", "tests.fake_llama_server")
+    monkeypatch.setenv("FAKE_LLAMA_STARTS", str(starts))
+    monkeypatch.setenv("FAKE_LLAMA_ANSWERS", "1")
+    monkeypatch.setenv("FAKE_LLAMA_BUSY_S", "15")
+    return starts
+
+
+def _keep_busy(server):
+    """A long generation on the single-worker server, sent from a thread."""
+    import json
+    import urllib.request
+
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "[[busy]]"}]}).encode()
+    request = urllib.request.Request(f"{server.base_url}/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    thread = threading.Thread(target=lambda: urllib.request.urlopen(request, timeout=60).read(), daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    return thread
+
+
+def test_a_busy_server_is_joined_never_started_again_beside_it(tmp_path, working_build):
+    """D12: a server busy with a long generation (or starved on a loaded machine) does not answer a
+    health probe within 5 s; a new user took it for dead and started a second, then a third, beside
+    it. A live server of this model whose port takes connections is joined, however busy."""
+    first = EmbeddedServer(MODEL).start()
+    try:
+        busy = _keep_busy(first)
+        t0 = time.monotonic()
+        second = EmbeddedServer(MODEL).start()
+        try:
+            assert second.pid == first.pid and not second.started_here
+            assert time.monotonic() - t0 < 5  # joined at once, not after a probe's timeout
+            assert len(working_build.read_text().split()) == 1  # one server was ever started
+        finally:
+            second.stop()
+        busy.join(timeout=30)
+    finally:
+        first.stop()
+
+
+def test_a_server_that_stopped_listening_is_stopped_before_another_is_started(tmp_path, working_build, monkeypatch):
+    """A live server of this model that takes no connection any more is stopped first: never two."""
+    first = EmbeddedServer(MODEL).start()
+    old = first.pid
+    try:
+        os.kill(old, signal.SIGSTOP)  # alive, and its listening socket takes connections into the backlog...
+        monkeypatch.setattr(EmbeddedServer, "_serving", lambda self, known, timeout=30.0: False)  # ...so say it is wedged
+        second = EmbeddedServer(MODEL).start()
+        try:
+            assert second.pid != old and second.started_here
+            assert not embedded._pid_alive(old)  # the wedged one is gone
+        finally:
+            second.stop()
+    finally:
+        if embedded._pid_alive(old):
+            os.kill(old, signal.SIGKILL)
+        first.stop()
+
+
+def test_a_user_that_joined_a_server_this_process_started_names_how_it_died(tmp_path, working_build):
+    """D12: a step that joined the server another step of the same run started read no exit status
+    ("status unknown: another process started it"). This process started it: the signal is named."""
+    first = EmbeddedServer(MODEL).start()
+    joined = EmbeddedServer(MODEL).start()
+    try:
+        assert joined.pid == first.pid and not joined.started_here
+        os.kill(first.pid, signal.SIGKILL)
+        why = joined.death(wait_s=5)
+        assert why and f"(pid {first.pid}) killed by SIGKILL" in why and "another process" not in why
+    finally:
+        joined.stop()
+        first.stop()
