@@ -215,14 +215,65 @@ def reports_url() -> str:
     return os.environ.get(REPORTS_URL_ENV, DEFAULT_REPORTS_URL).rstrip("/")
 
 
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def _handler(folder: Path, host: str, port: int) -> type:
+    """A file handler for the reports folder that serves only its own files: no path that resolves
+    outside it (a symbolic link out, `..`), no directory listing, and only requests addressed to this
+    server by name (`Host` a loopback name or the address it binds, so a page on another site cannot
+    reach it through a rebinding DNS name)."""
+    import http.server
+
+    root = folder.resolve()
+    allowed = {h.lower() for h in (_LOOPBACK | {host})}
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def log_message(self, *args: Any) -> None:  # quiet: the UI's clicks are no news
+            pass
+
+        def _host_ok(self) -> bool:
+            from urllib.parse import urlsplit
+
+            try:
+                said = urlsplit("//" + (self.headers.get("Host") or "").strip())
+                return (said.hostname or "") in allowed and said.port in (None, port)
+            except ValueError:  # a port that is no number
+                return False
+
+        def send_head(self) -> Any:
+            if not self._host_ok():
+                self.send_error(421, "Misdirected request: this server answers only its own address")
+                return None
+            path = Path(self.translate_path(self.path))
+            try:
+                real = path.resolve()
+            except OSError:
+                real = path
+            if real != root and root not in real.parents:
+                self.send_error(404, "Not found")
+                return None
+            if real.is_dir() and not (real / "index.html").is_file():
+                self.send_error(404, "Not found")
+                return None
+            return super().send_head()
+
+        def list_directory(self, path: Any) -> None:
+            self.send_error(404, "Not found")
+            return None
+
+    return Handler
+
+
 def serve(folder: Path, host: str, port: int) -> None:
-    """Serve `folder` (the reports) over HTTP until interrupted."""
-    import functools
+    """Serve `folder` (the reports) over HTTP until interrupted, on `host` (loopback by default)."""
     import http.server
 
     folder.mkdir(parents=True, exist_ok=True)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    with http.server.ThreadingHTTPServer((host, port), handler) as server:
+    with http.server.ThreadingHTTPServer((host, port), _handler(folder, host, port)) as server:
         print(f"serving {folder} at http://{host}:{port}/index.html", flush=True)
         try:
             server.serve_forever()
@@ -239,9 +290,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m assets.report",
                                      description="Serve the per-model reports beside the configured warehouse.")
     parser.add_argument("--serve", action="store_true", required=True)
+    # BENCHSMITH_REPORTS_URL is where the UI's links point (a proxy, another name); the server binds
+    # loopback unless --host says otherwise, and takes the URL's port only where the URL is this machine
     url = urlsplit(reports_url())
-    parser.add_argument("--host", default=url.hostname or "127.0.0.1")
-    parser.add_argument("--port", type=int, default=url.port or 3001)
+    here = (url.hostname or "").lower() in _LOOPBACK
+    parser.add_argument("--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=(url.port if here and url.port else 3001))
     args = parser.parse_args(argv)
     try:
         folder = load_config().warehouse_path().parent / "reports"

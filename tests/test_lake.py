@@ -304,10 +304,33 @@ def test_the_catalogs_connection_string_is_never_stored(lake_env, pg, tmp_path, 
         for (table,) in con.execute("SELECT schema_name || '.' || table_name FROM duckdb_tables() "
                                     "WHERE database_name = current_database()").fetchall():
             assert "s3cret" not in repr(con.execute(f"SELECT * FROM {table}").fetchall()), table
+        # D12: no query reads the password back from the attached catalog's string
+        assert "s3cret" not in repr(con.execute("SELECT * FROM duckdb_databases()").fetchall())
+    from warehouse import query as query_command
+
+    assert "s3cret" not in json.dumps(query_command_rows(query_command, cfg), default=str)
     monkeypatch.setenv(ENV, f"dbname=nowhere host=127.0.0.1 port={pg.port} user=bench password=s3cret-pw")
     with pytest.raises(Exception) as err:
         open_warehouse(cfg).exists()
     assert "s3cret" not in str(err.value) and ENV in str(err.value)
+
+
+def query_command_rows(query_command, cfg):
+    """What `python -m warehouse.query "SELECT path FROM duckdb_databases()"` reads on the lake."""
+    wh = open_warehouse(cfg)
+    return wh.rows("SELECT database_name, path FROM duckdb_databases()")
+
+
+def test_the_catalog_password_is_taken_out_of_the_attached_string(monkeypatch):
+    from warehouse.lake import _without_password
+
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    assert _without_password("postgres:dbname=lake host=h user=u password=s3cret port=5") == \
+        "postgres:dbname=lake host=h user=u port=5"
+    assert os.environ["PGPASSWORD"] == "s3cret"
+    assert _without_password("postgres:postgresql://u:p%40ss@h:5/lake") == "postgres:postgresql://u@h:5/lake"
+    assert os.environ["PGPASSWORD"] == "p@ss"
+    assert _without_password("sqlite:/tmp/catalog.sqlite") == "sqlite:/tmp/catalog.sqlite"
 
 
 def test_a_lake_on_a_sqlite_catalog_serves_one_machine(tmp_path):

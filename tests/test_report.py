@@ -386,3 +386,56 @@ def test_metrics_assets_record_headline_numbers_as_numbers_and_tables_whole(tmp_
     assert isinstance(summary, dg.TableMetadataValue)
     assert len(summary.records) == wh.scalar("SELECT count(*) FROM ib.summary")
     assert {c.name: c.type for c in summary.schema.columns}["model"] == "string"
+
+
+def test_the_reports_server_serves_only_its_folder_to_requests_addressed_to_it(tmp_path):
+    """D12's smaller attacks on `python -m assets.report --serve`: a symbolic link out of the folder, a
+    directory listing, a request whose Host names another site (DNS rebinding) are refused; a page is
+    served. It binds loopback, whatever BENCHSMITH_REPORTS_URL names."""
+    import http.client
+    import threading
+
+    from reporting import pages
+
+    folder = tmp_path / "reports"
+    (folder / "stub").mkdir(parents=True)
+    (folder / "index.html").write_text("<h1>leaderboard</h1>")
+    (folder / "stub" / "samples.html").write_text("<p>replies</p>")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the lake's password")
+    (folder / "leak.txt").symlink_to(secret)
+    port = _free_port()
+    server = __import__("http.server").server.ThreadingHTTPServer(("127.0.0.1", port),
+                                                                   pages._handler(folder, "127.0.0.1", port))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        def get(path, host=f"127.0.0.1:{port}"):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", path, headers={"Host": host})
+            r = conn.getresponse()
+            return r.status, r.read().decode(errors="replace")
+
+        assert get("/index.html") == (200, "<h1>leaderboard</h1>")
+        assert get("/stub/samples.html", host=f"localhost:{port}")[0] == 200
+        assert get("/leak.txt")[0] == 404 and "password" not in get("/leak.txt")[1]
+        assert get("/stub/")[0] == 404  # no listing
+        assert get("/../secret.txt")[0] == 404
+        assert get("/index.html", host=f"attacker.example:{port}")[0] == 421
+        assert get("/index.html", host="127.0.0.1:1")[0] == 421
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_reports_server_binds_loopback_whatever_the_url_names(monkeypatch):
+    from reporting import pages
+
+    seen = {}
+    monkeypatch.setattr(pages, "serve", lambda folder, host, port: seen.update(host=host, port=port))
+    monkeypatch.setattr("configuration.load_config", lambda: type("C", (), {"warehouse_path": lambda self: Path("/tmp/x/wh.duckdb")})())
+    monkeypatch.setenv("BENCHSMITH_REPORTS_URL", "https://reports.example.org:8443")
+    assert pages.main(["--serve"]) == 0 and seen == {"host": "127.0.0.1", "port": 3001}
+    monkeypatch.setenv("BENCHSMITH_REPORTS_URL", "http://0.0.0.0:3005")
+    assert pages.main(["--serve"]) == 0 and seen == {"host": "127.0.0.1", "port": 3001}
+    monkeypatch.setenv("BENCHSMITH_REPORTS_URL", "http://127.0.0.1:3005")
+    assert pages.main(["--serve"]) == 0 and seen == {"host": "127.0.0.1", "port": 3005}

@@ -35,6 +35,7 @@ import glob
 import hashlib
 import importlib.util
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -246,6 +247,35 @@ _lakes_lock = threading.Lock()
 _lakes_pid = os.getpid()
 
 
+_PASSWORD_KV = re.compile(r"(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", re.I)
+_PASSWORD_URI = re.compile(r"^(postgres(?:ql)?://[^:/@]*):([^@]*)@")
+
+
+def _without_password(catalog: str) -> str:
+    """The catalog string DuckDB is given, its password taken out and handed to libpq through
+    PGPASSWORD instead: DuckDB keeps an attached database's string, and any query could read it
+    back (`SELECT path FROM duckdb_databases()`). The advisory lock's own session keeps the full
+    string, which no query reaches."""
+    kind, _, dsn = catalog.partition(":")
+    if kind != "postgres":
+        return catalog
+    password = None
+    m = _PASSWORD_KV.search(dsn)
+    if m:
+        password = m.group(1).strip("'").replace("\\'", "'")
+        dsn = (dsn[:m.start()] + dsn[m.end():]).strip()
+    else:
+        u = _PASSWORD_URI.match(dsn)
+        if u:
+            from urllib.parse import unquote
+
+            password = unquote(u.group(2))
+            dsn = f"{u.group(1)}@{dsn[u.end():]}"
+    if password is not None:
+        os.environ["PGPASSWORD"] = password
+    return f"{kind}:{dsn}"
+
+
 def _attached(catalog: str, data_path: str, label: str) -> duckdb.DuckDBPyConnection:
     """This process's DuckDB instance with the lake attached as `benchsmith` (attached once: unlike
     the file, the lake has no file lock to hand back, and attaching costs a catalog round trip)."""
@@ -263,7 +293,8 @@ def _attached(catalog: str, data_path: str, label: str) -> duckdb.DuckDBPyConnec
                 kind = catalog.partition(":")[0]
                 load_extensions(base, ["ducklake", "postgres_scanner" if kind == "postgres" else "sqlite_scanner"]
                                 + (["httpfs"] if data_path.startswith(("s3://", "gs://", "http")) else []))
-                quoted = catalog.replace("'", "''")
+                attach = _without_password(catalog)
+                quoted = attach.replace("'", "''")
                 where = data_path.replace("'", "''")
                 base.execute(f"ATTACH 'ducklake:{quoted}' AS {_CATALOG} (DATA_PATH '{where}')")
             except duckdb.Error as exc:
