@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextvars
 import io
+import os
 import sys
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -126,6 +127,27 @@ _DAGSTERS_LOCAL = ("dagster._core.storage.local_compute_log_manager", "LocalComp
 _DAGSTERS_SQLITE = ("dagster._core.storage.sqlite_storage", "DagsterSqliteStorage")
 
 
+INSTANCE_LOCK = ".benchsmith-instance.lock"
+
+
+@contextmanager
+def instance_lock(home: str) -> Iterator[None]:
+    """An exclusive lock on `<home>/.benchsmith-instance.lock` while the instance's storage is set up:
+    Dagster creates and migrates the SQLite files when it opens them, and two processes doing so at
+    once on a fresh `DAGSTER_HOME` left runs.db with two alembic heads, after which every run crashed.
+    Opened one process at a time, the second finds the files made."""
+    import fcntl
+
+    os.makedirs(home, exist_ok=True)
+    fd = os.open(os.path.join(home, INSTANCE_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 def open_instance(home: str) -> tuple[Any, bool]:
     """The Dagster instance that `home`'s dagster.yaml configures, and whether its runs may execute
     at once in this process. Dagster's own local compute-log manager (also its default when the
@@ -152,7 +174,8 @@ def open_instance(home: str) -> tuple[Any, bool]:
             "config": dict(storage.config_dict)}}
     if overrides:
         ref = InstanceRef.from_dir(home, overrides=overrides)
-    instance = DagsterInstance.from_ref(ref)
+    with instance_lock(home):  # two runs starting at once on a fresh home stamped two alembic heads
+        instance = DagsterInstance.from_ref(ref)
     # Dagster builds the instance's yaml-defined log handlers for every run it starts, with
     # `logging.config.dictConfig`, which holds the logging module's lock while it closes every
     # handler of the process, taking each one's lock: a run starting while another run's handler

@@ -311,6 +311,7 @@ def warm_figures_while_waiting(ended: threading.Event, poll_s: float = 0.1) -> b
 
 def _finish(done: list[Done], run_ids: Sequence[str], wh: Warehouse, config) -> int:
     """Print the summary, what the runs spent and the batch files waiting; the command's exit code."""
+    gone = bool(done) and not wh.exists()  # before the summary reads it (reading a file may create it)
     try:
         print(summary(done, wh, config, wh.where))
         paid = _spent(config, wh, [r for r in run_ids if r])
@@ -327,6 +328,10 @@ def _finish(done: list[Done], run_ids: Sequence[str], wh: Warehouse, config) -> 
         print(f"\nno summary: the warehouse {wh.where} could not be read "
               f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
               f"{sum(d.ok for d in done)} of {len(done)} steps ok", file=sys.stderr)
+        return 1
+    if gone:  # removed while the run went on: what it stored is not there
+        print(f"the warehouse {wh.where} does not exist at the end of the run (removed while it ran?): what "
+              "the steps stored is not there; run again", file=sys.stderr)
         return 1
     return 0 if all(d.ok for d in done) else 1
 

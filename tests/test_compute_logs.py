@@ -82,3 +82,41 @@ class DescriptorManager(LocalComputeLogManager):
     @classmethod
     def from_config_value(cls, inst_data, config_value):
         return cls(inst_data=inst_data, **config_value)
+
+
+def test_the_instance_is_opened_one_process_at_a_time_under_its_lock(tmp_path):
+    """Two runs starting at once on a fresh DAGSTER_HOME each set up Dagster's SQLite files and left
+    runs.db with two alembic heads (every later run crashed). The instance is opened under an exclusive
+    lock on the home: while another process holds it, opening waits."""
+    import fcntl
+    import os
+    import threading
+
+    from assets.compute_logs import INSTANCE_LOCK
+
+    fd = os.open(tmp_path / INSTANCE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another process setting the instance up
+    opened = threading.Event()
+    thread = threading.Thread(target=lambda: (open_instance(str(tmp_path)), opened.set()), daemon=True)
+    thread.start()
+    assert not opened.wait(1.5)  # it waits for the lock
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    assert opened.wait(60)
+    import sqlite3
+
+    heads = sqlite3.connect(tmp_path / "history" / "runs.db").execute("SELECT count(*) FROM alembic_version").fetchone()
+    assert heads == (1,)
+
+
+def test_a_run_whose_warehouse_is_gone_at_the_end_exits_1(tmp_path, capsys):
+    """A warehouse removed while the run went on: the summary said so, the exit code said 0."""
+    from assets.materialize_all import _finish
+    from configuration import parse_config
+    from reporting.summary import Done
+    from warehouse import Warehouse
+
+    cfg = parse_config({"warehouse": {"path": str(tmp_path / "wh.duckdb")}}, str(tmp_path / "cfg.yaml"))
+    step = type("Step", (), {"family": "ib", "label": "ib items", "key": "ib_items"})()
+    status = _finish([Done(step, True, 1.0, (0, 0, 0))], [], Warehouse(tmp_path / "wh.duckdb"), cfg)
+    assert status == 1 and "does not exist at the end of the run" in capsys.readouterr().err
