@@ -504,10 +504,13 @@ class Ledger:
                 if attempts >= self.config.max_attempts:
                     error = f"retries spent after {attempts} attempts; last: HTTP 429 {_brief(exc)}"
                     break
-                await pause(backoff_delay(
-                    attempts, self.config.backoff_base_s, self.config.backoff_max_s,
-                    retry_after_seconds(exc.response.headers), self._rng,
-                ))
+                wait = backoff_delay(attempts, self.config.backoff_base_s, self.config.backoff_max_s,
+                                     retry_after_seconds(exc.response.headers), self._rng)
+                TOTALS.rate_limited(ep.name, wait)  # the progress line says who waits, and how long
+                if wait >= 5:
+                    self.log.info(f"llm [{ep.name}]: rate limited (HTTP 429), waiting {wait:.0f} s before "
+                                  f"attempt {attempts + 1}")
+                await pause(wait)
                 error = f"HTTP 429 {_brief(exc)}"
             except openai.APIStatusError as exc:
                 error = f"HTTP {exc.status_code} {_brief(exc)}"

@@ -28,6 +28,7 @@ class RunTotals:
     def reset(self) -> None:
         with self._lock:
             self.cached = self.answered = self.failed = 0
+            self._held: dict[str, float] = {}  # model -> time.monotonic() its rate-limit wait ends
             self._runs: dict[str | None, list[int]] = {}
             self.waiting.clear()
 
@@ -45,6 +46,21 @@ class RunTotals:
         """(cached, answered, failed) of the ledgers made for the run `run_id` since the last reset."""
         with self._lock:
             return tuple(self._runs.get(run_id, (0, 0, 0)))  # type: ignore[return-value]
+
+    def rate_limited(self, model: str, seconds: float) -> None:
+        """A call of `model` waits `seconds` before asking again (HTTP 429, its Retry-After)."""
+        import time
+
+        with self._lock:
+            self._held[model] = max(self._held.get(model, 0.0), time.monotonic() + seconds)
+
+    def held(self) -> dict[str, float]:
+        """Models whose calls wait on a rate limit now, with the seconds left of the longest wait."""
+        import time
+
+        now = time.monotonic()
+        with self._lock:
+            return {m: until - now for m, until in sorted(self._held.items()) if until > now}
 
     @property
     def done(self) -> int:

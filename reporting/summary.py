@@ -70,8 +70,10 @@ class Progress:
             eta = f"~{clock((self.total_steps - self.steps_done) * elapsed / self.steps_done)} left"
         else:
             eta = "time left: measuring"
+        held = TOTALS.held()
+        waits = ("rate limited: " + ", ".join(f"{m} waits {clock(s)}" for m, s in held.items()) + " | ") if held else ""
         return (f"[{self.steps_done}/{self.total_steps} steps] {calls} | {clock(elapsed)} elapsed, {eta} | "
-                f"{self.current}")
+                f"{waits}{self.current}")
 
     def start(self) -> None:
         self._thread.start()

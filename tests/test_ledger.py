@@ -85,6 +85,30 @@ def test_429_retry_after_is_honoured(stub, stub_ledger):
     assert elapsed >= 0.95
 
 
+def test_a_rate_limit_wait_is_shown_in_the_progress_line_while_it_lasts(stub, stub_ledger):
+    """A Retry-After may hold a call for minutes (up to 600 s per attempt): the run command's progress
+    line says which model waits and how long, instead of looking stuck."""
+    import threading
+
+    from llm_calls.totals import TOTALS
+    from reporting.summary import Progress
+
+    TOTALS.reset()
+    seen = []
+    call = threading.Thread(target=lambda: stub_ledger.complete(
+        "stub", [CallRequest(user("[[stub: status=429 times=1 retry_after=2]] held"))]))
+    call.start()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not seen:
+        line = Progress(1).line()
+        if "rate limited" in line:
+            seen.append(line)
+        time.sleep(0.05)
+    call.join()
+    assert seen and "rate limited: stub waits 0:0" in seen[0]
+    assert "rate limited" not in Progress(1).line()  # the wait is over
+
+
 def test_client_error_other_than_429_is_not_retried(stub, stub_ledger):
     result = stub_ledger.complete("stub", [CallRequest(user("[[stub: status=400 times=5]] q"))])[0]
     assert not result.ok and result.attempts == 1 and result.error.startswith("HTTP 400")
