@@ -369,8 +369,9 @@ def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str
             request = json.loads(request)
             answer = answer_of_line(obj, secrets)
             ep = offline_endpoint(registry, identities[identity], f"batch file {path.name}")
-            said = ((obj.get("response") or {}).get("body") or {}).get("model") \
-                if isinstance(obj.get("response"), Mapping) and isinstance(obj["response"].get("body"), Mapping) else None
+            response = obj.get("response")
+            body = response.get("body") if isinstance(response, Mapping) else None
+            said = body.get("model") if isinstance(body, Mapping) else None
             if answer.ok and isinstance(said, str) and not _same_model(said, ep.served_model):
                 other_model[ep.served_model] = said
             _, row = answer.stored(key=key, ep=ep, identity=identity, purpose=purpose or "",

@@ -159,6 +159,15 @@ _TABLE_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
 _SUBSET_COLUMN = re.compile(r"subset|elements?|numbers|members|set\b|chosen|selected", re.I)
 
 
+_CELL = re.compile(rf"(?:{_BRACKETED}|{_PLUS}|{_GROUP})")
+
+
+def _cell_group(cell: str) -> str | None:
+    """The number group a whole table cell holds ("{14, 48}", "14 + 48", "14, 48"), else None."""
+    g = _CELL.fullmatch(cell)
+    return (g.group(1) or (g.group(2) or "").replace("+", ",") or g.group(3)) if g else None
+
+
 def _table_subsets(lines: list[str], target: int | None) -> list[str]:
     """The subsets of a Markdown table, one per row: the cells of the column whose header names
     subsets ("Subset", "Elements", "Numbers"), else each row's one cell that holds a bracketed group or
@@ -182,13 +191,10 @@ def _table_subsets(lines: list[str], target: int | None) -> list[str]:
             continue
         group = None
         if column is not None and column < len(cells):
-            g = re.fullmatch(rf"(?:{_BRACKETED}|{_PLUS}|{_GROUP})", cells[column])
-            group = g and (g.group(1) or (g.group(2) or "").replace("+", ",") or g.group(3))
-        elif column is None:
-            found = [g for c in cells for g in [re.fullmatch(rf"(?:{_BRACKETED}|{_PLUS}|{_GROUP})", c)]
-                     if g and (g.group(1) or g.group(2) or len(re.findall(r"\d+", c)) > 1)]
-            if len(found) == 1:
-                group = found[0].group(1) or (found[0].group(2) or "").replace("+", ",") or found[0].group(3)
+            group = _cell_group(cells[column])
+        elif column is None:  # no subset column: the row's one cell with a bracketed group or several numbers
+            found = [g for c in cells if (g := _cell_group(c)) and (c.lstrip()[:1] in "[{(" or len(re.findall(r"\d+", c)) > 1)]
+            group = found[0] if len(found) == 1 else None
         if not group:
             continue
         if target is not None and sum_column is not None and sum_column < len(cells):
