@@ -60,7 +60,7 @@ def mmlu_pro(path: Path) -> None:
     disagree: list[str] = []
     invented: list[str] = []
     for k, row in enumerate(rows):
-        got = read_options(row["reply"], int(row["n_options"]))
+        got = read_options(row["reply"], int(row["n_options"]), single=True)
         answer = got.answer
         letter = LETTERS[next(iter(answer)) - 1] if isinstance(answer, frozenset) and len(answer) == 1 else answer
         theirs = row["their_pred"]
@@ -96,7 +96,7 @@ def mmlu_pro(path: Path) -> None:
 
 
 def _letter(row: dict) -> str | None:
-    answer = read_options(row["reply"], int(row["n_options"])).answer
+    answer = read_options(row["reply"], int(row["n_options"]), single=True).answer
     return LETTERS[next(iter(answer)) - 1] if isinstance(answer, frozenset) and len(answer) == 1 else None
 
 

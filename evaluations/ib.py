@@ -185,7 +185,7 @@ def read_answer(item: Item, reply: str | None) -> Reading:
         if got.answer in item.options:
             return Reading(frozenset({item.options.index(got.answer) + 1}), got.method, got.evidence)
         return Reading(NONE, got.method, got.evidence)  # Unknown, not offered (missing choices)
-    return read_options(reply, item.options)
+    return read_options(reply, item.options, single=item.form == "single")
 
 
 def output_category(item: Item, selected: frozenset[int] | str | None) -> str:

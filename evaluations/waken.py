@@ -173,7 +173,7 @@ def extract(item: Item, reply: str | None) -> Reading:
     option's text or Unknown (`validators.read`)."""
     if not item.choices:
         return read_label(reply)
-    got = read_options(reply, item.choices, unknown=True)
+    got = read_options(reply, item.choices, unknown=True, single=True)
     return Reading(_choice_text(item, got.answer), got.method, got.evidence)
 
 

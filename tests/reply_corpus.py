@@ -44,7 +44,8 @@ def reading(kind: str, case: dict[str, Any]) -> Any:
     if kind == "label":
         return read_label(reply, options=case.get("options")).answer
     if kind == "choice":
-        got = _options(read_options(reply, case.get("options", CHOICE_OPTIONS), unknown=case.get("unknown", False)).answer)
+        got = _options(read_options(reply, case.get("options", CHOICE_OPTIONS), unknown=case.get("unknown", False),
+                                   single=True).answer)
         return got[0] if isinstance(got, list) and len(got) == 1 else got
     if kind == "choices":
         return _options(read_options(reply, case.get("options", 4)).answer)

@@ -26,7 +26,9 @@ OPTIONS = ["Paris", "London", "Berlin", "Madrid"]
 word = st.sampled_from(WORDS)
 number = st.integers(min_value=0, max_value=999).map(str)
 token = st.one_of(word, word, word, number)
-sentence = st.lists(token, min_size=2, max_size=12).map(lambda ws: " ".join(ws).capitalize() + ".")
+# A sentence opens with a word: one made only of numbers ("1 1.") is a bare answer, not prose.
+sentence = st.tuples(word, st.lists(token, min_size=1, max_size=11)).map(
+    lambda ws: " ".join([ws[0], *ws[1]]).capitalize() + ".")
 marker = st.sampled_from(["{k}. ", "{k}) ", "({k}) ", "- ", "* ", "{letter}. ", "{letter}) ", "Step {k}: "])
 
 

@@ -343,7 +343,9 @@ _LABEL_FIRST = re.compile(r"^\s*(?:(?:option|choice)\s*)?(?:[(\[]\s*(\d{1,2}|[A-
                           r"\s*[,:：.-]?\s*(.*)$", re.I | re.S)
 # ... unless what follows names another option as an alternative: "(I) or (H)"
 _ALTERNATIVE = re.compile(r"^(?:or|oder|或者?)\s*(?:option\s*)?[(\[]?\s*(?:\d{1,2}|[A-Ja-j])\b", re.I)
-ALTERNATIVES = "alternatives"  # internal: the answer names options as alternatives, so none is chosen
+ALTERNATIVES = "alternatives"  # the answer names options as alternatives, so none is chosen
+# A single-choice hedge read as its first option, as MMLU-Pro's and lm-eval's extraction (first match) reads it.
+FIRST_OF_ALTERNATIVES = "first_of_alternatives"
 
 
 class _Alternatives(str):
@@ -444,12 +446,19 @@ def _options_in_sentence(tail: str, n: int, texts: Sequence[str] | None, unknown
 
 
 def read_options(reply: str | None, options: int | Sequence[str], *, unknown: bool = False,
-                 reasoning: str | None = None) -> Reading:
-    """The options a reply selects: a frozenset of 1-based option numbers (letters are read by
+                 reasoning: str | None = None, single: bool = False) -> Reading:
+    r"""The options a reply selects: a frozenset of 1-based option numbers (letters are read by
     position, never as substrings), NONE for a stated "no correct answer" / "uncertain" / "unclear"
     (appendix E's no-answer indicators; as the final answer only, never from words in the
     reasoning), or with `unknown` UNKNOWN for "Unknown" / "cannot be determined". `options` is
-    the number of options, or their texts (then an option's own text is read too)."""
+    the number of options, or their texts (then an option's own text is read too).
+
+    A stated answer that offers options as alternatives ("The answer is (I) or (H).") is no set.
+    Where the item takes one option (`single`) it reads as the first one named, with the method
+    `first_of_alternatives` so an analysis can drop such replies: that is how MMLU-Pro's own
+    extraction (`answer is \(?([A-J])\)?`, first match) and lm-eval's take-first filter score a
+    hedge, and the real-reply benchmark (`benchmarks/real_data.py`) measures agreement with it.
+    Otherwise it reads as no answer (method `alternatives`)."""
     texts = None if isinstance(options, int) else list(options)
     n = options if isinstance(options, int) else len(options)
     text, done = text_to_read(reply, reasoning)
@@ -457,6 +466,9 @@ def read_options(reply: str | None, options: int | Sequence[str], *, unknown: bo
         return done
     got = _read_steps(text, lambda c: _options_in_sentence(c, n, texts, unknown), lambda c: _options_in(c, n, texts, unknown))
     if got and isinstance(got.answer, _Alternatives):
+        first = _number_of(_ONE.findall(got.answer)[0])
+        if single and 1 <= first <= n:
+            return Reading(frozenset({first}), FIRST_OF_ALTERNATIVES, got.evidence)
         return Reading(None, ALTERNATIVES, got.evidence)  # undecided: the judge would only pick one for it
     if got:
         return got
@@ -535,7 +547,7 @@ def read(kind: str, reply: str | None, *, options: int | Sequence[str] | None = 
     if kind == "label":
         return read_label(reply, options=options if not isinstance(options, int) else None)
     if kind in ("choice", "choices"):
-        got = read_options(reply, options if options is not None else 4)
+        got = read_options(reply, options if options is not None else 4, single=kind == "choice")
         if kind == "choice" and isinstance(got.answer, frozenset) and len(got.answer) == 1:
             return Reading(next(iter(got.answer)), got.method, got.evidence)
         return got
