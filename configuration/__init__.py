@@ -399,7 +399,8 @@ _EXPECTED = {
 
 
 def _describe(error: dict[str, Any]) -> str:
-    loc = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    # a key with a line break or other control character is shown quoted, so the error stays one line
+    loc = ".".join(str(p) if str(p).isprintable() else repr(p) for p in error["loc"]) or "(top level)"
     kind = error["type"]
     if kind == "extra_forbidden":
         return f"{loc}: unknown key"
@@ -505,8 +506,15 @@ def load_config(path: str | Path | None = None) -> Config:
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{p}:{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        if mark:
+            where = f" line {mark.line + 1}, column {mark.column + 1}:"
+        elif isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
+            where = f" line {text.count(chr(10), 0, exc.position) + 1}:"
+            exc = f"character {exc.character!r} is not allowed in YAML"
+        else:
+            where = ""
+        why = " ".join(str(getattr(exc, "problem", None) or exc).split())  # one line, whatever PyYAML says
+        raise ConfigError(f"{p}:{where} not valid YAML: {why}") from None
     finally:
         loader.dispose()
     return parse_config(data, source=str(p))

@@ -294,6 +294,8 @@ def _scienceqa(spec: SourceSpec, origin: str, i: int, row: dict[str, Any]) -> So
     topic = row.get("topic")
     if topic not in spec.topics or row.get("image") is not None:
         return None  # another topic, or needs its picture
+    if row.get("split") is not None and not isinstance(row["split"], str):
+        raise _RowError("split", f"expected a split name, got {row['split']!r}")
     if row.get("split") is not None and _SPLIT_ALIASES.get(row["split"], row["split"]) not in split_names(spec.split):
         return None  # the original release (problems.json) holds every split in one file
     choices = row.get("choices")
@@ -424,6 +426,9 @@ def _multirc(spec: SourceSpec, rows: list[tuple[str, int, dict[str, Any]]], erro
         if row.get("label") not in (0, 1):
             errors.append(f"{origin}: row {i}: field 'label': expected 0 or 1, got {row.get('label')!r}")
             continue
+        if not all(_whole_number(idx[k]) for k in ("paragraph", "question", "answer")):
+            errors.append(f"{origin}: row {i}: field 'idx': expected whole numbers, got {idx!r}")
+            continue
         groups.setdefault((idx["paragraph"], idx["question"]), []).append((origin, i, row))
     for (p, q), members in groups.items():
         members.sort(key=lambda m: m[2]["idx"]["answer"])
@@ -440,6 +445,10 @@ def _multirc(spec: SourceSpec, rows: list[tuple[str, int, dict[str, Any]]], erro
     return out
 
 
+def _whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _multirc_passage(spec: SourceSpec, origin: str, i: int, row: dict[str, Any], errors: list[str]) -> list[SourceRecord]:
     """One SuperGLUE MultiRC row: {idx, version, passage: {text, questions: [{question, idx,
     answers: [{text, idx, label}]}]}}; each question becomes a record, the answers its options."""
@@ -453,7 +462,7 @@ def _multirc_passage(spec: SourceSpec, origin: str, i: int, row: dict[str, Any],
         answers = q.get("answers") if isinstance(q, dict) else None
         if not isinstance(answers, list) or not answers or not isinstance(q.get("question"), str) or any(
                 not isinstance(a, dict) or not isinstance(a.get("text"), str) or a.get("label") not in (0, 1)
-                for a in answers):
+                or not _whole_number(a.get("idx", 0)) for a in answers):
             errors.append(f"{origin}: row {i}: passage question {qi}: expected {{question, idx, answers: "
                           "[{text, idx, label 0/1}]}")
             continue
@@ -483,8 +492,10 @@ def load_source(spec: SourceSpec, max_errors: int = 20, report: dict[str, Any] |
         except _Unusable as why:
             skipped[str(why)] = skipped.get(str(why), 0) + 1
             continue
-        except _RowError as exc:
-            errors.append((origin, i, str(exc)))
+        except (_RowError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            # a _RowError names the field; anything else is a value no normaliser expected there
+            why = str(exc) if isinstance(exc, _RowError) else f"a value of an unexpected type ({type(exc).__name__}: {exc})"
+            errors.append((origin, i, why))
             if len(errors) >= max_errors:
                 break
             continue
@@ -498,8 +509,12 @@ def load_source(spec: SourceSpec, max_errors: int = 20, report: dict[str, Any] |
                           + "\n  ".join(_said_once(spec, errors)))
     ids = [r.source_id for r in records]
     if len(ids) != len(set(ids)):
-        dup = next(x for x in ids if ids.count(x) > 1)
-        raise SourceError(f"{spec.dataset}: duplicate source id {dup!r}; nothing loaded")
+        first: dict[str, SourceRecord] = {}
+        for r in records:
+            if r.source_id in first:
+                raise SourceError(f"{r.origin}: row {r.row_number}: source id {r.source_id!r} appears twice (first on "
+                                  f"row {first[r.source_id].row_number}); nothing loaded")
+            first[r.source_id] = r
     return records
 
 

@@ -337,3 +337,86 @@ def test_a_release_without_recorded_hashes_is_refused(built, tmp_path):
     (folder / "release.json").write_text(json.dumps(manifest))
     with pytest.raises(releases.ReleaseError, match="records no file hashes"):
         releases.read_part(folder, "ib", "fld")
+
+
+# -- fuzzing: any change to a release folder is refused, naming the file (issue 52) -----------------------
+
+RELEASE_CASES = 100
+
+
+def _fuzz_release(built, edit):
+    """Apply `edit(folder, manifest files)` to a copy of the IB release and read a configuration back:
+    a changed file is refused with a ReleaseError naming a path in the folder, never loaded and never
+    another exception; an edit to the manifest that changes nothing it vouches for loads the same rows."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    w = built["out"]["ib"]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "release"
+        shutil.copytree(w.folder, folder)
+        releases._VERIFIED.clear()
+        vouched = edit(folder, sorted(json.loads((folder / "release.json").read_text())["files"]))
+        try:
+            got = releases.read_part(folder, "ib", "fld")
+        except releases.ReleaseError as exc:
+            assert str(folder) in str(exc) and len(str(exc).splitlines()) == 1, exc
+            return
+        assert not vouched, "a changed file was loaded"
+        assert got == releases.read_part(w.folder, "ib", "fld")
+
+
+def test_a_release_with_any_file_changed_is_refused_naming_the_file(built):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=RELEASE_CASES, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(st.data())
+    def check(data):
+        def edit(folder, files):
+            rel = data.draw(st.sampled_from(files))
+            path = folder / rel
+            raw = bytearray(path.read_bytes())
+            how = data.draw(st.sampled_from(["flip", "cut", "append", "delete", "swap"]))
+            if how == "flip":
+                at = data.draw(st.integers(0, len(raw) - 1))
+                raw[at] ^= data.draw(st.integers(1, 255))
+                path.write_bytes(bytes(raw))
+            elif how == "cut":
+                path.write_bytes(bytes(raw[:data.draw(st.integers(0, len(raw) - 1))]))
+            elif how == "append":
+                path.write_bytes(bytes(raw) + data.draw(st.binary(min_size=1, max_size=16)))
+            elif how == "delete":
+                path.unlink()
+            else:  # another file of the release in its place
+                other = data.draw(st.sampled_from([f for f in files if f != rel]))
+                if (folder / other).read_bytes() == bytes(raw):
+                    return False
+                path.write_bytes((folder / other).read_bytes())
+            return True
+
+        _fuzz_release(built, edit)
+
+    check()
+
+
+def test_a_release_manifest_with_any_value_changed_loads_as_written_or_is_refused(built):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from tests.test_fuzz_inputs import mutated
+
+    @settings(max_examples=RELEASE_CASES, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(st.data())
+    def check(data):
+        def edit(folder, files):
+            path = folder / "release.json"
+            path.write_text(json.dumps(data.draw(mutated(json.loads(path.read_text())))))
+            return False  # the manifest vouches for the files; an edit that keeps them whole may load
+
+        _fuzz_release(built, edit)
+
+    check()
