@@ -511,7 +511,7 @@ def test_on_the_lake_a_failure_is_recorded_replaced_by_the_next_success_and_neve
     assert after == [{"status": "ok", "response_text": stored["response_text"], "error": None, "total_attempts": 4}]
 
 
-def test_compact_merges_the_ledgers_small_files_and_keeps_every_row(lake_env, tmp_path, monkeypatch, capsys):
+def test_compact_writes_out_the_inlined_ledger_merges_small_files_and_keeps_every_row(lake_env, tmp_path, monkeypatch, capsys):
     from warehouse.lake import main as lake_command
 
     with StubServer() as stub:
@@ -519,8 +519,13 @@ def test_compact_merges_the_ledgers_small_files_and_keeps_every_row(lake_env, tm
         cfg = load_config(path)
         wh = open_warehouse(cfg)
         with ModelRegistry(cfg) as reg:
-            for k in range(6):  # six batches: six commits at least, each its own small file
+            for k in range(6):  # six batches: six commits at least, each inlined in the catalog
                 Ledger(wh, reg).complete("m", [CallRequest([{"role": "user", "content": f"b{k} q{i}"}]) for i in range(5)])
+    for k in range(6):  # six small writes of another table: a small file each
+        wh.upsert("sources.records", [{"dataset": "d", "source": "fld", "subset": "s", "split": "test",
+                                       "source_id": str(k), "origin": "o", "row_number": k, "context": "c",
+                                       "question": "q", "extra": "{}"}])
+    assert not list((tmp_path / "lake").glob("llm/calls/*.parquet"))  # the ledger's rows are in the catalog
     rows = wh.rows("SELECT * FROM llm.calls ORDER BY key")
     before = wh.files()
     assert before >= 6
@@ -529,6 +534,7 @@ def test_compact_merges_the_ledgers_small_files_and_keeps_every_row(lake_env, tm
                          env={**os.environ, "BENCHSMITH_CONFIG": str(path)}, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert wh.files() < before
+    assert list((tmp_path / "lake").glob("llm/calls/*.parquet"))  # the inlined rows written out
     assert f"{before} data files before" in out.stdout
     monkeypatch.setenv("BENCHSMITH_CONFIG", str(write_config(tmp_path, {"models": {"m": stub_model(stub)},
                                                                        "evaluate": ["m"], "judge": "m"}, "file.yaml")))
@@ -537,3 +543,58 @@ def test_compact_merges_the_ledgers_small_files_and_keeps_every_row(lake_env, tm
     assert wh.rows("SELECT * FROM llm.calls ORDER BY key") == rows
     parquet = {p.name for p in (tmp_path / "lake").rglob("*.parquet")}
     assert len(parquet) == wh.files()  # the merged-away files are deleted from the data path too
+
+
+# -- a network fault on the catalog (issue 52) -----------------------------------------------------------
+
+@pytest.mark.parametrize("forward", [False, True], ids=["commit-never-arrives", "commit-answer-lost"])
+def test_a_catalog_connection_cut_mid_commit_loses_nothing_committed_and_the_rerun_asks_only_the_rest(
+        lake_env, pg, tmp_path, monkeypatch, forward):
+    """The writer reaches the catalog through a loopback proxy that cuts every connection on the
+    first COMMIT after a third of the calls were sent, before the server sees it or after the server committed with the answer lost, and
+    refuses connections until the test restores it. The writer fails, saying so; afterwards every
+    row in the lake is whole and unique, and the rerun (through the restored proxy) asks exactly the
+    requests that were not committed."""
+    from tests.tcp_proxy import TcpProxy
+
+    n = 120
+    proxy = TcpProxy(pg.port).start()
+    try:
+        through_proxy = lake_env.replace(f"port={pg.port}", f"port={proxy.port}")
+        assert through_proxy != lake_env
+        with StubServer(delay_s=0.01) as stub:
+            path = lake_config(tmp_path, {"m": stub_model(stub, 4)})
+            env = {**os.environ, ENV: through_proxy}
+            subprocess.run([sys.executable, "-c", KILLED, str(path), "0"], cwd=ROOT, env=env, check=True, timeout=120)
+            child = subprocess.Popen([sys.executable, "-c", KILLED, str(path), str(n)], cwd=ROOT, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 120
+            while len(stub.requests) < n // 3 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            proxy.cut_at(b"COMMIT", 1, forward=forward)  # the next commit, mid-run
+            _, stderr = child.communicate(timeout=300)
+            assert proxy.cut_done.is_set(), "the proxy never cut a commit"
+            assert child.returncode != 0, stderr[-2000:]
+            asked = set(stub.contents())
+            err = stderr.strip().splitlines()
+            print("writer:", [e for e in err if "Error" in e][-1:], "committed before the cut:", end=" ")
+            # read what the catalog holds, directly (not through the proxy, which is still down)
+            wh = open_warehouse(load_config(path))
+            rows = wh.rows("SELECT request, status, response_text FROM llm.calls")
+            committed = {json.loads(r["request"])["messages"][0]["content"] for r in rows}
+            assert len(committed) == len(rows), "a key stored twice"
+            assert all(r["status"] == "ok" and r["response_text"] for r in rows), "a half-written row is visible"
+            assert committed <= asked and 0 < len(committed) < n
+            print(len(committed), "of", n)
+            proxy.up()
+            stub.requests.clear()
+            rerun = subprocess.run([sys.executable, "-c", KILLED, str(path), str(n)], cwd=ROOT, env=env,
+                                   capture_output=True, text=True, timeout=300)
+            assert rerun.returncode == 0, rerun.stderr[-2000:]
+            again = stub.contents()
+        assert not committed & set(again), "a committed call was asked again"
+        assert len(again) == len(set(again)) == n - len(committed)
+        assert wh.rows("SELECT count(*) AS n, count(DISTINCT key) AS keys, count(*) FILTER (status = 'ok') AS ok "
+                       "FROM llm.calls") == [{"n": n, "keys": n, "ok": n}]
+    finally:
+        proxy.stop()

@@ -58,8 +58,9 @@ class OnConflict:
     table) and `incoming.<column>` (the new one), where `when` (same names) holds.
 
     One definition, two renderings: `ON CONFLICT` for the DuckDB file, whose primary keys enforce
-    the key, and `MERGE` for a DuckLake (warehouse/lake.py), which enforces no key; the lake's
-    writers hold its write lock while they merge, so the check and the insert see the same rows."""
+    the key, and a delete and insert of the rows to write (`rows_to_write`) for a DuckLake
+    (warehouse/lake.py), which enforces no key; the lake's writers hold its write lock while they
+    write, so the check and the insert see the same rows."""
 
     keys: tuple[str, ...]
     update: Mapping[str, str] | None = None
@@ -75,16 +76,30 @@ class OnConflict:
         sets = ", ".join(f"{c} = {sql(e)}" for c, e in self.update.items())
         return f"ON CONFLICT ({target}) DO UPDATE SET {sets}" + (f" WHERE {sql(self.when)}" if self.when else "")
 
-    def merge(self, table: str, source: str, columns: Sequence[str]) -> str:
-        """The lake's statement: MERGE the rows of `source` into `table` by the key."""
-        cols = ", ".join(f'"{c}"' for c in columns)
+    def rows_to_write(self, table: str, source: str, columns: Sequence[str], table_columns: Sequence[str]) -> str:
+        """The lake's query of the rows an upsert writes: each incoming row whose key is new, and each
+        stored row the update replaces, with its updated columns set and the others kept; the column
+        `_replaces` tells the second kind (its stored row is deleted before the rows are inserted).
+
+        The lake upserts by delete and insert rather than MERGE: DuckLake writes a MERGE as a Parquet
+        file beside the catalog whatever its size, while a small delete and insert are inlined in the
+        catalog's own transaction (`warehouse.lake.INLINE_ROWS`). A commit whose answer is lost on the
+        network then leaves nothing behind: with a file, DuckLake deletes the file it wrote when the
+        commit seems to fail, and a commit the server did make would name a file that is gone."""
         on = " AND ".join(f"stored.{k} = incoming.{k}" for k in self.keys)
-        out = f"MERGE INTO {table} AS stored USING {source} AS incoming ON ({on})"
-        if self.update is not None:
-            sets = ", ".join(f"{c} = {e}" for c, e in self.update.items())
-            out += f" WHEN MATCHED{f' AND ({self.when})' if self.when else ''} THEN UPDATE SET {sets}"
-        values = ", ".join(f'incoming."{c}"' for c in columns)
-        return out + f" WHEN NOT MATCHED THEN INSERT ({cols}) VALUES ({values})"
+        matched = f"(stored.{self.keys[0]} IS NOT NULL)"
+
+        def value(c: str) -> str:
+            new = f'incoming."{c}"' if c in columns else "NULL"
+            keep = (self.update or {}).get(c, f'stored."{c}"')
+            return f'CASE WHEN {matched} THEN {keep} ELSE {new} END AS "{c}"'
+
+        if self.update is None:
+            wanted = f"NOT {matched}"
+        else:
+            wanted = f"NOT {matched} OR ({self.when})" if self.when else "TRUE"
+        return (f"SELECT {', '.join(value(c) for c in table_columns)}, {matched} AS _replaces "
+                f"FROM {source} AS incoming LEFT JOIN {table} AS stored ON ({on}) WHERE {wanted}")
 
 
 class Warehouse:
@@ -308,7 +323,7 @@ class Warehouse:
                     con.execute(f"DROP TABLE {table}__staging")
                 con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK")
+                _rollback(con)
                 raise
         return counts
 
@@ -333,7 +348,7 @@ class Warehouse:
                 _insert(con, table, data, conflict, merge=self.is_lake)
                 con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK")
+                _rollback(con)
                 raise
         return data.num_rows
 
@@ -698,15 +713,43 @@ def _typed(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     return frame(table, rows).to_arrow()
 
 
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back the open transaction, if any: a commit that failed has none left, and the error that
+    failed it is the one to raise, not "cannot rollback"."""
+    with contextlib.suppress(duckdb.Error):
+        con.execute("ROLLBACK")
+
+
+def _delete_and_insert(con: duckdb.DuckDBPyConnection, table: str, conflict: OnConflict, columns: Sequence[str]) -> None:
+    """The lake's upsert of `_incoming_rows` (`OnConflict.rows_to_write` says why not MERGE), inside
+    the caller's transaction and under the lake's write lock."""
+    table_columns = [d[0] for d in con.execute(f"SELECT * FROM {table} LIMIT 0").description]
+    rows = con.execute(conflict.rows_to_write(table, "_incoming_rows", columns, table_columns)).fetch_arrow_table()
+    if not rows.num_rows:
+        return
+    con.register("_merge_rows", rows)
+    try:
+        if any(rows.column("_replaces").to_pylist()):
+            same = " AND ".join(f"m.{k} = {table}.{k}" for k in conflict.keys)
+            con.execute(f"DELETE FROM {table} WHERE EXISTS (SELECT 1 FROM _merge_rows AS m WHERE m._replaces AND {same})")
+        cols = ", ".join(f'"{c}"' for c in table_columns)
+        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _merge_rows")
+    finally:
+        try:
+            con.unregister("_merge_rows")
+        except duckdb.TransactionException:
+            pass
+
+
 def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, conflict: OnConflict | None = None,
             merge: bool = False) -> None:
     """Insert the rows of `data`; a key stored already is handled as `conflict` says, by ON CONFLICT
-    on the file or (`merge`) by MERGE on a lake."""
+    on the file or (`merge`) by a delete and insert on a lake."""
     cols = ", ".join(f'"{c}"' for c in data.column_names)
     con.register("_incoming_rows", data)
     try:
         if conflict is not None and merge:
-            con.execute(conflict.merge(table, "_incoming_rows", data.column_names))
+            _delete_and_insert(con, table, conflict, data.column_names)
             return
         tail = conflict.on_conflict() if conflict is not None else ""
         con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming_rows {tail}")

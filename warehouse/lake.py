@@ -152,6 +152,7 @@ class LakeWarehouse(Warehouse):
                     from warehouse.schema import create_schema
 
                     create_schema(con)
+                    _inline_ledger(con)
                     self._schema_ready = True
                 yield con
             finally:
@@ -185,13 +186,15 @@ class LakeWarehouse(Warehouse):
                                "WHERE end_snapshot IS NULL").fetchall()[0][0]
 
     def compact(self, keep_days: float = 7.0) -> tuple[int, int]:
-        """Maintenance: every ledger commit writes a small Parquet file, and reads slow down as they
-        pile up. Under the write lock (no writer is mid-transaction): merge adjacent small files,
+        """Maintenance: ledger commits are inlined in the catalog (`INLINE_ROWS`) and larger writes
+        are Parquet files, and reads slow down as either piles up. Under the write lock (no writer is
+        mid-transaction): write the inlined rows out as Parquet, merge adjacent small files,
         expire snapshots older than `keep_days` (time travel to them ends) and delete the files
         no snapshot references any more, and the files killed writers left unreferenced. Returns
         the data files before and after."""
         before = self.files()
         with self.connect() as con:
+            con.execute(f"CALL ducklake_flush_inlined_data('{_CATALOG}')")
             con.execute(f"CALL ducklake_merge_adjacent_files('{_CATALOG}')")
             con.execute(f"CALL ducklake_expire_snapshots('{_CATALOG}', older_than => now() - INTERVAL ({float(keep_days)} * 86400) SECOND)")
             con.execute(f"CALL ducklake_cleanup_old_files('{_CATALOG}', cleanup_all => true)")
@@ -222,7 +225,8 @@ class LakeWriter:
                 _insert(con, table, data, conflict, merge=True)
                 con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK")
+                with contextlib.suppress(duckdb.Error):  # a failed commit has no transaction left to roll back
+                    con.execute("ROLLBACK")
                 raise
         return data.num_rows
 
@@ -239,6 +243,28 @@ class LakeWriter:
     def close(self) -> None:
         pass
 
+
+# A ledger commit of at most this many rows is written into the catalog itself, in the catalog's own
+# transaction, not as a Parquet file beside it (DuckLake's data inlining, set for `llm.calls` only).
+# The ledger's commits are a few rows each: a catalog connection cut after the server committed but
+# before its answer arrived would otherwise leave the catalog naming a file the writer deleted when
+# it took the commit for failed (DuckLake's rollback removes the files it wrote), and every read of
+# the ledger would fail. Not for every table: DuckLake 0.3 writes an empty inlined insert (a syntax
+# error in the catalog) when a transaction replaces inlined rows of a table and then updates them,
+# as a partition's replacement does.
+INLINE_ROWS = 1000
+INLINED = (("llm", "calls"),)
+
+
+def _inline_ledger(con: duckdb.DuckDBPyConnection) -> None:
+    """Set the inlining limit on the ledger's tables (once per catalog: the option is stored in it)."""
+    have = {entry for (entry,) in con.execute(
+        f"SELECT scope_entry FROM {_CATALOG}.options() WHERE option_name = 'data_inlining_row_limit' AND value = ?",
+        [str(INLINE_ROWS)]).fetchall()}
+    for schema, table in INLINED:
+        if f"{schema}.{table}" not in have:
+            con.execute(f"CALL {_CATALOG}.set_option('data_inlining_row_limit', {INLINE_ROWS}, "
+                        f"schema => '{schema}', table_name => '{table}')")
 
 # -- one attached lake per process ---------------------------------------------------------------
 
