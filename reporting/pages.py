@@ -47,6 +47,8 @@ figure.empty { border: 1px dashed #999; padding: 1.2rem; background: #fafafa; }
 table { border-collapse: collapse; font-size: 0.8rem; margin: 0.4rem 0 1rem; }
 td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
 td.null { color: #999; }
+.ci { color: #555; font-size: 0.9em; }
+.differs { color: #a40; font-weight: normal; cursor: help; }
 """
 
 
@@ -135,7 +137,69 @@ def samples_page(wh: Warehouse, model: str) -> str:
             + ("".join(parts) or "<p>no current replies</p>") + "</body></html>")
 
 
-def leaderboard(wh: Warehouse, pages: Mapping[str, Path]) -> str:
+def interval_text(r: Mapping[str, Any]) -> str:
+    """ " [lo, hi]" of a headline row with an interval, else ""."""
+    if r.get("lo") is None or r.get("hi") is None:
+        return ""
+    return f" <span class=\"ci\">[{r['lo']:.3g}, {r['hi']:.3g}]</span>"
+
+
+def comparisons(wh: Warehouse) -> str:
+    """The paired comparisons (`report.compare`): each pair of models on the items both were scored on."""
+    rows = wh.rows("SELECT * FROM report.compare ORDER BY family, scope, metric, model_a, model_b")
+    if not rows:
+        return "<h2>Paired comparisons (report.compare)</h2><p>None: fewer than two models have numbers.</p>"
+
+    def num(v: Any) -> str:
+        return "NULL" if v is None else f"{v:.3g}"
+
+    body = "".join(
+        f"<tr><td>{html.escape(title(r['family']))}</td><td>{html.escape(r['scope'])}</td>"
+        f"<td>{html.escape(r['metric'])}</td><td>{html.escape(r['model_a'])}</td><td>{html.escape(r['model_b'])}</td>"
+        f"<td>{r['shared']}" + (f" <small>(left out: {r['only_a']} + {r['only_b']})</small>" if r["only_a"] or r["only_b"]
+                                 else "") + "</td>"
+        f"<td>{num(r['diff'])}" + (f" [{num(r['lo'])}, {num(r['hi'])}]" if r["lo"] is not None else "") + "</td>"
+        f"<td>{html.escape(r['test'])}</td><td>{num(r['p_value'])}</td></tr>" for r in rows)
+    return ("<h2>Paired comparisons (report.compare)</h2><p>A minus B on the items both models were scored on, "
+            "with its paired bootstrap 95 % interval and a paired test (McNemar's exact test for a yes/no per "
+            "item).</p><div class=\"scroll\"><table id=\"compare\"><thead><tr><th>family</th><th>scope</th>"
+            "<th>metric</th><th>A</th><th>B</th><th>shared items</th><th>A - B</th><th>test</th><th>p</th></tr>"
+            f"</thead><tbody>{body}</tbody></table></div>")
+
+
+def provenance(about: Mapping[str, Any] | None) -> str:
+    """What the pages were made from: the commit, the configuration and its digest, and when."""
+    if not about:
+        return ""
+    parts = "; ".join(f"{html.escape(k)}: {html.escape(str(v))}" for k, v in about.items())
+    return f"<p class=\"provenance\"><small>{parts}</small></p>"
+
+
+def items_page(wh: Warehouse) -> str:
+    """`items.html`: item statistics (`report.item_stats`) for the people who build benchmarks: the
+    suspect items first, then every item by difficulty."""
+    rows = wh.rows("SELECT * FROM report.item_stats ORDER BY suspect IS NULL, family, scope, metric, difficulty, item")
+
+    def num(v: Any) -> str:
+        return "" if v is None else f"{v:.3g}"
+
+    body = "".join(
+        f"<tr><td>{html.escape(title(r['family']))}</td><td>{html.escape(r['scope'])}</td>"
+        f"<td>{html.escape(r['metric'])}</td><td>{html.escape(r['item'])}</td><td>{r['models']}</td>"
+        f"<td>{num(r['difficulty'])}</td><td>{num(r['discrimination'])}</td>"
+        f"<td>{html.escape(r['suspect'] or '')}</td></tr>" for r in rows)
+    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Item statistics</title>"
+            f"<style>{_CSS}</style></head><body><h1>Item statistics (report.item_stats)</h1><p>Per item of each "
+            "headline number scored by two or more models: difficulty (the mean score over models; 0: every model "
+            "wrong), discrimination (the correlation across models of the item's score with their score on the "
+            "other items, from three models on; near 0 or below: the item does not separate stronger models from "
+            "weaker ones), and why it may be broken. Suspect items first. <a href=\"index.html\">Leaderboard</a>."
+            f"</p><div class=\"scroll\"><table id=\"items\"><thead><tr><th>family</th><th>scope</th><th>metric</th>"
+            "<th>item</th><th>models</th><th>difficulty</th><th>discrimination</th><th>suspect</th></tr></thead>"
+            f"<tbody>{body}</tbody></table></div></body></html>")
+
+
+def leaderboard(wh: Warehouse, pages: Mapping[str, Path], about: Mapping[str, Any] | None = None) -> str:
     """`index.html`: every headline number of every model side by side, each with the count it rests
     on and a link to its replies; models no longer configured are marked, not hidden."""
     rows = wh.rows("SELECT * FROM report.headline ORDER BY family, scope, metric, model")
@@ -149,9 +213,9 @@ def leaderboard(wh: Warehouse, pages: Mapping[str, Path]) -> str:
 
     def cell(family: str, scope: str, r: dict | None) -> str:
         if r is None:
-            return '<td class="null">-</td>'
+            return '<td class="null" title="not evaluated on this">-</td>'
         value = "NULL" if r["value"] is None else f"{r['value']:.4g}"
-        text = f"{value} <small>n={r['n']}</small>"
+        text = f"{value}{interval_text(r)} <small>n={r['n']}</small>"
         if r["model"] in pages and family in SAMPLES:
             href = f"{safe_name(r['model'])}/samples.html#{anchor(family, scope)}"
             text = f'<a href="{html.escape(href)}">{text}</a>'
@@ -159,11 +223,24 @@ def leaderboard(wh: Warehouse, pages: Mapping[str, Path]) -> str:
 
     head = "".join(f"<th>{html.escape(m)}" + ("" if configured[m] else "<br><small>(no longer configured)</small>")
                    + "</th>" for m in models)
+    def metric_cell(me: str, by: dict[str, dict]) -> str:
+        sets = {r["unit_set"] for m, r in by.items() if m != "-" and r.get("unit_set")}
+        if len(sets) <= 1:
+            return f"<th>{html.escape(me)}</th>"
+        return (f'<th>{html.escape(me)} <span class="differs" title="the models in this row were scored on '
+                f'different items: compare them on the items they share (report.compare, below)">'
+                f"&#8800; items</span></th>")
+
     body = "".join(
-        f"<tr><th>{html.escape(title(f))}</th><th>{html.escape(sc)}</th><th>{html.escape(me)}</th>"
+        f"<tr><th>{html.escape(title(f))}</th><th>{html.escape(sc)}</th>{metric_cell(me, by)}"
         + ("".join(cell(f, sc, by.get(m)) for m in models) if "-" not in by else
            f'<td colspan="{max(1, len(models))}">{by["-"]["value"]:.4g}</td>')
         + "</tr>" for (f, sc, me), by in cells.items())
+    shown = {f for f, _, _ in cells}
+    absent = [title(f.key) for f in FAMILIES if f.key not in shown]
+    if absent:
+        body += "".join(f'<tr><th>{html.escape(t)}</th><td colspan="{len(models) + 2}" class="null">no numbers yet: '
+                        "its metrics step has not run, or it scored nothing</td></tr>" for t in absent)
     links = "".join(f'<li><a href="{html.escape(p.name)}">{html.escape(m)}</a> (<a href="'
                     f'{html.escape(safe_name(m))}/samples.html">replies</a>)</li>' for m, p in pages.items())
     gone = [m for m in models if not configured[m]]
@@ -176,14 +253,18 @@ def leaderboard(wh: Warehouse, pages: Mapping[str, Path]) -> str:
                  + ".</p>")
     return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Benchsmith reports</title>"
             f"<style>{_CSS}</style></head><body><h1>Benchsmith reports</h1><ul>{links}</ul>"
-            f"<h2>Leaderboard (report.headline)</h2><p>Fractions unless the metric names tokens or a count; n: the "
-            f"replies or items each number rests on. Each number links to its replies and how each was read.</p>"
+            f"<h2>Leaderboard (report.headline)</h2><p>Fractions unless the metric names tokens or a count; in "
+            f"brackets the 95 % interval (Wilson for a yes/no per item, else a bootstrap over items); n: the "
+            f"replies or items each number rests on; -: the model was not evaluated on it; &#8800; items: the "
+            f"models of that row were scored on different items. Each number links to its replies and how each "
+            f"was read. <a href=\"items.html\">Item statistics</a>.</p>"
             f"{note}<div class=\"scroll\"><table id=\"leaderboard\"><thead><tr><th>family</th><th>scope</th>"
-            f"<th>metric</th>{head}</tr></thead><tbody>{body}</tbody></table></div></body></html>")
+            f"<th>metric</th>{head}</tr></thead><tbody>{body}</tbody></table></div>{comparisons(wh)}"
+            f"{provenance(about)}</body></html>")
 
 
-def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dict[str, dict[str, Any]]
-                  ) -> dict[str, tuple[Path, list[Panel]]]:
+def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dict[str, dict[str, Any]],
+                  run: Mapping[str, Any] | None = None) -> dict[str, tuple[Path, list[Panel]]]:
     """Write `<model>.html` (and its plots) and `<model>/samples.html` for each model, and the
     leaderboard `index.html`; model -> (page, panels)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -194,13 +275,14 @@ def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dic
             panels = [panel(wh, model, w) for panel in PANELS]
             for p in panels:  # first, the panel's headline numbers with the count each rests on
                 p.tables.insert(0, ("report.headline", wh.rows(
-                    "SELECT scope, metric, value, n FROM report.headline WHERE family = ? AND model = ? "
+                    "SELECT scope, metric, value, lo, hi, n FROM report.headline WHERE family = ? AND model = ? "
                     "ORDER BY scope, metric", [p.key, model])))
             page = folder / f"{safe_name(model)}.html"
             page.write_text(render(model, about.get(model, {}), panels), encoding="utf-8")
             (folder / safe_name(model) / "samples.html").write_text(samples_page(wh, model), encoding="utf-8")
             out[model] = (page, panels)
-        (folder / "index.html").write_text(leaderboard(wh, {m: p for m, (p, _) in out.items()}), encoding="utf-8")
+        (folder / "index.html").write_text(leaderboard(wh, {m: p for m, (p, _) in out.items()}, run), encoding="utf-8")
+        (folder / "items.html").write_text(items_page(wh), encoding="utf-8")
     return out
 
 

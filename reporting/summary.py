@@ -182,6 +182,8 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
         for r in rows:
             if r["family"] == family:
                 value = "NULL" if r["value"] is None else (f"{r['value']:.3g}")
+                if r.get("lo") is not None and r.get("hi") is not None:
+                    value += f" [{r['lo']:.2g}-{r['hi']:.2g}]"
                 cells.setdefault(r["model"], []).append(f"{r['scope']} {r['metric']}={value}")
                 if not r["configured"]:
                     gone.add(r["model"])

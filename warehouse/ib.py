@@ -186,6 +186,15 @@ HEADLINE = """
            sum(numerator) / nullif(sum(denominator), 0) AS value, CAST(sum(denominator) AS BIGINT) AS n
     FROM ib.metrics WHERE metric = 'Acc' AND category = '-' GROUP BY model, setting"""
 
+# The units each headline number rests on (`report.units`, reporting/stats.py): one per item and
+# setting, its answered replies (the miscellany asks one question several times: they form one unit).
+HEADLINE_UNITS = f"""
+    SELECT 'ib' AS family, model, setting AS scope, 'Acc' AS metric, dataset || ':' || item_id AS unit,
+           CAST(count(*) FILTER (correct) AS DOUBLE) AS num, CAST(count(*) AS DOUBLE) AS den, NULL::DOUBLE AS conf
+    FROM {current_rows('ib.responses', 'ib.items', ITEM_KEYS['ib.items'])}
+    WHERE correct IS NOT NULL GROUP BY ALL"""
+
+
 # `report.mechanisms`' rows: replies decided per setting (over the current replies).
 MECHANISMS = f"""
     SELECT 'ib' AS family, model, setting AS scope, 'decided replies' AS mechanism,

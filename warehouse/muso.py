@@ -155,6 +155,22 @@ HEADLINE = """
           UNION ALL SELECT model, task, paradigm, temperature, 'ece_recall', ece_recall, n_confidence
               FROM muso.metrics WHERE level = 0 AND variant = 'standard')"""
 
+# The units each headline number rests on (`report.units`): one per instance (standard variant,
+# answered); the ECE's units carry their stated confidence (`conf`, 0-1) beside their recall.
+HEADLINE_UNITS = f"""
+    WITH r AS (SELECT model, task || ' ' || paradigm || ' T=' || temperature AS scope,
+                      partition_key || ':' || instance_id AS instance_id, precision,
+                      recall, confidence
+               FROM {current_rows('muso.responses', 'muso.instances', ITEM_KEYS['muso.instances'])}
+               WHERE variant = 'standard' AND status = 'ok' AND recall IS NOT NULL)
+    SELECT 'muso' AS family, model, scope, 'recall' AS metric, instance_id AS unit, recall AS num, 1.0 AS den,
+           NULL::DOUBLE AS conf FROM r
+    UNION ALL SELECT 'muso', model, scope, 'precision', instance_id, precision, 1.0, NULL FROM r
+        WHERE precision IS NOT NULL
+    UNION ALL SELECT 'muso', model, scope, 'ece_recall', instance_id, recall, 1.0, confidence / 100 FROM r
+        WHERE confidence IS NOT NULL"""
+
+
 # `report.mechanisms`' rows: replies within the budget, a solution set read, a confidence stated.
 MECHANISMS = """
     SELECT 'muso' AS family, model, task AS scope, 'replies finish within the token budget' AS mechanism,

@@ -255,6 +255,28 @@ HEADLINE = """
     UNION ALL
     SELECT 's1', '-', language, 'accepted_items', count(*), count(*) FROM s1.items GROUP BY language"""
 
+# The units each headline number rests on (`report.units`): one per item. pass@1 is the mean over
+# items of each item's share of right samples; acc@k counts items whose k samples were all answered
+# (k: the most any item has); greedy accuracy one answer per item; tokens leave out endless replies.
+HEADLINE_UNITS = f"""
+    WITH r AS (SELECT * FROM {current_rows('s1.responses', 's1.items', ITEM_KEYS['s1.items'], 'r')}
+               WHERE method NOT IN ('call_failed', 'judge_failed')),
+    sampled AS (SELECT model, item_id, count(*) AS n, count(*) FILTER (correct) AS right_
+                FROM r WHERE mode = 'sample' GROUP BY ALL),
+    k AS (SELECT model, max(n) AS k FROM sampled GROUP BY model)
+    SELECT 's1' AS family, model, 'all' AS scope, 'pass@1' AS metric, item_id AS unit,
+           right_ / n AS num, 1.0 AS den, NULL::DOUBLE AS conf FROM sampled
+    UNION ALL
+    SELECT 's1', s.model, 'all', 'acc@k', item_id, CAST(right_ = n AS DOUBLE), 1.0, NULL
+    FROM sampled s JOIN k ON k.model = s.model WHERE s.n = k.k
+    UNION ALL
+    SELECT 's1', model, 'all', 'greedy_acc', item_id, CAST(count(*) FILTER (correct) AS DOUBLE),
+           CAST(count(*) AS DOUBLE), NULL FROM r WHERE mode = 'greedy' GROUP BY ALL
+    UNION ALL
+    SELECT 's1', model, 'all', 'mean_tokens', item_id, CAST(sum(tokens) AS DOUBLE), CAST(count(*) AS DOUBLE), NULL
+    FROM r WHERE mode = 'sample' AND tokens IS NOT NULL AND coalesce(format_type, 0) <> 301 GROUP BY ALL"""
+
+
 # `report.mechanisms`' rows: whether several questions were accepted, per language.
 MECHANISMS = """
     SELECT 's1' AS family, '-' AS model, c.language AS scope,

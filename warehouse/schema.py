@@ -129,6 +129,41 @@ TABLES: dict[str, str] = {
         topic           VARCHAR,
         extra           JSON NOT NULL
     """,
+    # The 95 % interval of each headline number (reporting/stats.py), from its units (`report.units`);
+    # written by the `model_report` step after every family's metrics. `report.headline` shows it beside
+    # the number it was computed for (an interval of an older value is not shown).
+    "report.intervals": """
+        family    VARCHAR NOT NULL,
+        model     VARCHAR NOT NULL,
+        scope     VARCHAR NOT NULL,
+        metric    VARCHAR NOT NULL,
+        value     DOUBLE,               -- the headline number the interval is for
+        lo        DOUBLE,               -- lower end of the 95 % interval
+        hi        DOUBLE,               -- upper end
+        method    VARCHAR NOT NULL,     -- wilson, bootstrap (over units, clustered by item), or why none
+        units     INTEGER NOT NULL,     -- items (or instances) the number rests on
+        unit_set  VARCHAR NOT NULL,     -- digest of those units: equal digests, same items
+        PRIMARY KEY (family, model, scope, metric)
+    """,
+    # Every pair of models on every headline number, on the units both were scored on (reporting/stats.py).
+    "report.compare": """
+        family    VARCHAR NOT NULL,
+        scope     VARCHAR NOT NULL,
+        metric    VARCHAR NOT NULL,
+        model_a   VARCHAR NOT NULL,
+        model_b   VARCHAR NOT NULL,
+        shared    INTEGER NOT NULL,     -- units both models were scored on (the comparison is over these only)
+        only_a    INTEGER NOT NULL,     -- units only model_a was scored on (left out)
+        only_b    INTEGER NOT NULL,     -- units only model_b was scored on (left out)
+        value_a   DOUBLE,               -- model_a's number on the shared units
+        value_b   DOUBLE,               -- model_b's number on the shared units
+        diff      DOUBLE,               -- value_a - value_b
+        lo        DOUBLE,               -- paired bootstrap 95 % interval of diff: lower end
+        hi        DOUBLE,               -- upper end
+        test      VARCHAR NOT NULL,     -- mcnemar_exact (yes/no units), paired_bootstrap, or why none
+        p_value   DOUBLE,               -- two-sided
+        PRIMARY KEY (family, scope, metric, model_a, model_b)
+    """,
 }
 
 
@@ -197,10 +232,44 @@ def _union(part: str) -> str:
 # configuration); true when no configuration has been probed yet (`llm.models` empty).
 VIEWS["report.headline"] = f"""
     SELECT h.*, h.model = '-' OR NOT EXISTS (SELECT 1 FROM llm.models)
-           OR h.model IN (SELECT name FROM llm.models WHERE coalesce(evaluated, true)) AS configured
+           OR h.model IN (SELECT name FROM llm.models WHERE coalesce(evaluated, true)) AS configured,
+           i.lo, i.hi, i.method AS interval, i.unit_set
     FROM ({_union("HEADLINE")}
     ) h
-    ORDER BY family, model, scope, metric
+    LEFT JOIN report.intervals i ON i.family = h.family AND i.model = h.model AND i.scope = h.scope
+         AND i.metric = h.metric AND i.value IS NOT DISTINCT FROM h.value
+    ORDER BY h.family, h.model, h.scope, h.metric
+"""
+
+# The units each headline number rests on (one row per item or instance: `value = sum(num) / sum(den)`,
+# or for an ECE the calibration error of its units' (conf, num) pairs), from which `report.intervals`,
+# `report.compare` and `report.item_stats` are made.
+_NO_UNITS = ("SELECT NULL::VARCHAR AS family, NULL::VARCHAR AS model, NULL::VARCHAR AS scope, NULL::VARCHAR AS metric, "
+             "NULL::VARCHAR AS unit, NULL::DOUBLE AS num, NULL::DOUBLE AS den, NULL::DOUBLE AS conf WHERE false")
+VIEWS["report.units"] = "\n    UNION ALL".join(
+    "\n    SELECT * FROM (" + getattr(m, "HEADLINE_UNITS", _NO_UNITS) + ")" for m in FAMILY_MODULES.values())
+
+# Item statistics for benchmark builders: per item (unit) of each headline number scored by two or
+# more models, its difficulty (the mean score over models), its discrimination (the correlation across
+# models of the item's score with the model's score on the other items: near 0 or below, the item
+# does not separate stronger models from weaker ones), and a suspect flag.
+VIEWS["report.item_stats"] = """
+    WITH scored AS (SELECT family, scope, metric, unit, model, num / den AS score, num, den
+                    FROM report.units WHERE conf IS NULL AND den > 0 AND model <> '-'),
+    -- scores of right and wrong only (a share per item): not tokens, not a sum of several conversions
+    u AS (SELECT * FROM scored WHERE (family, scope, metric) IN (
+              SELECT family, scope, metric FROM scored GROUP BY ALL HAVING min(score) >= 0 AND max(score) <= 1)),
+    totals AS (SELECT family, scope, metric, model, sum(num) AS num, sum(den) AS den FROM u GROUP BY ALL),
+    rest AS (SELECT u.*, (t.num - u.num) / nullif(t.den - u.den, 0) AS rest_score
+             FROM u JOIN totals t USING (family, scope, metric, model))
+    SELECT family, scope, metric, unit AS item, count(*) AS models, avg(score) AS difficulty,
+           CASE WHEN count(*) >= 3 AND NOT isnan(corr(score, rest_score)) THEN corr(score, rest_score) END
+               AS discrimination,
+           CASE WHEN count(*) >= 2 AND max(score) = 0 THEN 'every model scored 0'
+                WHEN count(*) >= 3 AND corr(score, rest_score) < 0 THEN 'stronger models score lower'
+           END AS suspect
+    FROM rest GROUP BY family, scope, metric, unit HAVING count(*) >= 2
+    ORDER BY family, scope, metric, difficulty, item
 """
 
 # Replies made on items that have since been rebuilt differently or removed: left out of every
@@ -328,6 +397,12 @@ TABLE_DOCS: dict[str, str] = {
     "report.mechanisms": "Whether each family's main mechanism was exercised per model and scope, and the counts behind it.",
     "report.headline": ("Every family's headline numbers per model (fractions; tokens; counts), with what each is "
                         "over and whether the model is still configured."),
+    "report.intervals": "The 95 % interval of each headline number (Wilson or bootstrap over its units), per model.",
+    "report.compare": ("Every pair of models on every headline number, over the units both were scored on: the "
+                       "difference, its paired bootstrap interval and a paired test."),
+    "report.units": "The items (or instances) each headline number rests on, with each one's share of the number.",
+    "report.item_stats": ("Per item of each headline number scored by two or more models: difficulty, "
+                          "discrimination and a suspect flag, for pruning and fixing items."),
     "report.stale": ("Replies made on items since rebuilt differently or removed, per family, model and scope: "
                      "left out of every metric until the slice is run again."),
 }
@@ -401,6 +476,15 @@ VIEW_COLUMN_DOCS: dict[str, str] = {
     "mechanism": "what the family does that the run should have exercised",
     "reached": "true when the rows show the mechanism at work",
     "detail": "the counts behind `reached`",
+    "lo": "lower end of the 95 % interval", "hi": "upper end of the 95 % interval",
+    "interval": "how the interval was computed: wilson, bootstrap (over units, clustered by item), or why none",
+    "unit_set": "digest of the items the number rests on: rows with different digests were scored on different items",
+    "unit": "the item (or instance) of the unit", "num": "the unit's share of the number's numerator",
+    "den": "the unit's share of the number's denominator", "conf": "the unit's stated confidence (0-1), for an ECE",
+    "item": "the item (or instance)", "models": "models scored on the item",
+    "difficulty": "the mean score over models (0: every model wrong)",
+    "discrimination": "correlation across models of the item's score with their score on the other items",
+    "suspect": "why the item may be broken (every model scored 0; stronger models score lower), else NULL",
 }
 
 

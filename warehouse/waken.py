@@ -194,6 +194,30 @@ HEADLINE = """
           OR (metric = 'vague_perception_share' AND sample_type = 's')
           OR (metric = 'TCR' AND sample_type = 'all' AND stage IN ('1', '2')))"""
 
+# The units each headline number rests on (`report.units`): one per item. Acc(WakenLLM) is table 6's
+# literal Acc(Direct) + |TC1|/|D| + |TC2|/|D|, so an item converted at both stages counts twice.
+HEADLINE_UNITS = f"""
+    WITH o AS (SELECT * FROM {current_rows('waken.outcomes', 'waken.items', ITEM_KEYS['waken.items'])}
+               WHERE setting = 'vanilla'),
+    direct AS (SELECT dataset, model, item_id, sample_type, outcome, prediction FROM o WHERE step = 'direct'),
+    tc AS (SELECT dataset, model, item_id, count(*) FILTER (step = 'stage1' AND outcome = 'TC') AS tc1,
+                  count(*) FILTER (step = 'stage2' AND outcome = 'TC') AS tc2
+           FROM o WHERE step IN ('stage1', 'stage2') GROUP BY ALL)
+    SELECT 'waken' AS family, model, dataset AS scope, 'acc_direct' AS metric, item_id AS unit,
+           CAST(coalesce(outcome = 'correct', false) AS DOUBLE) AS num, 1.0 AS den, NULL::DOUBLE AS conf
+    FROM direct WHERE outcome NOT IN ('call_failed', 'judge_failed')
+    UNION ALL
+    SELECT 'waken', d.model, d.dataset, 'acc_wakenllm', d.item_id,
+           CAST(d.outcome = 'correct' AS DOUBLE) + coalesce(tc.tc1, 0) + coalesce(tc.tc2, 0), 1.0, NULL
+    FROM direct d LEFT JOIN tc USING (dataset, model, item_id) WHERE d.outcome NOT IN ('call_failed', 'judge_failed')
+    UNION ALL
+    SELECT 'waken', model, dataset, 'vague_perception_share', item_id, CAST(coalesce(prediction = 'Unknown', false) AS DOUBLE), 1.0, NULL
+    FROM direct WHERE sample_type = 's'
+    UNION ALL
+    SELECT 'waken', model, dataset, 'TCR' || substr(step, 6), item_id, CAST(outcome = 'TC' AS DOUBLE), 1.0, NULL
+    FROM o WHERE step IN ('stage1', 'stage2') AND outcome IN ('TC', 'FC', 'UC')"""
+
+
 # `report.mechanisms`' rows: how many items entered each stimulation stage, and why.
 MECHANISMS = """
     SELECT 'waken' AS family, d.model, d.dataset AS scope,

@@ -1,0 +1,220 @@
+"""Uncertainty for the headline numbers and paired comparisons between models (issue 50).
+
+Every headline number of `report.headline` rests on units (`report.units`: one row per item, or per
+instance, with its share of the number): `value = sum(num) / sum(den)` over the units, or for an
+ECE the calibration error of the units' (confidence, score) pairs. From them:
+
+- **Wilson 95 % interval** where each unit is one yes/no answer (num 0 or 1, den 1): accuracies
+  scored once per item (Wilson 1927; lm-evaluation-harness and Inspect report a standard error, the
+  Wilson interval stays inside [0, 1] and keeps its coverage at small n and near 0 or 1);
+- **bootstrap over units** (percentile, `BOOT` resamples, a fixed seed) otherwise: means of
+  per-item scores (recall, precision, pass@1), ratios (TCR, mean tokens), ECE; a unit pools every
+  sample of its item, so the resampling is clustered by item;
+- **paired comparisons** (`compare`) of two models on the units both were scored on: the
+  difference, its paired-bootstrap interval, and a test: McNemar's exact test where units are
+  yes/no (the binomial test on the discordant pairs), else the paired bootstrap's two-sided p.
+
+Same units and seed, same numbers: the random stream is seeded from the row's identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+Z95 = 1.959963984540054
+BOOT = 2000
+
+
+def wilson(k: float, n: float, z: float = Z95) -> tuple[float, float] | None:
+    """The Wilson score interval of k successes in n trials (None when n is 0)."""
+    if n <= 0:
+        return None
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def ratio(units: Sequence[tuple[float, float]]) -> float | None:
+    den = sum(d for _, d in units)
+    return sum(n for n, _ in units) / den if den else None
+
+
+def _rng(*identity: object) -> random.Random:
+    return random.Random(int(hashlib.sha256(repr(identity).encode()).hexdigest()[:16], 16))
+
+
+def bootstrap(units: Sequence, statistic: Callable[[Sequence], float | None], seed: tuple = (),
+              resamples: int = BOOT, level: float = 0.95) -> tuple[float, float] | None:
+    """The percentile interval of `statistic` over `resamples` resamples of the units (with
+    replacement, as many as there are): the units are the clusters."""
+    if len(units) < 2:
+        return None
+    rng = _rng("bootstrap", *seed)
+    n = len(units)
+    stats = []
+    for _ in range(resamples):
+        got = statistic([units[rng.randrange(n)] for _ in range(n)])
+        if got is not None:
+            stats.append(got)
+    if len(stats) < resamples // 2:
+        return None
+    stats.sort()
+    lo = stats[int(math.floor((1 - level) / 2 * (len(stats) - 1)))]
+    hi = stats[int(math.ceil((1 + level) / 2 * (len(stats) - 1)))]
+    return lo, hi
+
+
+def binary(units: Sequence[tuple[float, float]]) -> bool:
+    """Whether every unit is one yes/no answer."""
+    return all(d == 1 and n in (0, 1) for n, d in units)
+
+
+@dataclass(frozen=True)
+class Interval:
+    lo: float | None
+    hi: float | None
+    method: str  # wilson, bootstrap, or why there is none
+
+
+def interval(units: Sequence[tuple[float, float]], seed: tuple = (),
+             statistic: Callable[[Sequence], float | None] | None = None) -> Interval:
+    """The 95 % interval of a headline number from its units ((num, den) pairs; with `statistic`,
+    any unit shape that function reads)."""
+    if not units:
+        return Interval(None, None, "no units")
+    if statistic is None and binary(units):
+        got = wilson(sum(n for n, _ in units), len(units))
+        return Interval(*got, "wilson") if got else Interval(None, None, "no units")
+    got = bootstrap(units, statistic or ratio, seed)
+    return Interval(*got, "bootstrap") if got else Interval(None, None, "too few units")
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p: b units right for A only, c for B only; under no difference each
+    discordant unit goes either way with probability 1/2."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    k = min(b, c)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    shared: int
+    value_a: float | None
+    value_b: float | None
+    diff: float | None
+    lo: float | None
+    hi: float | None
+    test: str
+    p_value: float | None
+
+
+def compare(a: dict[str, tuple[float, float]], b: dict[str, tuple[float, float]], seed: tuple = (),
+            resamples: int = BOOT) -> Comparison:
+    """Model A against model B on the units both were scored on (keyed by unit): A - B, its paired
+    bootstrap 95 % interval, and McNemar's exact test (yes/no units) or the paired bootstrap's
+    two-sided p (the share of resampled differences on the other side of 0, doubled)."""
+    shared = sorted(set(a) & set(b))
+    pa, pb = [a[u] for u in shared], [b[u] for u in shared]
+    va, vb = ratio(pa), ratio(pb)
+    if va is None or vb is None:
+        return Comparison(len(shared), va, vb, None, None, None, "no shared units", None)
+    diff = va - vb
+    pairs = list(zip(pa, pb))
+
+    def d(sample: Sequence) -> float | None:
+        x, y = ratio([p[0] for p in sample]), ratio([p[1] for p in sample])
+        return None if x is None or y is None else x - y
+
+    got = bootstrap(pairs, d, ("compare", *seed), resamples)
+    lo, hi = got if got else (None, None)
+    if binary(pa) and binary(pb):
+        only_a = sum(x[0] == 1 and y[0] == 0 for x, y in pairs)
+        only_b = sum(x[0] == 0 and y[0] == 1 for x, y in pairs)
+        return Comparison(len(shared), va, vb, diff, lo, hi, "mcnemar_exact", mcnemar_exact(only_a, only_b))
+    rng = _rng("compare-p", *seed)
+    n = len(pairs)
+    if n < 2:
+        return Comparison(n, va, vb, diff, lo, hi, "too few units", None)
+    draws = [d([pairs[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples)]
+    draws = [x for x in draws if x is not None]
+    other = sum(x <= 0 for x in draws) if diff > 0 else sum(x >= 0 for x in draws)
+    p = min(1.0, 2 * (other + 1) / (len(draws) + 1)) if diff != 0 else 1.0
+    return Comparison(n, va, vb, diff, lo, hi, "paired_bootstrap", p)
+
+
+# -- the warehouse's report.intervals and report.compare ------------------------------------------------
+
+def _ece(units: Sequence[tuple[float, float, float]]) -> float | None:
+    from evaluations.scoring import ece
+
+    return ece([c for _, _, c in units], [n for n, _, _ in units])
+
+
+def unit_set(units: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(units)).encode()).hexdigest()[:16]
+
+
+def _grouped(wh) -> dict[tuple[str, str, str, str], dict[str, tuple[float, ...]]]:
+    """(family, model, scope, metric) -> unit -> (num, den) or, for an ECE, (num, den, conf)."""
+    out: dict[tuple[str, str, str, str], dict[str, tuple[float, ...]]] = {}
+    for r in wh.rows("SELECT family, model, scope, metric, unit, num, den, conf FROM report.units "
+                     "WHERE num IS NOT NULL AND den IS NOT NULL ORDER BY ALL"):
+        key = (r["family"], r["model"], r["scope"], r["metric"])
+        out.setdefault(key, {})[r["unit"]] = ((r["num"], r["den"]) if r["conf"] is None
+                                              else (r["num"], r["den"], r["conf"]))
+    return out
+
+
+def interval_rows(wh) -> list[dict]:
+    """A row of `report.intervals` per headline number that has units."""
+    units = _grouped(wh)
+    out = []
+    for h in wh.rows("SELECT family, model, scope, metric, value FROM report.headline ORDER BY ALL"):
+        key = (h["family"], h["model"], h["scope"], h["metric"])
+        got = units.get(key)
+        if not got:
+            continue
+        values = list(got.values())
+        ece = len(values[0]) == 3
+        iv = interval(values, key, _ece if ece else None)
+        out.append({**dict(zip(("family", "model", "scope", "metric"), key)), "value": h["value"],
+                    "lo": iv.lo, "hi": iv.hi, "method": iv.method, "units": len(values), "unit_set": unit_set(list(got))})
+    return out
+
+
+def compare_rows(wh) -> list[dict]:
+    """A row of `report.compare` per pair of models on each headline number with units (not ECEs:
+    a paired comparison of calibration errors needs more units than a run has per bin)."""
+    units = _grouped(wh)
+    by_number: dict[tuple[str, str, str], dict[str, dict[str, tuple[float, ...]]]] = {}
+    for (family, model, scope, metric), got in units.items():
+        if model != "-" and len(next(iter(got.values()))) == 2:
+            by_number.setdefault((family, scope, metric), {})[model] = got
+    out = []
+    for (family, scope, metric), models in sorted(by_number.items()):
+        names = sorted(models)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                c = compare(models[a], models[b], (family, scope, metric, a, b))
+                out.append({"family": family, "scope": scope, "metric": metric, "model_a": a, "model_b": b,
+                            "shared": c.shared, "only_a": len(set(models[a]) - set(models[b])),
+                            "only_b": len(set(models[b]) - set(models[a])), "value_a": c.value_a,
+                            "value_b": c.value_b, "diff": c.diff, "lo": c.lo, "hi": c.hi, "test": c.test,
+                            "p_value": c.p_value})
+    return out
+
+
+def write(wh) -> tuple[int, int]:
+    """Recompute `report.intervals` and `report.compare` from the units stored now."""
+    intervals, comparisons = interval_rows(wh), compare_rows(wh)
+    wh.replace_partitions({"report.intervals": intervals, "report.compare": comparisons}, {})
+    return len(intervals), len(comparisons)
