@@ -133,10 +133,10 @@ TABLES: dict[str, str] = {
     # written by the `model_report` step after every family's metrics. `report.headline` shows it beside
     # the number it was computed for (an interval of an older value is not shown).
     "report.intervals": """
-        family    VARCHAR NOT NULL,
-        model     VARCHAR NOT NULL,
-        scope     VARCHAR NOT NULL,
-        metric    VARCHAR NOT NULL,
+        family    VARCHAR NOT NULL,     -- benchmark family (as report.headline names it)
+        model     VARCHAR NOT NULL,     -- configured model name
+        scope     VARCHAR NOT NULL,     -- what the number covers (as report.headline names it)
+        metric    VARCHAR NOT NULL,     -- the headline metric
         value     DOUBLE,               -- the headline number the interval is for
         lo        DOUBLE,               -- lower end of the 95 % interval
         hi        DOUBLE,               -- upper end
@@ -147,11 +147,11 @@ TABLES: dict[str, str] = {
     """,
     # Every pair of models on every headline number, on the units both were scored on (reporting/stats.py).
     "report.compare": """
-        family    VARCHAR NOT NULL,
-        scope     VARCHAR NOT NULL,
-        metric    VARCHAR NOT NULL,
-        model_a   VARCHAR NOT NULL,
-        model_b   VARCHAR NOT NULL,
+        family    VARCHAR NOT NULL,     -- benchmark family (as report.headline names it)
+        scope     VARCHAR NOT NULL,     -- what the number covers (as report.headline names it)
+        metric    VARCHAR NOT NULL,     -- the headline metric
+        model_a   VARCHAR NOT NULL,     -- model A (the first by name)
+        model_b   VARCHAR NOT NULL,     -- model B
         shared    INTEGER NOT NULL,     -- units both models were scored on (the comparison is over these only)
         only_a    INTEGER NOT NULL,     -- units only model_a was scored on (left out)
         only_b    INTEGER NOT NULL,     -- units only model_b was scored on (left out)
