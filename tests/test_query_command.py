@@ -59,3 +59,14 @@ def test_no_warehouse_yet_is_said_and_no_empty_file_is_made(tmp_path):
     missing = tmp_path / "none.duckdb"
     out = query("SELECT 1", "--db", str(missing))
     assert out.returncode == 2 and "no warehouse" in out.stderr and not missing.exists()
+
+
+def test_a_reader_that_stops_early_ends_no_traceback(tmp_path):
+    """`python -m warehouse.query ... | head -1`: the pipe closes after one line; no BrokenPipeError."""
+    path = tmp_path / "wh.duckdb"
+    Warehouse(path).upsert("sources.records", [
+        {"dataset": "d", "source": "fld", "subset": "s", "split": "test", "source_id": str(i), "origin": "o",
+         "row_number": i, "context": "c" * 200, "question": "q", "extra": "{}"} for i in range(3000)])
+    got = subprocess.run(f"{sys.executable} -m warehouse.query --db {path} 'SELECT * FROM sources.records' | head -1",
+                         shell=True, cwd=ROOT, capture_output=True, text=True)
+    assert got.stdout.startswith("dataset") and "Traceback" not in got.stderr and "BrokenPipe" not in got.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import date, datetime
@@ -94,7 +95,13 @@ def main(argv: list[str] | None = None) -> int:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"warehouse.query: {first}", file=sys.stderr)
         return 1
-    print(render(names, rows, args.format, args.max_width))
+    try:
+        print(render(names, rows, args.format, args.max_width))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `... | head` closed the pipe: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout at exit
+        return 0
     if args.format == "table":
         print(f"({len(rows)} rows)", file=sys.stderr)
     return 0
