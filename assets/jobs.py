@@ -155,10 +155,12 @@ def waits_for(steps: Sequence[Step]) -> list[frozenset[int]]:
 
 
 def run_tags(step: Step, config) -> dict[str, str]:
-    """What the Runs page filters by: the family, the partition, the models, the configuration
-    (the command's runs, and the UI's through `assets.ui_runs`)."""
-    tags = {"benchsmith/family": step.family or step.job, "benchsmith/config": config.source,
-            "benchsmith/models": step.model or ",".join(config.evaluate)}
+    """What the Runs page filters by: the family (none for the probe, the summary and the reports,
+    which serve every family), the partition, the models, the configuration (the command's runs, and
+    the UI's through `assets.ui_runs`, which adds `benchsmith/job`)."""
+    tags = {"benchsmith/config": config.source, "benchsmith/models": step.model or ",".join(config.evaluate)}
+    if step.family:  # the probe, the summary and the reports belong to no one family: the job names them
+        tags["benchsmith/family"] = step.family
     if step.partition:
         tags["benchsmith/partition"] = step.partition
     return tags

@@ -475,5 +475,7 @@ def test_a_ui_launch_of_one_slice_gets_the_tags_the_command_gives_that_step(tmp_
         "benchsmith/config": cfg.source, "benchsmith/job": "evaluate_ib", "benchsmith/launched": "ui"}
     assert ui_tags(run(["waken_metrics"]), cfg)["benchsmith/models"] == "alpha,beta"
     assert ui_tags(run(["models"]), cfg)["benchsmith/job"] == "probe_models"
+    summary = ui_tags(run(["llm_call_summary", "model_report"]), cfg)
+    assert summary["benchsmith/job"] == "summarise" and "benchsmith/family" not in summary  # it serves every family
     assert ui_tags(run(["ib_items", "waken_items"]), cfg) == {}
     assert ui_tags(run(["ib_metrics"], **{"benchsmith/family": "ib"}), cfg) == {}
