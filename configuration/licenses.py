@@ -24,4 +24,12 @@ LICENSES = {
     "fld": "cc-by-4.0",  # the FLD corpus (its generator's code is Apache-2.0)
     "folio": "cc-by-sa-4.0",
     "scienceqa": "cc-by-nc-sa-4.0",
+    # Instruction Boundary's paper datasets (their Hugging Face dataset cards): cais/mmlu, TIGER-Lab/MMLU-Pro
+    # and tau/commonsense_qa are MIT, truthfulqa/truthful_qa Apache-2.0. MultiRC has no standard licence
+    # (SuperGLUE's card: "other", its sources' terms for research use): a release of it names one under
+    # release.source_licenses, or is refused.
+    "mmlu": "mit",
+    "mmlu_pro": "mit",
+    "commonsenseqa": "mit",
+    "truthfulqa": "apache-2.0",
 }

@@ -69,5 +69,10 @@ def construction(cfg: Config) -> str:
 
 
 def limits(cfg: Config) -> list[str]:
-    return ["The paper's prompt templates are not in its text; the prompts the project asks are its own (they are "
-            "not part of the items).", "MultiRC's licence is not known here: set release.source_licenses.multirc."]
+    out = ["The paper's prompt templates are not in its text; the prompts the project asks are its own (they are "
+           "not part of the items)."]
+    kinds = {d.source.kind for d in (*cfg.ib.datasets.values(), cfg.ib.miscellany) if d.source is not None}
+    if "multirc" in kinds and "multirc" not in cfg.release.source_licenses:
+        out.append("MultiRC has no standard licence (SuperGLUE's card: research use): name the one you release it "
+                   "under in release.source_licenses.multirc.")
+    return out

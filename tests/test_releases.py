@@ -420,3 +420,32 @@ def test_a_release_manifest_with_any_value_changed_loads_as_written_or_is_refuse
         _fuzz_release(built, edit)
 
     check()
+
+
+def test_the_paper_datasets_of_instruction_boundary_have_their_licences_and_multirc_is_named_only_when_used():
+    """Issue 50: IB releases from the paper's own datasets were refused for an unknown licence, and every
+    IB card carried a MultiRC line."""
+    from configuration import parse_config
+    from releases import ib as ib_release
+    from releases import source_license
+
+    cfg = parse_config({})
+    assert {k: source_license(cfg, k) for k in ("mmlu", "mmlu_pro", "commonsenseqa", "truthfulqa")} == {
+        "mmlu": "mit", "mmlu_pro": "mit", "commonsenseqa": "mit", "truthfulqa": "apache-2.0"}
+    assert source_license(cfg, "multirc") is None
+    assert not any("MultiRC" in line for line in ib_release.limits(cfg))
+    with_multirc = parse_config({"ib": {"datasets": {"multirc": {"form": "multiple", "count": {"demo": 2, "paper": 2},
+                                                                 "source": {"kind": "multirc", "path": "x.jsonl"}}}}})
+    assert any("MultiRC" in line for line in ib_release.limits(with_multirc))
+
+
+def test_a_family_without_a_release_module_is_said_to_have_none(monkeypatch):
+    """`releases/<key>.py` is optional: a family without one is named, the others released, no traceback."""
+    import sys as _sys
+
+    from releases import ReleaseError
+    from releases import spec as release_spec
+
+    monkeypatch.setitem(_sys.modules, "releases.s1", None)  # as if releases/s1.py did not exist
+    with pytest.raises(ReleaseError, match="no release is defined for this family"):
+        release_spec("s1")
