@@ -439,3 +439,39 @@ def test_the_reports_server_binds_loopback_whatever_the_url_names(monkeypatch):
     assert pages.main(["--serve"]) == 0 and seen == {"host": "127.0.0.1", "port": 3001}
     monkeypatch.setenv("BENCHSMITH_REPORTS_URL", "http://127.0.0.1:3005")
     assert pages.main(["--serve"]) == 0 and seen == {"host": "127.0.0.1", "port": 3005}
+
+
+def test_the_level_plot_names_each_task_whole_and_shows_a_zero_mean_as_a_visible_bar(tmp_path, monkeypatch):
+    """Issue 50: the ticks read "subse" / "timet", and a recall of 0 drew a bar of no height."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    wh.replace_partition("muso.instances", [
+        {"partition_key": "subsetsum_1-50", "instance_id": f"i{k}", "task": "subsetsum", "level": 1, "level_lo": 1,
+         "level_hi": 50, "solution_count": 2, "question": f"q{k}", "reference_answer": "a", "parameters": "{}",
+         "config_seed": 1, "level_seed": 2, "candidate_index": k, "generator_version": "g"} for k in range(2)],
+        {"partition_key": "subsetsum_1-50"})
+    wh.replace_partition("muso.responses", [
+        {"partition_key": "subsetsum_1-50", "model": "m", "paradigm": "short_cot", "variant": "standard", "path": 0,
+         "instance_id": f"i{k}", "task": "subsetsum", "level": 1, "status": "ok", "confidence": 90.0,
+         "recall": 0.0, "precision": 0.0, "truncated": False, "call_keys": "[]", "level_lo": 1, "level_hi": 50,
+         "temperature": 0.2} for k in range(2)], {"partition_key": "subsetsum_1-50", "model": "m"})
+    drawn = {}
+
+    def keep(self, name, title, reason, draw, note=""):
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots()
+        draw(ax)
+        drawn[name] = ax
+        from reporting.panels import Plot
+        return Plot(title, None, reason)
+
+    monkeypatch.setattr(Writer, "plot", keep)
+    muso_panel(wh, "m", Writer(tmp_path / "out"))
+    ax = drawn["muso_levels"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["SubsetSum\n1-50"]
+    heights = [p.get_height() for p in ax.patches]
+    assert len(heights) == 2 and all(h > 0 for h in heights)  # recall and precision, both 0, both visible
+    assert any(t.get_text().startswith("0.00\nn=2") for t in ax.texts)

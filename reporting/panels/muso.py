@@ -11,6 +11,8 @@ from reporting.panels import Panel, Writer, model_rows, not_run
 from warehouse import Warehouse
 from warehouse.schema import current
 
+TASK_TICKS = {"timetabling": "TimeTabling", "subsetsum": "SubsetSum"}  # the paper's names, whole
+
 
 def panel(wh: Warehouse, model: str, w: Writer) -> Panel:
     responses = wh.rows("SELECT paradigm, status, confidence, recall, precision, level_lo, level_hi, task, "
@@ -34,15 +36,18 @@ def panel(wh: Warehouse, model: str, w: Writer) -> Panel:
 
     def by_level(ax: Any) -> None:
         levels = sorted({(r["task"], r["level_lo"], r["level_hi"]) for r in scored})
-        labels = [f"{t[:5]}\n{level_label(lo, hi)}" for t, lo, hi in levels]
+        labels = [f"{TASK_TICKS.get(t, t)}\n{level_label(lo, hi)}" for t, lo, hi in levels]
         for k, (metric, colour) in enumerate((("recall", "tab:blue"), ("precision", "tab:orange"))):
             for x, lv in enumerate(levels):
                 values = [r[metric] for r in scored if (r["task"], r["level_lo"], r["level_hi"]) == lv
                           and r[metric] is not None]
                 at = x + 0.4 * k - 0.2
                 if values:
-                    ax.bar(at, scoring.mean(values), width=0.4, color=colour, label=metric if x == 0 else None)
-                    ax.annotate(f"n={len(values)}", (at, scoring.mean(values)), textcoords="offset points",
+                    mean = scoring.mean(values)
+                    # a mean of 0 is a bar of no height: an outline and its value keep it visible
+                    ax.bar(at, max(mean, 0.004), width=0.4, color=colour, edgecolor=colour, linewidth=0.8,
+                           label=metric if x == 0 else None)
+                    ax.annotate(f"{mean:.2f}\nn={len(values)}", (at, mean), textcoords="offset points",
                                 xytext=(0, 2), ha="center", fontsize=6)
                 else:  # no mean to draw: say so instead of a bar at 0
                     ax.annotate(f"no {metric}", (at, 0.02), ha="center", fontsize=6, rotation=90, color=colour)
