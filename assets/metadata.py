@@ -37,10 +37,15 @@ def table(rows: Sequence[Mapping[str, Any]]) -> dg.MetadataValue:
         schema=dg.TableSchema(columns=[dg.TableColumn(c, kinds[c]) for c in cols]))
 
 
+def rounded(v: Any, digits: int = 4) -> Any:
+    """A float as the UI shows it (0.3333, not 0.33333333333333331); anything else as it is."""
+    return round(v, digits) if isinstance(v, float) else v
+
+
 def headline(wh: Any, family: str) -> dict[str, dg.MetadataValue]:
     """The family's `report.headline` numbers as numeric metadata (`<model> <scope> <metric>`), so
     the UI plots each over the asset's materialisations."""
-    return {f"{r['model']} {r['scope']} {r['metric']}": dg.MetadataValue.float(float(r["value"]))
+    return {f"{r['model']} {r['scope']} {r['metric']}": dg.MetadataValue.float(rounded(float(r["value"])))
             for r in wh.rows("SELECT model, scope, metric, value FROM report.headline WHERE family = ? "
                              "AND value IS NOT NULL AND model <> '-' ORDER BY model, scope, metric", [family])}
 
@@ -83,7 +88,7 @@ def check_results(checks: Sequence[Any]) -> list[dg.AssetCheckResult]:
     """Dagster's results of the checks a layer computed (`validators.checks.Check`): lists and
     mappings in the evidence become JSON metadata; a failed `warn` check is a warning."""
     def value(v: Any) -> Any:
-        return dg.MetadataValue.json(v) if isinstance(v, (list, tuple, dict)) else v
+        return dg.MetadataValue.json(v) if isinstance(v, (list, tuple, dict)) else rounded(v)
 
     return [dg.AssetCheckResult(check_name=c.name, passed=c.passed, description=c.description or None,
                                 severity=dg.AssetCheckSeverity.WARN if c.warn else dg.AssetCheckSeverity.ERROR,

@@ -11,7 +11,7 @@ from collections import Counter
 
 import dagster as dg
 
-from assets.metadata import check_results, column_schema, figure_markdown, headline, table
+from assets.metadata import check_results, column_schema, figure_markdown, headline, rounded, table
 from assets.partitions import by_model, items_partitions, model_slice
 from assets.release import released_tables
 from assets.reply_checks import reply_check_results, reply_check_specs
@@ -156,7 +156,7 @@ def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
             "failed_calls": sum(r["status"] == CALL_FAILED for r in rows),
             "parse_failures": sum(r["parse_error"] is not None for r in scored),
             "truncated": sum(r["truncated"] for r in rows),
-            "mean_recall": scoring.mean([r["recall"] for r in scored]),
+            "mean_recall": rounded(scoring.mean([r["recall"] for r in scored])),
             "recheck_outcomes": dg.MetadataValue.json(dict(Counter(str(r["recheck"]) for r in scored))),
         })
 
