@@ -15,8 +15,10 @@ DESCRIPTION = ("Judging and choice items whose correct label is often the rare (
 TASK_CATEGORIES = ("multiple-choice", "question-answering")
 PAPER = Paper(
     "Instruction Boundary: Quantifying Biases in LLM Reasoning under Various Coverage",
-    "@misc{instructionboundary,\n  title={Instruction Boundary: Quantifying Biases in LLM Reasoning under Various "
-    "Coverage}\n}",
+    "@article{ling2025instruction,\n  title={Instruction Boundary: Quantifying Biases in LLM Reasoning under Various "
+    "Coverage},\n  author={Ling, Zipeng and Tang, Yuehao and Huang, Chen and Liu, Shuliang and Jiang, Gaoyang and Fu, "
+    "Shenghong and Yang, Junqi and Wan, Yao and Zhang, Jiawan and Huang, Kejia and Hu, Xuming},\n  journal={arXiv "
+    "preprint arXiv:2509.20278},\n  year={2025},\n  url={https://arxiv.org/abs/2509.20278}\n}",
     "section 3 and appendix A: the items and their sparse labels")
 _SQL = """SELECT dataset, item_id, base_id, form, label_type, variant, options::VARCHAR AS options, gold::VARCHAR AS gold,
                  n_options, number_scheme, context, question, removed_option, origin, extra::VARCHAR AS extra,

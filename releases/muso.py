@@ -16,7 +16,7 @@ PAPER = Paper(
     "Beware of Reasoning Overconfidence: Pitfalls in the Reasoning Process for Multi-solution Tasks",
     "@article{guan2025beware,\n  title={Beware of Reasoning Overconfidence: Pitfalls in the Reasoning Process for "
     "Multi-solution Tasks},\n  author={Guan, Jiannan and Chen, Qiguang and Qin, Libo and Peng, Dengyun and Liu, Jinhao "
-    "and Huo, Liangyu and Xie, Jian and Che, Wanxiang},\n  journal={arXiv preprint arXiv:2512.01725},\n  year={2025}\n}",
+    "and Huo, Liangyu and Xie, Jian and Che, Wanxiang},\n  journal={arXiv preprint arXiv:2512.01725},\n  year={2025},\n  url={https://arxiv.org/abs/2512.01725}\n}",
     "section 3 and appendix A.1: the tasks, the levels by solution count")
 # the rows as released: the stored instance, and its solutions in their order as JSON text
 _SQL = """SELECT i.partition_key, i.instance_id, i.task, i.level, i.level_lo, i.level_hi, i.solution_count, i.question,

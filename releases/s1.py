@@ -14,7 +14,9 @@ DESCRIPTION = ("Very simple bilingual questions, each accepted only when every s
 TASK_CATEGORIES = ("question-answering",)
 PAPER = Paper(
     "Exploring the System 1 Thinking Capability of Large Reasoning Models",
-    "@misc{s1bench,\n  title={Exploring the System 1 Thinking Capability of Large Reasoning Models}\n}",
+    "@article{zhang2025s1bench,\n  title={Exploring the System 1 Thinking Capability of Large Reasoning Models},\n  "
+    "author={Zhang, Wenyuan and Nie, Shuaiyi and Zhang, Xinghua and Zhang, Zefeng and Liu, Tingwen},\n  "
+    "journal={arXiv preprint arXiv:2504.10368},\n  year={2025},\n  url={https://arxiv.org/abs/2504.10368}\n}",
     "section 2: the generate, discriminate, validate and reduce loop")
 _SQL = """SELECT item_id, root_candidate, rounds_taken, subcategory, category, language, question, answer,
                  check_spec::VARCHAR AS check_spec, origin, item_digest

@@ -13,8 +13,10 @@ DESCRIPTION = ("Logical-reasoning items (FLD-style proofs, FOLIO, ScienceQA) wit
 TASK_CATEGORIES = ("question-answering", "text-classification")
 PAPER = Paper(
     "Awakening LLMs' Reasoning Potential: A Fine-Grained Pipeline to Evaluate and Mitigate Vague Perception",
-    "@misc{wakenllm,\n  title={Awakening LLMs' Reasoning Potential: A Fine-Grained Pipeline to Evaluate and Mitigate "
-    "Vague Perception}\n}",
+    "@article{ling2025awakening,\n  title={Awakening LLMs' Reasoning Potential: A Fine-Grained Pipeline to Evaluate and "
+    "Mitigate Vague Perception},\n  author={Ling, Zipeng and Tang, Yuehao and Liu, Shuliang and Yang, Junqi and Fu, "
+    "Shenghong and Huang, Chen and Huang, Kejia and Wan, Yao and Hou, Zhichao and Hu, Xuming},\n  journal={arXiv "
+    "preprint arXiv:2507.16199},\n  year={2025},\n  url={https://arxiv.org/abs/2507.16199}\n}",
     "section 2 and appendix C: the datasets and their Unknown halves")
 _SQL = """SELECT dataset, item_id, kind, form, sample_type, label, original_label, verified_label, context, question,
                  origin, extra::VARCHAR AS extra, dataset_seed, items_version, item_digest

@@ -91,6 +91,18 @@ def test_datasets_loads_every_configuration_offline_with_the_documented_features
             assert ds.features == Features._from_yaml_list(info["features"])
 
 
+def test_the_card_cites_each_paper_in_full_and_the_croissant_has_its_date(built):
+    import datetime
+
+    for key, w in built["out"].items():
+        card = (w.folder / "README.md").read_text()
+        bib = card.split("```bibtex\n", 1)[1].split("```", 1)[0]
+        assert "author={" in bib and "year={" in bib and "arxiv.org/abs/" in bib, (key, bib)
+        meta = json.loads((w.folder / "croissant.json").read_text())
+        assert meta["datePublished"].startswith(datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")), meta.get(
+            "datePublished")
+
+
 def test_the_croissant_metadata_validates_and_reads_every_record(built):
     import mlcroissant as mlc
 
@@ -169,6 +181,9 @@ def test_a_waken_release_names_the_licence_of_each_source_it_read(tmp_path):
     by_name = {p.name: p for p in releases.spec("waken").parts(cfg, empty)}
     assert by_name["folio"].license == "cc-by-sa-4.0" and by_name["sqa"].license == "cc-by-nc-sa-4.0"
     assert by_name["fld"].license == cfg.release.generated_license
+    # the published card names a local source by its path beside the configuration, never this machine's folders
+    assert by_name["folio"].sources[0].startswith("folio: folio.jsonl (a local copy)")
+    assert not any(str(tmp_path) in s for p in by_name.values() for s in p.sources)
     with pytest.raises(releases.ReleaseError, match="no items stored"):
         releases.write(cfg, empty, "waken", tmp_path / "out")
     with pytest.raises(releases.ReleaseError, match="no warehouse at"):
