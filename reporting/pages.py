@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import importlib
+import json
 import os
 import re
 import sys
@@ -97,7 +98,9 @@ def render(model: str, about: dict[str, Any], panels: Sequence[Panel]) -> str:
 # Per family: the replies a headline scope rests on (`SAMPLES` in warehouse/<key>.py). Current replies
 # only (see `warehouse.schema.current`): a stale reply is in no number, so it is on no page either.
 SAMPLES = {key: module.SAMPLES for key, module in FAMILY_MODULES.items()}
-SAMPLES_SHOWN = 100  # replies per scope on a page; the page says how many it leaves out
+SAMPLES_SHOWN = 100  # replies per scope on the index page; the page says how many it leaves out
+# A metric whose replies are one step of its scope's (WakenLLM's TCR1: stage 1): its link sets that filter
+SAMPLE_STEPS = {key: getattr(module, "SAMPLE_STEPS", {}) for key, module in FAMILY_MODULES.items()}
 
 
 def anchor(family: str, scope: str) -> str:
@@ -109,32 +112,135 @@ def _clip(text: Any, n: int) -> str:
     return text if len(text) <= n else text[:n] + f" ... [{len(text) - n} more characters]"
 
 
-def samples_page(wh: Warehouse, model: str) -> str:
-    """Every scope of every family for `model`: its replies, each with the item, how it was read and
-    the verdict (the first `SAMPLES_SHOWN` per scope)."""
-    parts = []
+_SAMPLE_COLUMNS = (("item", 80), ("question", 400), ("reply", 800), ("how_read", 120), ("answer", 200), ("gold", 200),
+                   ("verdict", 80))
+
+
+def _scopes(wh: Warehouse, model: str) -> list[tuple[str, str, list[dict]]]:
+    """(family, scope, its replies) of every family for `model`, in order."""
+    out = []
     for family, sql in SAMPLES.items():
-        rows = wh.rows(sql, [model])
         scopes: dict[str, list[dict]] = {}
-        for r in rows:
+        for r in wh.rows(sql, [model]):
             scopes.setdefault(r["scope"], []).append(r)
-        for scope, rs in scopes.items():
-            head = "".join(f"<th>{c}</th>" for c in ("item", "question", "reply", "how it was read", "answer read",
-                                                      "gold", "verdict"))
-            body = "".join(
-                "<tr>" + "".join(f'<td class="text">{html.escape(_clip(r[c], n))}</td>' for c, n in (
-                    ("item", 80), ("question", 400), ("reply", 800), ("how_read", 120), ("answer", 200),
-                    ("gold", 200), ("verdict", 80))) + "</tr>" for r in rs[:SAMPLES_SHOWN])
-            more = f"; the first {SAMPLES_SHOWN} shown" if len(rs) > SAMPLES_SHOWN else ""
-            parts.append(f'<section id="{anchor(family, scope)}"><h2>{html.escape(family)}: '
-                         f'{html.escape(scope)} <small>({len(rs)} replies{more})</small></h2>'
-                         f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-                         f"</div></section>")
+        out += [(family, scope, rs) for scope, rs in scopes.items()]
+    return out
+
+
+def samples_page(wh: Warehouse, model: str, scopes: Sequence[tuple[str, str, list[dict]]] | None = None) -> str:
+    """Every scope of every family for `model`: its replies, each with the item, how it was read and
+    the verdict (the first `SAMPLES_SHOWN` per scope), and a link to the scope's page of full transcripts."""
+    parts = []
+    for family, scope, rs in (scopes if scopes is not None else _scopes(wh, model)):
+        head = "".join(f"<th>{c}</th>" for c in ("item", "question", "reply", "how it was read", "answer read",
+                                                  "gold", "verdict"))
+        body = "".join(
+            "<tr>" + "".join(f'<td class="text">{html.escape(_clip(r[c], n))}</td>' for c, n in _SAMPLE_COLUMNS)
+            + "</tr>" for r in rs[:SAMPLES_SHOWN])
+        more = f"; the first {SAMPLES_SHOWN} shown" if len(rs) > SAMPLES_SHOWN else ""
+        parts.append(f'<section id="{anchor(family, scope)}"><h2>{html.escape(family)}: '
+                     f'{html.escape(scope)} <small>({len(rs)} replies{more})</small></h2>'
+                     f'<p><a href="{anchor(family, scope)}.html">every reply, with its full conversation, filterable'
+                     f'</a></p><div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+                     f"</div></section>")
     return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Replies: {html.escape(model)}"
             f"</title><style>{_CSS} td.text {{ text-align: left; white-space: pre-wrap; max-width: 32rem; }}</style>"
             f"</head><body><h1>Replies of {html.escape(model)}</h1><p>Each headline number of the "
             f'<a href="../index.html">leaderboard</a> links to its scope here.</p>'
             + ("".join(parts) or "<p>no current replies</p>") + "</body></html>")
+
+
+def _calls(wh: Warehouse, keys: Sequence[str]) -> dict[str, dict]:
+    if not keys:
+        return {}
+    return {r["key"]: r for r in wh.rows(
+        "SELECT key, request, response_text, reasoning_text, status, error FROM llm.calls "
+        "WHERE key IN (SELECT unnest(?::VARCHAR[]))", [sorted(set(keys))])}
+
+
+def _transcript(keys: Sequence[str], calls: Mapping[str, dict]) -> str:
+    """Every turn of a reply's conversation: the last call's messages (earlier turns included) and
+    its answer, with the reasoning where the server returned it apart."""
+    import json
+
+    turns = []
+    for key in keys[-1:]:  # the last call of a conversation holds every earlier turn in its messages
+        call = calls.get(key)
+        if call is None:
+            turns.append(f'<p class="null">call {html.escape(key[:16])} is not in llm.calls</p>')
+            continue
+        for m in json.loads(call["request"]).get("messages", []):
+            turns.append(f'<div class="turn {html.escape(str(m.get("role")))}"><b>{html.escape(str(m.get("role")))}</b>'
+                         f"<pre>{html.escape(str(m.get('content')))}</pre></div>")
+        if call.get("reasoning_text"):
+            turns.append(f'<div class="turn reasoning"><b>reasoning</b><pre>{html.escape(call["reasoning_text"])}'
+                         "</pre></div>")
+        said = call["response_text"] if call["status"] == "ok" else f"(failed: {call.get('error') or ''})"
+        turns.append(f'<div class="turn assistant"><b>assistant</b><pre>{html.escape(said or "")}</pre></div>')
+    return "".join(turns)
+
+
+_FILTER_JS = """
+const rows = [...document.querySelectorAll('#replies > tbody > tr.reply')];
+const pick = {}; let page = 0; const per = 50;
+function show() {
+  const kept = rows.filter(r => Object.entries(pick).every(([k, v]) => !v || r.dataset[k] === v));
+  rows.forEach(r => { r.hidden = true; });
+  kept.slice(0, (page + 1) * per).forEach(r => { r.hidden = false; });
+  document.getElementById('count').textContent = `${Math.min(kept.length, (page + 1) * per)} of ${kept.length} shown`;
+  document.getElementById('more').hidden = kept.length <= (page + 1) * per;
+}
+document.querySelectorAll('select[data-key]').forEach(s => s.addEventListener('change', () => {
+  pick[s.dataset.key] = s.value; page = 0; show(); }));
+document.getElementById('more').addEventListener('click', () => { page += 1; show(); });
+for (const part of location.hash.slice(1).split('&')) {  // #step=stage1 sets a filter
+  const [k, v] = part.split('=');
+  const s = document.querySelector(`select[data-key="${k}"]`);
+  if (s && v) { s.value = decodeURIComponent(v); pick[k] = s.value; }
+}
+show();
+"""
+
+
+def scope_page(model: str, family: str, scope: str, rows: Sequence[dict], calls: Mapping[str, dict]) -> str:
+    """One scope's every reply (`<model>/<family>-<scope>.html`): the item's context (the facts or
+    passage) and question, every turn of the conversation, how the reply was read, the answer, the
+    gold and the verdict; filters by verdict, reading method and step (set from the URL's `#step=`),
+    50 replies a page."""
+    import json
+
+    def options(col: str) -> str:
+        values = sorted({str(r.get(col)) for r in rows if r.get(col) is not None})
+        return "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in values)
+
+    filters = "".join(f'<label>{label} <select data-key="{col}"><option value="">all</option>{options(col)}'
+                      f"</select></label> " for col, label in (("verdict", "verdict"), ("how_read", "read by"),
+                                                             ("step", "step")))
+    body = []
+    for r in rows:
+        keys = json.loads(r["call_keys"]) if r.get("call_keys") else []
+        data = " ".join(f'data-{c}="{html.escape(str(r.get(c)))}"' for c in ("verdict", "how_read", "step"))
+        context = (f'<div class="context"><b>context</b><pre>{html.escape(r["context"])}</pre></div>'
+                   if r.get("context") else "")
+        body.append(
+            f'<tr class="reply" {data}><td class="text">{html.escape(str(r["item"]))}<br><small>'
+            f'{html.escape(str(r.get("step") or ""))}</small></td><td class="text"><details><summary>'
+            f'{html.escape(_clip(r.get("reply"), 160))}</summary>{context}{_transcript(keys, calls)}</details></td>'
+            f'<td class="text">{html.escape(str(r.get("how_read")))}</td><td class="text">'
+            f'{html.escape(_clip(r.get("answer"), 200))}</td><td class="text">{html.escape(_clip(r.get("gold"), 200))}'
+            f'</td><td class="text">{html.escape(str(r.get("verdict")))}</td></tr>')
+    style = (f"{_CSS} td.text {{ text-align: left; max-width: 40rem; }} pre {{ white-space: pre-wrap; margin: 0.2rem 0; }}"
+             " .turn, .context { border-left: 3px solid #ccc; padding-left: 0.5rem; margin: 0.4rem 0; }"
+             " .turn.assistant { border-color: #4a8; } .turn.reasoning { border-color: #aaa; color: #555; }")
+    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(family)} "
+            f"{html.escape(scope)}: {html.escape(model)}</title><style>{style}</style></head><body><h1>"
+            f"{html.escape(title(family))}: {html.escape(scope)} <small>({html.escape(model)}, {len(rows)} replies)"
+            f'</small></h1><p><a href="samples.html">all scopes</a> · <a href="../index.html">leaderboard</a>. Open a '
+            f"reply for its context and every turn of its conversation.</p><p>{filters}<span id=\"count\"></span></p>"
+            f'<div class="scroll"><table id="replies"><thead><tr><th>item</th><th>reply (open: the conversation)</th>'
+            f"<th>how it was read</th><th>answer read</th><th>gold</th><th>verdict</th></tr></thead><tbody>"
+            f'{"".join(body)}</tbody></table></div><button id="more">show more</button>'
+            f"<script>{_FILTER_JS}</script></body></html>")
 
 
 def interval_text(r: Mapping[str, Any]) -> str:
@@ -217,7 +323,8 @@ def leaderboard(wh: Warehouse, pages: Mapping[str, Path], about: Mapping[str, An
         value = "NULL" if r["value"] is None else f"{r['value']:.4g}"
         text = f"{value}{interval_text(r)} <small>n={r['n']}</small>"
         if r["model"] in pages and family in SAMPLES:
-            href = f"{safe_name(r['model'])}/samples.html#{anchor(family, scope)}"
+            step = SAMPLE_STEPS.get(family, {}).get(r["metric"])
+            href = f"{safe_name(r['model'])}/{anchor(family, scope)}.html" + (f"#step={step}" if step else "")
             text = f'<a href="{html.escape(href)}">{text}</a>'
         return f"<td>{text}</td>"
 
@@ -279,7 +386,12 @@ def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dic
                     "ORDER BY scope, metric", [p.key, model])))
             page = folder / f"{safe_name(model)}.html"
             page.write_text(render(model, about.get(model, {}), panels), encoding="utf-8")
-            (folder / safe_name(model) / "samples.html").write_text(samples_page(wh, model), encoding="utf-8")
+            scopes = _scopes(wh, model)
+            (folder / safe_name(model) / "samples.html").write_text(samples_page(wh, model, scopes), encoding="utf-8")
+            for family, scope, rs in scopes:
+                calls = _calls(wh, [k for r in rs for k in json.loads(r["call_keys"] or "[]")[-1:]])
+                (folder / safe_name(model) / f"{anchor(family, scope)}.html").write_text(
+                    scope_page(model, family, scope, rs, calls), encoding="utf-8")
             out[model] = (page, panels)
         (folder / "index.html").write_text(leaderboard(wh, {m: p for m, (p, _) in out.items()}, run), encoding="utf-8")
         (folder / "items.html").write_text(items_page(wh), encoding="utf-8")

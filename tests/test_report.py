@@ -79,7 +79,7 @@ def test_the_report_shows_what_was_evaluated_and_says_why_the_rest_is_empty(tmp_
     assert 'href="stub.html"' in index
     # the leaderboard: each headline number with its n, linked to the replies it rests on
     assert '<table id="leaderboard">' in index and "<th>stub</th>" in index
-    assert '<a href="stub/samples.html#ib-vanilla">' in index and "n=" in index
+    assert '<a href="stub/ib-vanilla.html">' in index and "n=" in index
     samples = (folder / "stub" / "samples.html").read_text()
     vanilla = samples[samples.index('id="ib-vanilla"'):]
     vanilla = vanilla[:vanilla.find("</section>")]
@@ -210,9 +210,9 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
             assert shown.url == f"http://127.0.0.1:{served}/stub.html" and shown.locator("section").count() == 4
             # and from it, the leaderboard and the replies behind each number
             shown.goto(f"http://127.0.0.1:{served}/index.html")
-            shown.locator('#leaderboard a[href="stub/samples.html#ib-vanilla"]').first.click()
-            shown.locator("#ib-vanilla").wait_for(timeout=30_000)
-            assert shown.locator("#ib-vanilla tbody tr").count() == 4
+            shown.locator('#leaderboard a[href="stub/ib-vanilla.html"]').first.click()
+            shown.locator("#replies").wait_for(timeout=30_000)
+            assert shown.locator("#replies tbody tr.reply").count() == 4
             # the page fits a 1,400 px window: nothing wider than the viewport
             shown.set_viewport_size({"width": 1400, "height": 900})
             shown.goto(f"http://127.0.0.1:{served}/stub.html")

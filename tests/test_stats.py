@@ -225,3 +225,37 @@ def test_in_a_browser_the_leaderboard_shows_intervals_comparisons_and_the_item_s
         assert page.locator("h1").inner_text() == "Item statistics (report.item_stats)"
         assert page.locator("#items tbody tr").count() > 0
         browser.close()
+
+
+@pytest.mark.skipif(__import__("shutil").which("chromium") is None and not os.environ.get("BENCHSMITH_REQUIRE_BROWSER"),
+                    reason="no Chromium on this machine (CI installs it and requires this test: .ci/run)")
+def test_in_a_browser_a_wakenllm_number_opens_its_full_multi_turn_transcripts_with_the_facts(two_models):
+    """Issue 50: TCR1 linked to the direct replies, and questions showed without their facts. The link
+    of TCR1 opens the scope's page filtered to stage 1; a reply opens to the facts and every turn."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_report import _chromium
+    from warehouse import Warehouse
+
+    cfg, _ = two_models
+    folder = (cfg.warehouse_path().parent / "reports").resolve()
+    index = (folder / "index.html").read_text()
+    assert 'href="alpha/waken-fld.html#step=stage1"' in index  # TCR1 of alpha rests on its stage-1 replies
+    stage1 = Warehouse(cfg.warehouse_path()).scalar(
+        "SELECT count(*) FROM waken.outcomes WHERE model = 'alpha' AND step = 'stage1' AND setting = 'vanilla'")
+    assert stage1 > 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        page = browser.new_page()
+        page.goto((folder / "alpha" / "waken-fld.html").as_uri() + "#step=stage1")
+        visible = page.locator("#replies tbody tr.reply:not([hidden])")
+        assert visible.count() == stage1
+        assert set(visible.evaluate_all("rows => rows.map(r => r.dataset.step)")) == {"stage1"}
+        first = visible.first
+        first.locator("summary").click()
+        assert "sent1:" in first.locator(".context").inner_text()  # the facts
+        turns = first.locator(".turn")
+        assert turns.count() >= 2 and "assistant" in turns.last.inner_text()
+        page.select_option('select[data-key="step"]', "")  # every step again
+        assert page.locator("#replies tbody tr.reply:not([hidden])").count() > stage1
+        browser.close()

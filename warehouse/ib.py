@@ -219,9 +219,10 @@ VIEW_COLUMN_DOCS: dict[str, str] = {
 # The replies a headline scope rests on (scopes as `report.headline` names them), each with its item,
 # how it was read and the verdict, for a model's samples page: current replies only.
 SAMPLES = f"""
-        SELECT r.setting AS scope, r.item_id AS item, i.question, r.reply, r.method AS how_read,
-               CAST(r.selected AS VARCHAR) AS answer, CAST(i.gold AS VARCHAR) AS gold,
-               CASE WHEN r.correct THEN 'correct' WHEN NOT r.correct THEN 'wrong' ELSE r.output_category END AS verdict
+        SELECT r.setting AS scope, r.dataset || ':' || r.item_id AS item, r.dataset AS step, i.context, i.question,
+               r.reply, r.method AS how_read, CAST(r.selected AS VARCHAR) AS answer, CAST(i.gold AS VARCHAR) AS gold,
+               CASE WHEN r.correct THEN 'correct' WHEN NOT r.correct THEN 'wrong' ELSE r.output_category END AS verdict,
+               json_array(r.call_key)::VARCHAR AS call_keys
         FROM {current_rows('ib.responses', 'ib.items', ITEM_KEYS['ib.items'], 'r')}
         JOIN ib.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
         WHERE r.model = ? ORDER BY scope, item"""

@@ -208,13 +208,14 @@ def view_column_doc(col: str) -> str | None:
 # The replies a headline scope rests on (scopes as `report.headline` names them), each with its item,
 # how it was read and the verdict, for a model's samples page: current replies only.
 SAMPLES = f"""
-        SELECT r.task || ' ' || r.paradigm || ' T=' || r.temperature AS scope, r.instance_id AS item, i.question,
-               c.response_text AS reply,
+        SELECT r.task || ' ' || r.paradigm || ' T=' || r.temperature AS scope, r.instance_id AS item,
+               'level ' || r.level AS step, NULL AS context, i.question, c.response_text AS reply,
                coalesce(r.parse_error, 'read ' || r.n_first || ' solutions (' || r.n_first_correct || ' right)')
                    || '; confidence: ' || coalesce(r.confidence_method, '-') AS how_read,
                CAST(r.answers_first AS VARCHAR) AS answer, i.reference_answer AS gold,
                'recall ' || coalesce(CAST(round(r.recall, 3) AS VARCHAR), '-') || ', confidence '
-                   || coalesce(CAST(r.confidence AS VARCHAR), '-') AS verdict
+                   || coalesce(CAST(r.confidence AS VARCHAR), '-') AS verdict,
+               CAST(r.call_keys AS VARCHAR) AS call_keys
         FROM {current_rows('muso.responses', 'muso.instances', ITEM_KEYS['muso.instances'], 'r')}
         JOIN muso.instances i ON i.partition_key = r.partition_key AND i.instance_id = r.instance_id
         LEFT JOIN llm.calls c ON c.key = json_extract_string(r.call_keys, '$[0]')

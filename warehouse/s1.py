@@ -315,10 +315,12 @@ def view_column_doc(col: str) -> str | None:
 # The replies a headline scope rests on (scopes as `report.headline` names them), each with its item,
 # how it was read and the verdict, for a model's samples page: current replies only.
 SAMPLES = f"""
-        SELECT 'all' AS scope, r.item_id || ' ' || r.mode || '#' || r.sample_index AS item, i.question, r.reply,
+        SELECT 'all' AS scope, r.item_id || ' ' || r.mode || '#' || r.sample_index AS item, r.mode AS step,
+               NULL AS context, i.question, r.reply,
                r.method || ' (format ' || coalesce(CAST(r.format_type AS VARCHAR), '-') || ')' AS how_read,
                r.judged_part AS answer, i.answer AS gold,
-               CASE WHEN r.correct THEN 'correct' WHEN NOT r.correct THEN 'wrong' ELSE r.method END AS verdict
+               CASE WHEN r.correct THEN 'correct' WHEN NOT r.correct THEN 'wrong' ELSE r.method END AS verdict,
+               json_array(r.call_key)::VARCHAR AS call_keys
         FROM {current_rows('s1.responses', 's1.items', ITEM_KEYS['s1.items'], 'r')} JOIN s1.items i ON i.item_id = r.item_id
         WHERE r.model = ? ORDER BY scope, item"""
 

@@ -265,8 +265,14 @@ def view_column_doc(col: str) -> str | None:
 # The replies a headline scope rests on (scopes as `report.headline` names them), each with its item,
 # how it was read and the verdict, for a model's samples page: current replies only.
 SAMPLES = f"""
-        SELECT r.dataset AS scope, r.item_id AS item, i.question, r.reply, r.method AS how_read,
-               r.prediction AS answer, r.gold, r.outcome AS verdict
+        SELECT r.dataset AS scope, r.item_id AS item, r.step, i.context, i.question, r.reply, r.method AS how_read,
+               r.prediction AS answer, r.gold, r.outcome AS verdict, json_array(r.call_key)::VARCHAR AS call_keys
         FROM {current_rows('waken.outcomes', 'waken.items', ITEM_KEYS['waken.items'], 'r')}
         JOIN waken.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
-        WHERE r.model = ? AND r.step = 'direct' AND r.setting = 'vanilla' ORDER BY scope, item"""
+        WHERE r.model = ? AND r.setting = 'vanilla'
+        ORDER BY scope, item, CASE r.step WHEN 'direct' THEN 0 WHEN 'diagnosis' THEN 1 WHEN 'stage1' THEN 2
+                                          WHEN 'stage2' THEN 3 ELSE 4 END, r.step"""
+
+# The replies each headline metric rests on, as a filter of its scope's replies (the step they were made at)
+SAMPLE_STEPS: dict[str, str] = {"acc_direct": "direct", "vague_perception_share": "direct", "TCR1": "stage1",
+                                "TCR2": "stage2"}
