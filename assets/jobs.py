@@ -113,6 +113,17 @@ def plan_steps(cfg: Config, families: Sequence[str] | None = None, partitions: S
         steps += family_steps
         steps.append(Step(job_name(family, "metrics"), family, (metrics,), None))
     missing = sorted(set(partitions or ()) - matched_partitions)
+    for family in chosen:
+        left = [k for k in missing if k in cfg.left_out_partitions(family)]
+        if left:
+            section = getattr(cfg, family)
+            number = next(n for (_, n, _, _), key in zip(section.levels("paper"), section.item_partitions("paper"))
+                          if key == left[0])
+            wanted = sorted({*(n for _, n, _, _ in section.levels(cfg.scale)), number})
+            raise SelectionError(
+                f"--partition {left[0]!r}: a configured level the demo scale does not build ({family}.demo_levels: "
+                f"{section.demo_levels}); build it at demo scale with {family}.demo_levels: {wanted} (level "
+                f"{number} of its task), or run at scale: paper")
     if missing:
         raise SelectionError(f"--partition {missing[0]!r}: no such dataset, level or slice in "
                              f"{', '.join(chosen) or 'the selected families'}")

@@ -337,6 +337,15 @@ class _Spine(Strict):
         `item_partitions`); None: one item set."""
         return getattr(self, family).item_partitions(self.scale)
 
+    def left_out_partitions(self, family: str) -> list[str]:
+        """The partitions a family's configuration has but the demo scale does not build (a
+        MuSoBench level beyond `muso.demo_levels`); none at paper scale."""
+        section = getattr(self, family)
+        if self.scale != "demo" or not hasattr(section, "item_partitions"):
+            return []
+        built = set(section.item_partitions(self.scale) or [])
+        return [k for k in section.item_partitions("paper") or [] if k not in built]
+
     def beside(self, path: str) -> Path:
         """`path` as the configuration means it: a relative path lies beside the configuration file."""
         p = Path(path)

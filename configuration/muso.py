@@ -96,8 +96,9 @@ class MusoConfig(Section):
     timetabling: MusoTimetabling = MusoTimetabling()
     subsetsum: MusoSubsetSum = MusoSubsetSum()
     quota: PerScale = PerScale(demo=1, paper=100)
-    demo_levels: int | None = Field(
-        None, ge=1, description="demo scale: only the first N levels (bins) of each task; null = all")
+    demo_levels: int | list[int] | None = Field(None, description=(
+        "demo scale: the first N levels (bins) of each task, or a list of level numbers (from 1) built in each "
+        "task that has them (e.g. [1, 2, 11]: the first two and an added eleventh bin); null = all"))
     cpsat_check_per_level: PerScale = Field(
         PerScale(demo=1000, paper=10), description="instances per level re-enumerated by CP-SAT in the asset check"
     )
@@ -108,10 +109,25 @@ class MusoConfig(Section):
 
     def levels(self, scale: str) -> list[tuple[str, int, int, int | None]]:
         """(task, level number from 1, lo, hi) of each level built at `scale`: at demo scale only
-        the first `demo_levels` of each task (a level keeps its number whichever levels are built)."""
-        limit = self.demo_levels if scale == "demo" else None
+        the levels `demo_levels` names (a level keeps its number whichever levels are built)."""
         return [(task, n, lo, hi) for task in TASKS for n, (lo, hi) in enumerate(getattr(self, task).bins, start=1)
-                if limit is None or n <= limit]
+                if self.builds(scale, n)]
+
+    def builds(self, scale: str, n: int) -> bool:
+        """Whether level `n` (from 1) of a task is built at `scale`."""
+        chosen = self.demo_levels if scale == "demo" else None
+        if chosen is None:
+            return True
+        return n <= chosen if isinstance(chosen, int) else n in chosen
+
+    @field_validator("demo_levels")
+    @classmethod
+    def _positive(cls, v: int | list[int] | None) -> int | list[int] | None:
+        if v is not None and any(n < 1 for n in ([v] if isinstance(v, int) else v)):
+            raise ValueError("levels are numbered from 1")
+        if isinstance(v, list) and not v:
+            raise ValueError("an empty list builds no level; give level numbers, or null for all")
+        return v
 
     def item_partitions(self, scale: str) -> list[str]:
         """One partition per level, the tasks in order."""

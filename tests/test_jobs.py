@@ -14,7 +14,7 @@ import pytest
 from assets.definitions import build_definitions
 from assets.jobs import FAMILIES, SelectionError, Step, job_names, plan_steps, waits_for
 from assets.materialize_all import chain_length, raw_assets, run_steps
-from configuration import CONFIG_ENV_VAR
+from configuration import CONFIG_ENV_VAR, ConfigError
 from llm_calls.stub_server import StubServer
 from reporting.summary import Done
 from tests.conftest import stub_config
@@ -479,3 +479,22 @@ def test_a_ui_launch_of_one_slice_gets_the_tags_the_command_gives_that_step(tmp_
     assert summary["benchsmith/job"] == "summarise" and "benchsmith/family" not in summary  # it serves every family
     assert ui_tags(run(["ib_items", "waken_items"]), cfg) == {}
     assert ui_tags(run(["ib_metrics"], **{"benchsmith/family": "ib"}), cfg) == {}
+
+
+def test_a_level_added_at_demo_scale_is_built_when_named_and_a_refusal_says_how():
+    """Issue 50: `--partition` refused an added level without the reason the plan knows, and the way
+    out (`demo_levels: null`) built every level."""
+    from configuration import parse_config
+
+    bins = {"timetabling": {"bins": [[1, 50], [51, 100], [101, 150]]}, "subsetsum": {"bins": [[1, 50], [51, 100]]}}
+    cfg = parse_config({"scale": "demo", "muso": {"demo_levels": 2, **bins}})
+    with pytest.raises(SelectionError, match=r"'timetabling_101-150': a configured level the demo scale does not build "
+                                             r"\(muso.demo_levels: 2\); build it at demo scale with muso.demo_levels: "
+                                             r"\[1, 2, 3\] \(level 3 of its task\)"):
+        plan_steps(cfg, ["muso"], ["timetabling_101-150"])
+    one_more = parse_config({"scale": "demo", "muso": {"demo_levels": [1, 2, 3], **bins}})
+    assert one_more.item_partitions("muso") == ["timetabling_1-50", "timetabling_51-100", "timetabling_101-150",
+                                                "subsetsum_1-50", "subsetsum_51-100"]  # that level, no other
+    assert "timetabling_101-150" in {s.partition for s in plan_steps(one_more, ["muso"], ["timetabling_101-150"])}
+    with pytest.raises(ConfigError, match="levels are numbered from 1"):
+        parse_config({"muso": {"demo_levels": [0, 2]}})
