@@ -107,8 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--export-batch", metavar="DIR",
                         help="write the run's model calls as OpenAI batch input files under DIR instead of calling; "
                              "each step writes the turn it has reached, then stops")
-    parser.add_argument("--import-batch", action="append", metavar="FILE",
-                        help="read a batch output file (OpenAI's or vLLM run_batch's layout) into the ledger; run nothing")
+    parser.add_argument("--import-batch", action="append", metavar="FILE_OR_FOLDER",
+                        help="read a batch output file (OpenAI's or vLLM run_batch's layout), or every .jsonl "
+                             "file of a folder, into the ledger; run nothing")
     args = parser.parse_args(argv)
     if args.import_batch:
         return _import_batches(args.import_batch)
@@ -319,11 +320,15 @@ def _finish(done: list[Done], run_ids: Sequence[str], wh: Warehouse, config) -> 
             print(paid)
         waiting = batch.exported(wh)
         if waiting:
-            print(f"\nwaiting on batch files: {sum(w['n_requests'] for w in waiting)} requests in {len(waiting)} "
-                  "file(s); run each (e.g. vLLM: python -m vllm.entrypoints.openai.run_batch -i FILE -o OUT --model M), "
-                  "then --import-batch OUT, then this command again:")
-            for w in waiting:
-                print(f"  {w['input_file']}  ({w['model']}, {w['purpose']}, {w['n_requests']} requests)")
+            rounds = batch.round_files(waiting)
+            print(f"\nwaiting on batch files: {sum(n for _, _, n in rounds)} requests of {len(waiting)} step(s), one "
+                  "file per model holding every step's pending requests; run each (e.g. vLLM: python -m "
+                  "vllm.entrypoints.openai.run_batch -i FILE -o OUT --model M), put the outputs in one folder, "
+                  "then --import-batch FOLDER, then this command again:")
+            for model, path, n in rounds:
+                print(f"  {path}  ({model}, {n} requests)")
+            print(f"  (each step's own file is beside them: {', '.join(sorted({Path(w['input_file']).name for w in waiting})[:3])}"
+                  f"{', ...' if len(waiting) > 3 else ''})")
     except Exception as exc:  # the warehouse cannot be read: the steps' own outcomes still stand
         print(f"\nno summary: the warehouse {wh.where} could not be read "
               f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
@@ -460,8 +465,20 @@ def _import_batches(files: list[str]) -> int:
         return 2
     wh = open_warehouse(config)
     status = 0
+    paths: list[Path] = []
+    for name in files:  # a folder: every .jsonl output file in it, in name order
+        p = Path(name)
+        if p.is_dir():
+            found = sorted(x for x in p.glob("*.jsonl") if x.is_file())
+            if not found:
+                print(f"{p}: a folder with no .jsonl file in it", file=sys.stderr)
+                status = 1
+            paths += found
+        else:
+            paths.append(p)
+    run_ids: list[str] = []
     with ModelRegistry(config) as registry:  # identities only: no endpoint is called, no server started
-        for name in files:
+        for name in paths:
             try:
                 report = batch.import_file(wh, registry, Path(name))
                 print(report.line())
@@ -472,9 +489,14 @@ def _import_batches(files: list[str]) -> int:
                 paid = cost.spent(config, wh, [report.run_id])
                 if paid:
                     print(paid.replace("Spent by this run", "Results read"))
+                run_ids.append(report.run_id)
             except batch.BatchImportError as exc:
                 print(exc, file=sys.stderr)
                 status = 1
+    if len(run_ids) > 1:
+        total = cost.spent(config, wh, run_ids)
+        if total:
+            print(total.replace("Spent by this run", f"Results read from the {len(run_ids)} files in total"))
     return status
 
 

@@ -333,6 +333,9 @@ def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str
         for n, obj, why in stream_lines(path):
             if obj is None:
                 unreadable.append(f"{path}: line {n}: {why}")
+            elif "body" in obj and "response" not in obj and "error" not in obj:
+                raise BatchImportError(f"{path}: line {n} is a request (it has a body and no response): this is a "
+                                       "batch input file; import the output file its run wrote, nothing written")
             elif obj["custom_id"] in first:
                 bad.append(f"{path}: line {n}: custom_id {obj['custom_id']} appears twice in the file "
                            f"(first on line {first[obj['custom_id']]})")
@@ -561,3 +564,36 @@ def exported(warehouse: Any) -> list[dict[str, Any]]:
     """Batch files written and not yet (fully) imported: what a files-mode run waits on."""
     return warehouse.rows("""SELECT batch_id, model, purpose, n_requests, input_file, created_at FROM llm.batches
                              WHERE mode = 'files' AND status = 'exported' ORDER BY created_at, batch_id""")
+
+
+def round_files(waiting: Sequence[Mapping[str, Any]]) -> list[tuple[str, Path, int]]:
+    """One input file per model for a round of files mode: every pending request of every step's
+    file (`exported`), each once, in `round-<digest>-<model>.jsonl` beside them (the digest names
+    the requests, so the same round writes the same file). Importing its output stores the answers
+    of every step's batch at once (`import_file` finds each line's batch by its key). Returns
+    (model, file, requests) per model."""
+    by_model: dict[str, list[Path]] = {}
+    for w in waiting:
+        by_model.setdefault(w["model"], []).append(Path(w["input_file"]))
+    out = []
+    for model, paths in sorted(by_model.items()):
+        seen: dict[str, str] = {}
+        for path in paths:
+            if not path.is_file():
+                continue
+            for line in path.read_text(encoding="utf-8").split("\n"):
+                obj, _ = parse_line(line)
+                if obj is not None:
+                    seen.setdefault(obj["custom_id"], line)
+        if not seen:
+            continue
+        digest = keys_digest(seen)[:12]
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", model)
+        target = paths[0].parent / f"round-{digest}-{safe}.jsonl"
+        text = "".join(line + "\n" for line in seen.values())
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            tmp = target.with_suffix(".jsonl.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(target)
+        out.append((model, target, len(seen)))
+    return out

@@ -52,6 +52,7 @@ import email.parser
 import hashlib
 import itertools
 import json
+import os
 import re
 import threading
 import time
@@ -423,6 +424,7 @@ def run_batch(input_path: str, output_path: str, stub: StubServer | None = None)
     `request_id` and `body`; a failed request has status 400, no body and its `error` as text)."""
     stub = stub or StubServer()
     lines = [json.loads(x) for x in open(input_path, encoding="utf-8") if x.strip()]
+    os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
     with open(output_path, "w", encoding="utf-8") as f:
         for line in lines:
             status, _, data, _ = stub._respond(line["body"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -287,6 +288,54 @@ def test_a_run_through_batch_files_turn_by_turn_makes_the_tables_a_live_run_make
     assert wh.scalar("SELECT count(*) FROM muso.responses") > 0 and wh.scalar("SELECT count(*) FROM ib.responses") > 0
     assert wh.scalar("SELECT count(*) FROM ib.responses WHERE setting = 'multi_turn'") > 0
     assert wh.scalar("SELECT count(*) FROM llm.batches WHERE status <> 'imported'") == 0
+
+
+def test_a_round_of_batch_files_is_one_file_per_model_and_one_import_of_a_folder(tmp_path, monkeypatch, capsys):
+    """Issue 50: files mode wrote one file per partition per turn (54 files, 54 imports for 54 calls).
+    A round is one file per model holding every step's pending requests; its outputs, in one folder,
+    are one import, which totals what they cost; an input file given as an output is refused."""
+    from assets.materialize_all import main as materialize_all
+    from tests.test_plan import SMALL
+
+    small = {**SMALL, "muso": {**SMALL["muso"], "timetabling": {"bins": [[1, 50]]}, "temperature": [0.0]},
+             "ib": {**SMALL["ib"], "settings": ["vanilla", "multi_turn"]}}
+    with StubServer(responder=_answer) as stub:
+        live_home, home = tmp_path / "live", tmp_path / "files"
+        live_home.mkdir()
+        home.mkdir()
+        live = stub_config(stub, live_home, **small)
+        monkeypatch.setenv("BENCHSMITH_CONFIG", live.source)
+        monkeypatch.setenv("DAGSTER_HOME", str(live_home))
+        assert materialize_all(["--select", "muso", "--select", "ib"]) == 0
+        cfg = stub_config(stub, home, **small)
+        monkeypatch.setenv("BENCHSMITH_CONFIG", cfg.source)
+        monkeypatch.setenv("DAGSTER_HOME", str(home))
+        capsys.readouterr()
+        rounds = 0
+        while True:
+            status = materialize_all(["--select", "muso", "--select", "ib", "--export-batch", str(home / "out")])
+            printed = capsys.readouterr().out
+            if "waiting on batch files" not in printed:
+                break
+            rounds += 1
+            assert rounds < 8, "the batch rounds never ended"
+            listed = re.findall(r"^  (\S+round-\S+\.jsonl)  \((\w+), (\d+) requests\)$", printed, re.M)
+            assert [m for _, m, _ in listed] == ["stub"], printed  # one file for the one model
+            step_files = int(re.search(r"requests of (\d+) step\(s\)", printed).group(1))
+            outs = home / f"outs{rounds}"
+            outs.mkdir()
+            for path, _, n in listed:
+                assert sum(1 for _ in open(path)) == int(n)
+                run_batch(path, str(outs / Path(path).name), StubServer(responder=_answer))
+            if rounds == 1:
+                assert step_files > 1  # several steps' requests in one file
+                with pytest.raises(BatchImportError, match="batch input file"):
+                    import_file(Warehouse(cfg.warehouse_path()), ModelRegistry(cfg), Path(listed[0][0]))
+            assert materialize_all(["--import-batch", str(outs)]) == 0
+        assert status == 0 and rounds == 3
+    live_rows, files_rows = ([x for x in digests(p) if not x.startswith("llm.")]
+                             for p in (live.warehouse_path(), cfg.warehouse_path()))
+    assert files_rows == live_rows
 
 
 def test_the_configuration_refuses_batch_mode_for_the_embedded_model(tmp_path):

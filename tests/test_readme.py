@@ -150,19 +150,19 @@ def test_the_readme_batch_recipes_export_run_import_and_continue_until_nothing_w
         monkeypatch.chdir(tmp_path)
         for _ in range(8):
             status = materialize_all(export[3:])
-            if "waiting on batch files" not in capsys.readouterr().out:
+            printed = capsys.readouterr().out
+            if "waiting on batch files" not in printed:
                 break
             assert status == 1
-            waiting = Warehouse(cfg.warehouse_path()).rows(
-                "SELECT input_file FROM llm.batches WHERE status = 'exported'")
-            assert waiting
-            for w in waiting:
-                name = Path(w["input_file"]).stem
-                assert Path(w["input_file"]).parent == tmp_path / "data" / "batches"
-                line = [sys.executable if a == ".venv/bin/python" else a.replace("FILE", name) for a in run]
+            rounds = re.findall(r"^  (\S+/round-\S+)\.jsonl  \(", printed, re.M)
+            assert len(rounds) == 1  # one model: one file per round
+            for path in rounds:
+                name = Path(path).name
+                assert Path(path).parent == tmp_path / "data" / "batches"
+                line = [sys.executable if a == ".venv/bin/python" else a.replace("ROUND", name) for a in run]
                 subprocess.run(line, check=True, cwd=tmp_path, capture_output=True,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
-                assert materialize_all([a.replace("FILE", name) for a in load[3:]]) == 0
+            assert materialize_all(load[3:]) == 0
         else:
             raise AssertionError("files still waited after 8 rounds")
         assert status == 0
