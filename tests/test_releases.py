@@ -11,6 +11,8 @@ import stat
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import releases
 from assets.materialize_all import main as materialize_all
@@ -357,6 +359,8 @@ def test_a_release_without_recorded_hashes_is_refused(built, tmp_path):
 # -- fuzzing: any change to a release folder is refused, naming the file (issue 52) -----------------------
 
 RELEASE_CASES = 100
+RELEASE_FUZZ = settings(max_examples=RELEASE_CASES, deadline=None, derandomize=True,
+                        suppress_health_check=[HealthCheck.too_slow])
 
 
 def _fuzz_release(built, edit):
@@ -383,11 +387,7 @@ def _fuzz_release(built, edit):
 
 
 def test_a_release_with_any_file_changed_is_refused_naming_the_file(built):
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
-
-    @settings(max_examples=RELEASE_CASES, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow])
+    @RELEASE_FUZZ
     @given(st.data())
     def check(data):
         def edit(folder, files):
@@ -418,13 +418,9 @@ def test_a_release_with_any_file_changed_is_refused_naming_the_file(built):
 
 
 def test_a_release_manifest_with_any_value_changed_loads_as_written_or_is_refused(built):
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
-
     from tests.test_fuzz_inputs import mutated
 
-    @settings(max_examples=RELEASE_CASES, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow])
+    @RELEASE_FUZZ
     @given(st.data())
     def check(data):
         def edit(folder, files):

@@ -92,6 +92,20 @@ def test_the_report_shows_what_was_evaluated_and_says_why_the_rest_is_empty(tmp_
     assert (folder / "stub.html").read_text() == page
 
 
+def _muso_replies(wh, n, confidence, truncated):
+    """`n` SubsetSum instances of level 1-50 and model m's replies to them, each of recall 0."""
+    wh.replace_partition("muso.instances", [
+        {"partition_key": "subsetsum_1-50", "instance_id": f"i{k}", "task": "subsetsum", "level": 1, "level_lo": 1,
+         "level_hi": 50, "solution_count": 2, "question": f"q{k}", "reference_answer": "a", "parameters": "{}",
+         "config_seed": 1, "level_seed": 2, "candidate_index": k, "generator_version": "g"} for k in range(n)],
+        {"partition_key": "subsetsum_1-50"})
+    wh.replace_partition("muso.responses", [
+        {"partition_key": "subsetsum_1-50", "model": "m", "paradigm": "short_cot", "variant": "standard", "path": 0,
+         "instance_id": f"i{k}", "task": "subsetsum", "level": 1, "status": "ok", "confidence": confidence,
+         "recall": 0.0, "precision": 0.0, "truncated": truncated, "call_keys": "[]", "level_lo": 1, "level_hi": 50,
+         "temperature": 0.2} for k in range(n)], {"partition_key": "subsetsum_1-50", "model": "m"})
+
+
 def test_empty_plots_name_what_in_the_rows_left_them_empty(tmp_path):
     wh = Warehouse(tmp_path / "wh.duckdb")
     # WakenLLM ran, but the model answered no solvable item Unknown: the stages had nothing to stimulate
@@ -103,16 +117,7 @@ def test_empty_plots_name_what_in_the_rows_left_them_empty(tmp_path):
         {"model": "m", "dataset": "fld", "metric": "vague_perception_share", "sample_type": "s", "stage": "-",
          "setting": "vanilla", "value": 0.0, "numerator": 0, "denominator": 5}])
     # MuSoBench ran, every reply cut before a confidence was stated
-    wh.replace_partition("muso.instances", [
-        {"partition_key": "subsetsum_1-50", "instance_id": f"i{k}", "task": "subsetsum", "level": 1, "level_lo": 1,
-         "level_hi": 50, "solution_count": 2, "question": f"q{k}", "reference_answer": "a", "parameters": "{}",
-         "config_seed": 1, "level_seed": 2, "candidate_index": k, "generator_version": "g"} for k in range(3)],
-        {"partition_key": "subsetsum_1-50"})
-    wh.replace_partition("muso.responses", [
-        {"partition_key": "subsetsum_1-50", "model": "m", "paradigm": "short_cot", "variant": "standard", "path": 0,
-         "instance_id": f"i{k}", "task": "subsetsum", "level": 1, "status": "ok", "confidence": None,
-         "recall": 0.0, "precision": 0.0, "truncated": True, "call_keys": "[]", "level_lo": 1, "level_hi": 50,
-         "temperature": 0.2} for k in range(3)], {"partition_key": "subsetsum_1-50", "model": "m"})
+    _muso_replies(wh, 3, confidence=None, truncated=True)
     w = Writer(tmp_path / "out")
     waken = waken_panel(wh, "m", w)
     [conv, vague] = waken.plots
@@ -447,16 +452,7 @@ def test_the_level_plot_names_each_task_whole_and_shows_a_zero_mean_as_a_visible
 
     matplotlib.use("Agg")
     wh = Warehouse(tmp_path / "wh.duckdb")
-    wh.replace_partition("muso.instances", [
-        {"partition_key": "subsetsum_1-50", "instance_id": f"i{k}", "task": "subsetsum", "level": 1, "level_lo": 1,
-         "level_hi": 50, "solution_count": 2, "question": f"q{k}", "reference_answer": "a", "parameters": "{}",
-         "config_seed": 1, "level_seed": 2, "candidate_index": k, "generator_version": "g"} for k in range(2)],
-        {"partition_key": "subsetsum_1-50"})
-    wh.replace_partition("muso.responses", [
-        {"partition_key": "subsetsum_1-50", "model": "m", "paradigm": "short_cot", "variant": "standard", "path": 0,
-         "instance_id": f"i{k}", "task": "subsetsum", "level": 1, "status": "ok", "confidence": 90.0,
-         "recall": 0.0, "precision": 0.0, "truncated": False, "call_keys": "[]", "level_lo": 1, "level_hi": 50,
-         "temperature": 0.2} for k in range(2)], {"partition_key": "subsetsum_1-50", "model": "m"})
+    _muso_replies(wh, 2, confidence=90.0, truncated=False)
     drawn = {}
 
     def keep(self, name, title, reason, draw, note=""):
