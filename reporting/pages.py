@@ -389,7 +389,7 @@ def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dic
             scopes = _scopes(wh, model)
             (folder / safe_name(model) / "samples.html").write_text(samples_page(wh, model, scopes), encoding="utf-8")
             for family, scope, rs in scopes:
-                calls = _calls(wh, [k for r in rs for k in json.loads(r["call_keys"] or "[]")[-1:]])
+                calls = _calls(wh, [k for r in rs for k in json.loads(r.get("call_keys") or "[]")[-1:]])
                 (folder / safe_name(model) / f"{anchor(family, scope)}.html").write_text(
                     scope_page(model, family, scope, rs, calls), encoding="utf-8")
             out[model] = (page, panels)

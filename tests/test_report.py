@@ -16,6 +16,7 @@ import pytest
 
 from assets.definitions import build_definitions
 from configuration import CONFIG_ENV_VAR
+from configuration.families import FAMILIES
 from llm_calls.stub_server import StubServer
 from reporting.panels import Writer
 from reporting.panels.muso import panel as muso_panel
@@ -192,7 +193,7 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
             page.add_locator_handler(page.get_by_text("Join the Dagster community"),
                                      lambda _: page.get_by_role("button", name="Skip").click())
             page.goto(report.as_uri())
-            assert page.locator("section").count() == 4
+            assert page.locator("section").count() == len(FAMILIES)
             loaded = page.eval_on_selector_all("#ib img", "imgs => imgs.map(i => i.complete && i.naturalWidth)")
             assert len(loaded) == 2 and all(w and w > 100 for w in loaded)  # decoded images, not broken links
             # the reliability diagram is drawn, with its bin at recall 0 (confidence 85, nothing right)
@@ -212,7 +213,7 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
                 link.first.click()
             shown = opened.value
             shown.wait_for_load_state()
-            assert shown.url == f"http://127.0.0.1:{served}/stub.html" and shown.locator("section").count() == 4
+            assert shown.url == f"http://127.0.0.1:{served}/stub.html" and shown.locator("section").count() == len(FAMILIES)
             # and from it, the leaderboard and the replies behind each number
             shown.goto(f"http://127.0.0.1:{served}/index.html")
             shown.locator('#leaderboard a[href="stub/ib-vanilla.html"]').first.click()
