@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 export DAGSTER_HOME := $(CURDIR)
 export HF_HUB_OFFLINE := 1
 
-.PHONY: demo test ui install bench bytecode clean-data
+.PHONY: demo test test-fast ui install bench bytecode clean-data
 
 # The project's own packages, compiled to bytecode before each target runs. Python caches it by itself,
 # unless PYTHONDONTWRITEBYTECODE is set (as on some build machines and containers): then every process
@@ -45,6 +45,10 @@ demo: bytecode
 ## Install (if needed) and run the whole test suite. .ci/run calls exactly this.
 test: bytecode
 	$(BIN)/python -m pytest -q
+
+## The fast loop: every test but those marked slow (end-to-end runs, PostgreSQL, browsers, fuzzing).
+test-fast: bytecode
+	$(BIN)/python -m pytest -q -m "not slow"
 
 ## The Dagster UI (webserver + daemon) on this project, instance config from ./dagster.yaml, and the
 ## reports served at http://127.0.0.1:3001 (BENCHSMITH_REPORTS_URL) so the UI's links open them.

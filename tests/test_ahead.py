@@ -89,6 +89,7 @@ def test_closing_with_work_never_taken_stops_the_worker_at_once():
         os.kill(worker.pid, 0)
 
 
+@pytest.mark.slow
 def test_the_worker_exits_when_its_parent_is_killed(tmp_path):
     """A parent killed with SIGKILL cannot close anything: the worker sees its stdin end and exits
     after the build in hand."""

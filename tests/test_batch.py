@@ -43,6 +43,7 @@ def _files(tmp_path):
     return {"mode": "files", "dir": str(tmp_path / "batches")}
 
 
+@pytest.mark.slow
 def test_files_mode_writes_one_line_per_pending_request_with_the_body_a_live_call_sends(stub, tmp_path):
     live, _ = _ledger(stub, tmp_path, "live")
     live.complete("stub", REQUESTS, purpose="t.ask")
@@ -70,6 +71,7 @@ def test_files_mode_writes_one_line_per_pending_request_with_the_body_a_live_cal
     assert wh.scalar("SELECT count(*) FROM llm.batches") == 1 and wh.scalar("SELECT count(*) FROM llm.batch_requests") == 4
 
 
+@pytest.mark.slow
 def test_a_vllm_run_batch_output_is_stored_as_the_live_answers_are(stub, tmp_path):
     live, _ = _ledger(stub, tmp_path, "live")
     live_results = live.complete("stub", REQUESTS, purpose="t.ask")
@@ -97,6 +99,7 @@ def test_a_vllm_run_batch_output_is_stored_as_the_live_answers_are(stub, tmp_pat
                                                                      for r in live_results[:3]]
 
 
+@pytest.mark.slow
 def test_an_import_refuses_every_line_that_is_not_a_pending_request_naming_it_and_writes_nothing(stub, tmp_path):
     ledger, _ = _ledger(stub, tmp_path, batch=_files(tmp_path))
     with pytest.raises(BatchPending) as caught:
@@ -134,6 +137,7 @@ def _third_answered(ledger, tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_api_mode_sends_each_turn_as_one_batch_and_stores_answers_as_live_ones(tmp_path):
     with StubServer() as stub:
         live, _ = _ledger(stub, tmp_path, "live")
@@ -178,6 +182,7 @@ def test_api_mode_sends_the_batch_of_a_session_asked_from_its_own_tasks_without_
         assert len(stub.batches) == 1 and not [r for r in stub.requests if r["path"].endswith("/chat/completions")]
 
 
+@pytest.mark.slow
 def test_an_expired_batch_keeps_the_answers_it_has_and_the_rest_are_asked_again(tmp_path):
     with StubServer(batch_expire_after=2) as stub:
         ledger, _ = _ledger(stub, tmp_path, batch={"mode": "api", "poll_s": 0.01, "poll_max_s": 0.05})
@@ -213,6 +218,7 @@ ledger.complete("stub", [CallRequest([{"role": "user", "content": f"Question {i}
 """
 
 
+@pytest.mark.slow
 def test_a_run_killed_while_its_batch_is_in_flight_resumes_it_and_never_creates_it_twice(tmp_path):
     with StubServer(batch_polls=10**9) as stub:  # the batch stays in progress until the test lets it end
         ledger, cfg = _ledger(stub, tmp_path, batch={"mode": "api", "poll_s": 0.01, "poll_max_s": 0.05})
@@ -242,6 +248,7 @@ def _answer(body):
     return f"Answer: 1 (reply {zlib.crc32(json.dumps(body['messages']).encode())})"
 
 
+@pytest.mark.slow
 def test_a_run_through_batch_files_turn_by_turn_makes_the_tables_a_live_run_makes(tmp_path, monkeypatch, capsys):
     """Export, run the files as a cluster would, import, run again: until nothing waits. Every
     family table then equals the live run's (MuSoBench's three turns; IB's two-turn setting, whose
@@ -290,6 +297,7 @@ def test_a_run_through_batch_files_turn_by_turn_makes_the_tables_a_live_run_make
     assert wh.scalar("SELECT count(*) FROM llm.batches WHERE status <> 'imported'") == 0
 
 
+@pytest.mark.slow
 def test_a_round_of_batch_files_is_one_file_per_model_and_one_import_of_a_folder(tmp_path, monkeypatch, capsys):
     """Issue 50: files mode wrote one file per partition per turn (54 files, 54 imports for 54 calls).
     A round is one file per model holding every step's pending requests; its outputs, in one folder,
@@ -352,6 +360,7 @@ def test_the_configuration_refuses_batch_mode_for_the_embedded_model(tmp_path):
         load_config(path)
 
 
+@pytest.mark.slow
 def test_a_run_killed_between_creating_its_batch_and_recording_it_finds_the_batch_by_its_metadata(tmp_path):
     """The batch is recorded as `creating` before it is created; a run that died before it stored
     the provider's id finds the batch by the id in its metadata, and creates none."""
@@ -445,6 +454,7 @@ def test_files_mode_keeps_an_answer_holding_unicode_line_breaks_and_skips_only_a
     assert again.value.n == 1
 
 
+@pytest.mark.slow
 def test_api_mode_stores_every_readable_answer_of_an_output_with_unicode_breaks_and_a_broken_line(tmp_path):
     """D10 in API mode: a provider output with U+2028 / U+0085 inside replies and one broken line. Every
     readable answer is stored, the broken line's request is a failure that says why, and the next run
@@ -475,6 +485,7 @@ def test_api_mode_stores_every_readable_answer_of_an_output_with_unicode_breaks_
         assert [len(stub.files[f].splitlines()) for f in inputs] == [4, 1]  # only the lost one went again
 
 
+@pytest.mark.slow
 def test_a_batch_the_provider_no_longer_knows_fails_its_calls_and_the_next_run_batches_them_anew(tmp_path):
     """A submitted batch that the provider answers 404 for (deleted, or another account's) ended every
     rerun in a raw NotFoundError. Its requests are failures that say so, and the next run creates a new
@@ -497,6 +508,7 @@ def test_a_batch_the_provider_no_longer_knows_fails_its_calls_and_the_next_run_b
         assert all(r.ok for r in second) and len(stub.batches) == 1  # one new batch, created by the rerun
 
 
+@pytest.mark.slow
 def test_an_import_streams_the_file_in_chunks_and_names_an_answer_from_another_model(stub, tmp_path):
     """The output file is read a line at a time and written `chunk` rows a commit; a result whose body
     names another model than the one asked is stored and said (a dated snapshot of the same model is

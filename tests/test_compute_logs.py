@@ -84,6 +84,7 @@ class DescriptorManager(LocalComputeLogManager):
         return cls(inst_data=inst_data, **config_value)
 
 
+@pytest.mark.slow
 def test_the_instance_is_opened_one_process_at_a_time_under_its_lock(tmp_path):
     """Two runs starting at once on a fresh DAGSTER_HOME each set up Dagster's SQLite files and left
     runs.db with two alembic heads (every later run crashed). The instance is opened under an exclusive

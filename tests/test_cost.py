@@ -31,6 +31,7 @@ def two_models(small):  # noqa: F811  (the fixture of tests/test_plan.py)
     return load_config(small.source)
 
 
+@pytest.mark.slow
 def test_the_plan_counts_the_prompt_tokens_of_the_requests_the_run_then_sends(two_models, capsys):
     cfg = two_models
     wh = Warehouse(cfg.warehouse_path())
@@ -62,6 +63,7 @@ def test_the_plan_counts_the_prompt_tokens_of_the_requests_the_run_then_sends(tw
     assert "prompt tokens" in text and "Total cost of the new calls:" in text
 
 
+@pytest.mark.slow
 def test_completion_tokens_are_the_observed_mean_where_the_ledger_holds_calls_of_the_model(two_models):
     cfg = two_models
     wh = Warehouse(cfg.warehouse_path())
@@ -84,6 +86,7 @@ def test_a_price_charges_input_cached_input_output_and_the_batch_discount(tmp_pa
     assert cost.price_of(cfg.model("stub"), 1e6, 1e6) is None  # no price, no cost
 
 
+@pytest.mark.slow
 def test_the_run_summary_says_what_the_run_spent_from_the_stored_usage(tmp_path, monkeypatch, capsys):
     with StubServer(responder=_answer) as stub:
         small = {**SMALL, "ib": {**SMALL["ib"], "settings": ["vanilla"]}}

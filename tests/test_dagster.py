@@ -46,6 +46,7 @@ def _materialize(defs: dg.Definitions, instance: dg.DagsterInstance | None = Non
     )
 
 
+@pytest.mark.slow
 def test_models_asset_records_a_reachable_model_and_its_probe(stub, tmp_path):
     cfg = stub_config(stub, tmp_path)
     defs = build_definitions(cfg.source)
@@ -58,6 +59,7 @@ def test_models_asset_records_a_reachable_model_and_its_probe(stub, tmp_path):
     assert [c.passed for c in checks] == [True]
 
 
+@pytest.mark.slow
 def test_unreachable_model_is_recorded_and_fails_the_check(stub, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -101,6 +103,7 @@ def _run_partitions(config_path: str, keys: list[str], out: "mp.Queue[tuple[str,
     out.put(("models", ok))
 
 
+@pytest.mark.slow
 def test_concurrent_materialisations_do_not_hit_the_duckdb_lock(stub, tmp_path):
     cfg = stub_config(stub, tmp_path)
     ctx = mp.get_context("spawn")
@@ -122,6 +125,7 @@ def test_concurrent_materialisations_do_not_hit_the_duckdb_lock(stub, tmp_path):
     assert wh.scalar("SELECT count(*) FROM llm.models") == 1
 
 
+@pytest.mark.slow
 def test_no_api_key_in_warehouse_or_dagster_storage(stub, tmp_path, monkeypatch):
     secret = "sk-live-DO-NOT-STORE-8675309"
     monkeypatch.setenv("BENCH_SECRET_KEY", secret)
@@ -138,6 +142,7 @@ def test_no_api_key_in_warehouse_or_dagster_storage(stub, tmp_path, monkeypatch)
     assert any(home.rglob("*.db")), "the Dagster instance stored nothing: the test would prove nothing"
 
 
+@pytest.mark.slow
 def test_dagster_ui_starts_on_the_project(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -166,6 +171,7 @@ def test_dagster_ui_starts_on_the_project(tmp_path):
         proc.wait(20)
 
 
+@pytest.mark.slow
 def test_a_401_reply_echoing_the_key_leaves_no_trace_anywhere(tmp_path, monkeypatch, capfd, caplog):
     from llm_calls.stub_server import StubServer
 
@@ -198,6 +204,7 @@ def test_a_base_url_without_a_scheme_is_refused_when_the_config_loads(tmp_path):
         load_config(path)
 
 
+@pytest.mark.slow
 def test_the_instance_marks_killed_runs_failed(tmp_path, monkeypatch):
     root = Path(__file__).resolve().parent.parent
     monkeypatch.chdir(tmp_path)  # the instance's relative storage paths land here
@@ -205,6 +212,7 @@ def test_the_instance_marks_killed_runs_failed(tmp_path, monkeypatch):
     assert instance.run_monitoring_enabled and instance.run_monitoring_start_timeout_seconds == 180
 
 
+@pytest.mark.slow
 def test_a_built_wheel_carries_the_s1_registry(tmp_path):
     import shutil
     import zipfile

@@ -39,6 +39,7 @@ def test_gguf_file_ships_inside_the_installed_wheel():
     assert path.read_bytes()[:4] == b"GGUF"
 
 
+@pytest.mark.slow
 def test_embedded_model_answers_a_real_prompt_through_the_ledger(tmp_path):
     cfg = parse_config({"warehouse": {"path": str(tmp_path / "wh.duckdb")}}, str(tmp_path / "cfg.yaml"))
     wh = Warehouse(cfg.warehouse_path())
@@ -57,6 +58,7 @@ def test_embedded_model_answers_a_real_prompt_through_the_ledger(tmp_path):
     assert row["status"] == "ok" and row["endpoint_host"].startswith("127.0.0.1:")
 
 
+@pytest.mark.slow
 def test_embedded_server_is_stopped_when_a_step_fails(tmp_path):
     path = write_config(tmp_path, {"warehouse": {"path": str(tmp_path / "wh.duckdb")}})
     ports: list[int] = []
@@ -72,6 +74,7 @@ def test_embedded_server_is_stopped_when_a_step_fails(tmp_path):
     assert ports and not port_open(ports[0])
 
 
+@pytest.mark.slow
 def test_server_that_cannot_start_fails_with_its_log(tmp_path):
     server = EmbeddedServer("smollm2-135m-instruct", startup_timeout_s=60)
     server.model_path = tmp_path / "corrupt.gguf"
@@ -82,6 +85,7 @@ def test_server_that_cannot_start_fails_with_its_log(tmp_path):
     assert server.port is not None and not port_open(server.port)
 
 
+@pytest.mark.slow
 def test_server_survives_across_ledger_batches(tmp_path):
     # Regression: the server was tied to the worker thread that started it and died between batches.
     cfg = parse_config({"warehouse": {"path": str(tmp_path / "wh.duckdb")}}, str(tmp_path / "cfg.yaml"))
@@ -96,6 +100,7 @@ def test_server_survives_across_ledger_batches(tmp_path):
     assert len(hosts) == 1
 
 
+@pytest.mark.slow
 def test_server_exits_when_its_only_user_is_killed():
     child = subprocess.Popen(
         [sys.executable, "-c", "from llm_calls.embedded import EmbeddedServer; import time; "
@@ -118,6 +123,7 @@ def _servers_for(lock_dir) -> list[str]:
     return [line for line in out.splitlines() if "llm_calls.serve_embedded" in line and str(lock_dir) in line]
 
 
+@pytest.mark.slow
 def test_concurrent_users_share_one_server_and_the_last_one_out_stops_it(tmp_path):
     env = {**os.environ, "BENCHSMITH_RUN_DIR": str(tmp_path / "run")}
     code = textwrap.dedent("""
@@ -157,6 +163,7 @@ def test_threads_leave_one_usable_core_to_the_pipeline():
     assert EmbeddedServer("smollm2-135m-instruct").n_threads == max(1, cores - 1)
 
 
+@pytest.mark.slow
 def test_two_concurrent_materialisations_never_run_two_servers(tmp_path):
     """Two `materialize_all` runs at once, each with its own warehouse and Dagster instance, both
     on the embedded model: the server processes are counted every 0.2 s while they run."""

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from assets.definitions import build_definitions
 from assets.jobs import job_names
@@ -55,6 +56,7 @@ def _names_three_families(line: str) -> bool:
     return sum(bool(re.search(rf"(['\"]{k}['\".]|\b{k}_|\b{k}\b)", line)) for k in KEYS) >= 3
 
 
+@pytest.mark.slow
 def test_no_source_file_but_the_registry_writes_out_the_list_of_families():
     """A line naming three or more family keys is a list of families; only the registry has one."""
     found = []
@@ -123,6 +125,7 @@ def _project_with_a_fifth_family(dest: Path) -> None:
                       + text[at:])
 
 
+@pytest.mark.slow
 def test_a_fifth_family_is_its_own_modules_and_one_registry_entry(tmp_path):
     """The fixture family runs end to end in a copy of the project with nothing else changed: its
     jobs, tables, views, headline and mechanism rows, plan lines, summary line and report panel."""

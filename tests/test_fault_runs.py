@@ -33,6 +33,7 @@ def _dirs(tmp_path):
     (tmp_path / "faulty").mkdir()
 
 
+@pytest.mark.slow
 def test_instruction_boundary_leaves_failed_calls_out_of_acc_sr_gr(tmp_path):
     items = [ib.Item(f"q{k}:complete", "single", "sparse" if k % 3 == 0 else "tense", "complete",
                      ("red", "green", "blue", "All other options are false"), frozenset({1 + k % 4}), "",
@@ -63,6 +64,7 @@ def test_instruction_boundary_leaves_failed_calls_out_of_acc_sr_gr(tmp_path):
     assert all(m["n_failed"] == 0 for m in ib.metric_rows("stub", healthy))
 
 
+@pytest.mark.slow
 def test_waken_accuracy_counts_only_answered_items(tmp_path):
     items = [waken.Item(f"i{k}", "fact", ("True", "False", "Unknown")[k % 3], f"sent1: fact {k}", f"hypothesis {k}")
              for k in range(12)]
@@ -96,6 +98,7 @@ def test_waken_accuracy_counts_only_answered_items(tmp_path):
     assert got[("n_baseline_failed", "cot")]["value"] == len(cot_failed)
 
 
+@pytest.mark.slow
 def test_muso_scores_only_answered_instances(tmp_path):
     items = [muso.Item(f"ss-{k}", "subsetsum", 1, {"values": [1, 2, 3, 4, k + 5], "target": 5},
                        f"Given the set of unique integers: {{1, 2, 3, 4, {k + 5}}}\nFind all subsets that sum exactly "
@@ -123,6 +126,7 @@ def test_muso_scores_only_answered_instances(tmp_path):
     assert got["n_failed_calls"] == len(failed) and got["n_scored"] == len(items) - len(failed)
 
 
+@pytest.mark.slow
 def test_s1_leaves_failed_samples_out_of_pass_at_1(tmp_path):
     items = [{"item_id": f"it{k}", "subcategory": "numerical reasoning", "category": "reasoning", "language": "en",
               "question": f"What is {k} plus 1?", "answer": str(k + 1), "check_spec": f'{{"type": "exact", "answers": '
@@ -163,6 +167,7 @@ def test_waken_self_reflection_turn_is_not_sent_after_a_failed_first_call(tmp_pa
     assert outcome == {"ok": "correct", "down": "call_failed"}
 
 
+@pytest.mark.slow
 def test_muso_total_beyond_32_bits_is_read_as_no_total_not_a_crash(tmp_path):
     item = muso.Item("ss-x", "subsetsum", 1, {"values": [1, 2, 3, 4], "target": 5},
                      "Given the set of unique integers: {1, 2, 3, 4}\nFind all subsets that sum exactly to the target: 5",

@@ -67,6 +67,7 @@ def _ib_responder(body):
     return "I am not sure about this one."  # no option: the judge reads it
 
 
+@pytest.mark.slow
 def test_an_early_items_second_turn_and_judge_call_start_before_the_batchs_last_first_turn_is_answered(tmp_path):
     """IB multi-turn and vanilla over 24 items at concurrency 4: the first turns are one batch of
     48 requests; a flow's later calls go first, so item 0's judge call and second turn are sent
@@ -100,6 +101,7 @@ def test_an_early_items_second_turn_and_judge_call_start_before_the_batchs_last_
     assert [r["item_id"] for r in runner.responses[:24]] == [i.item_id for i in _ib_items(24)]  # in item order
 
 
+@pytest.mark.slow
 def test_an_early_items_stage_one_starts_before_the_last_direct_answer_is_answered(tmp_path):
     items = [WakenItem(f"s{k}", "fact", "True", f"sent1: Ada{k} is red", f"Ada{k} is red") for k in range(24)]
     responder = _last_first_call_held(
@@ -134,6 +136,7 @@ def test_two_flows_asking_one_request_make_one_call_and_both_get_its_answer(stub
     assert stub_ledger.run_flows(lambda s: [flow(s)]) == [a] and len(_chat(stub)) == 1
 
 
+@pytest.mark.slow
 def test_a_flows_later_calls_go_before_other_flows_first_calls(tmp_path):
     """Concurrency 1, 0.2 s per reply: flow 0's second call is sent as soon as the slot is free
     after it was asked (the call sent meanwhile is first 1), ahead of the 8 first calls the other
@@ -155,6 +158,7 @@ def test_a_flows_later_calls_go_before_other_flows_first_calls(tmp_path):
     assert len(asked) == 20
 
 
+@pytest.mark.slow
 def test_a_steps_flows_start_as_its_requests_go_out_not_all_before_the_first(tmp_path, monkeypatch):
     """300 flows at concurrency 4: the session starts flows 64 at a time, and more only while at
     most twice the concurrency (here 64) of asks wait for a lookup or a worker; the second chunk
@@ -188,6 +192,7 @@ def test_a_steps_flows_start_as_its_requests_go_out_not_all_before_the_first(tmp
     assert sent_when_started[-1] >= 150  # at least 300 - 64 were taken by a worker by then, less those in flight
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("concurrency", [2, 4])
 def test_the_process_counts_as_waiting_on_the_endpoint_once_its_whole_concurrency_is_out(
         tmp_path, concurrency):
@@ -228,6 +233,7 @@ def test_the_process_counts_as_waiting_on_the_endpoint_once_its_whole_concurrenc
     assert answered == 3 and seen == ([(0, 2)] if concurrency == 2 else [])
 
 
+@pytest.mark.slow
 def test_a_slot_left_by_a_call_backing_off_is_used_by_other_requests(tmp_path):
     """Concurrency 1: a call told to retry after 1 s (HTTP 429, Retry-After) leaves its slot to a
     stand-in worker: the four other requests (0.2 s each) are sent and answered during the wait,
@@ -431,6 +437,7 @@ def test_a_slot_is_taken_among_the_free_ones_from_a_random_start(tmp_path):
     assert firsts == set(range(8))  # P(some slot never first in 200 draws) < 8 * (7/8) ** 200, about 2e-11
 
 
+@pytest.mark.slow
 def test_steps_running_at_once_in_threads_share_the_call_loop_and_one_client(tmp_path, monkeypatch):
     """Four steps at once, each in a thread with its own ledger and registry, as `materialize_all`
     runs them: their flows run in the process's call loop, in the caller's context, and every
@@ -479,6 +486,7 @@ def test_steps_running_at_once_in_threads_share_the_call_loop_and_one_client(tmp
     assert len(made) == 1 and made[0].is_closed()
 
 
+@pytest.mark.slow
 def test_steps_at_once_share_one_queue_per_endpoint_so_a_deeper_call_of_one_goes_before_anothers_first_calls(
         tmp_path):
     """Two steps at once against one endpoint at concurrency 2, each with its own ledger: step B's
@@ -521,6 +529,7 @@ def test_steps_at_once_share_one_queue_per_endpoint_so_a_deeper_call_of_one_goes
     assert asked.index("b x second") < asked.index("a 1"), asked
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("concurrency", [1, 10])
 def test_asks_wait_for_their_lookup_together_only_while_their_endpoint_has_a_wave_queued(tmp_path, monkeypatch,
                                                                                         concurrency):

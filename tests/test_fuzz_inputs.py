@@ -125,6 +125,7 @@ def _load_config(tmp: Path, data: bytes) -> None:
         assert all(line.startswith(str(path)) or line.startswith("...") for line in str(exc).splitlines()), exc
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated(CONFIG))
 def test_a_configuration_with_any_value_changed_loads_or_names_the_file_and_key(doc):
@@ -179,6 +180,7 @@ def _load_source(dataset: str, name: str, data: bytes, split: str = "train") -> 
                                          and 0 <= (r.answer_index or 0) < len(r.choices)), r
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataset,path", SOURCES, ids=[f"{d}-{p.name}" for d, p in SOURCES])
 def test_each_source_layout_with_rows_changed_loads_whole_or_names_the_file(dataset, path):
     if path.suffix == ".csv":
@@ -193,6 +195,7 @@ def test_each_source_layout_with_rows_changed_loads_whole_or_names_the_file(data
     check()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataset,path", SOURCES, ids=[f"{d}-{p.name}" for d, p in SOURCES])
 def test_each_source_file_with_bytes_changed_loads_whole_or_names_the_file(dataset, path):
     @FUZZ
@@ -218,6 +221,7 @@ def _load_s1(data: bytes) -> None:
         assert all(isinstance(r["question"], str) and r["category"] and r["subcategory"] for r in rows), rows
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated(json.loads(S1_RELEASE.read_text(encoding="utf-8"))))
 def test_an_s1_release_with_items_changed_loads_labelled_or_names_the_file_and_item(doc):
@@ -306,6 +310,7 @@ def _import(exported, data: bytes) -> None:
         assert all(u.startswith(f"{out}: line ") for u in report.unreadable)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.data())
 def test_a_batch_output_with_lines_changed_stores_exactly_what_its_readable_lines_hold(exported, data):
@@ -317,6 +322,7 @@ def test_a_batch_output_with_lines_changed_stores_exactly_what_its_readable_line
     _import(exported, text.encode())
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.data())
 def test_a_batch_output_with_bytes_changed_stores_its_readable_lines_or_names_the_file(exported, data):

@@ -60,6 +60,7 @@ def hosted(stub: StubServer, tmp_path, **model) -> Ledger:
     return Ledger(Warehouse(cfg.warehouse_path(), lock_timeout_s=30), ModelRegistry(cfg))
 
 
+@pytest.mark.slow
 def test_a_reasoning_model_is_called_as_it_requires_and_its_hidden_reasoning_recorded(tmp_path):
     with StubServer(hosted_reasoning=True, hidden_reasoning_tokens=96, responder=lambda b: "Paris") as stub:
         ledger = hosted(stub, tmp_path)
@@ -77,6 +78,7 @@ def test_a_reasoning_model_is_called_as_it_requires_and_its_hidden_reasoning_rec
     assert '"max_completion_tokens": 300' in rows[0]["request"]  # the request as sent
 
 
+@pytest.mark.slow
 def test_a_refused_parameter_is_reported_once_per_model_with_the_fix_not_retried_per_call(tmp_path, caplog):
     with StubServer(hosted_reasoning=True) as stub:
         # the settings of a non-reasoning model, written out: this is what a user's first try sends
@@ -105,6 +107,7 @@ def test_a_refused_temperature_names_unsupported_params_as_the_fix(tmp_path):
     assert "Unsupported value: 'temperature' does not support 0.6" in results[0].error
 
 
+@pytest.mark.slow
 def test_extra_body_reaches_the_request_and_the_cache_key(tmp_path):
     with StubServer() as stub:
         cfg = stub_config(stub, tmp_path, models={
@@ -123,6 +126,7 @@ def test_extra_body_reaches_the_request_and_the_cache_key(tmp_path):
         "reasoning_effort": "low"}, 0)
 
 
+@pytest.mark.slow
 def test_an_empty_reasoning_field_is_an_empty_think_block_format_101(tmp_path):
     with StubServer(responder=lambda body: "42") as stub:
         ledger = hosted(stub, tmp_path, token_param="max_tokens", unsupported_params=[])
@@ -144,6 +148,7 @@ def answers_plainly(body):
     return "Answer: 1"
 
 
+@pytest.mark.slow
 def test_s1_bench_and_instruction_boundary_end_to_end_on_a_hosted_reasoning_model(tmp_path):
     with StubServer(responder=knows_the_answers) as builder, \
             StubServer(hosted_reasoning=True, hidden_reasoning_tokens=50, responder=answers_plainly) as o4:
@@ -189,6 +194,7 @@ def test_config_file_round_trip_of_the_hosted_settings(tmp_path):
     assert m.sent_token_param == "max_completion_tokens" and m.extra_body == {"reasoning_effort": "minimal"}
 
 
+@pytest.mark.slow
 def test_per_model_system_prompt_and_prefill_as_the_s1_authors_evaluate(tmp_path):
     """Paper 002's evaluation code (WYRipple/S1_Bench): Nemotron gets the system prompt "detailed thinking
     on"; Light-R1 and Sky-T1 have their reply prefilled with "<think>\\n". Both are sent, both are in the

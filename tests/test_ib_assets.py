@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from assets.definitions import build_definitions
 from evaluations.ib import SETTINGS
 from llm_calls.stub_server import StubServer
@@ -15,6 +17,7 @@ def checks(result):
     return {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
 
 
+@pytest.mark.slow
 def test_every_dataset_setting_and_form_reaches_the_metrics(tmp_path):
     with StubServer(responder=lambda body: "Answer: 1") as stub:
         cfg = stub_config(stub, tmp_path, ib={

@@ -79,6 +79,7 @@ def test_miscellany_accuracy_by_number_of_options(m):
     ("missing_choices", 0.6104, 0.0848, 34.76, 0.64, 0.1267, 0.0, 25.56),
     ("conformity", 0.0, 1.0, 50.0, 0.1133, 1.0, 0.0, 37.11),
 ])
+@pytest.mark.slow
 def test_table3_view_reproduces_the_published_balanced_accuracies(tmp_path, row, sr1, gr1, acc1, sr2, gr2, gr3, acc2):
     from warehouse import Warehouse
 

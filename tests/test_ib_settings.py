@@ -84,6 +84,7 @@ def test_conformity_tense_suggests_a_wrong_tense_label(runner):
 
 @pytest.mark.parametrize("setting,types", [("few_shot", ["tense", "sparse"]), ("few_shot_tense", ["tense"]),
                                            ("few_shot_sparse", ["sparse"])])
+@pytest.mark.slow
 def test_few_shot_shows_examples_of_the_setting_label_types(runner, setting, types):
     r, _ = runner
     p = prompt(r, setting, "s:complete")
@@ -156,6 +157,7 @@ def test_the_combined_options_own_text_is_that_option(reply):
 
 @pytest.mark.parametrize("setting,labels", [("few_shot", ["1", "2", "3"]), ("few_shot_tense", ["1", "2"]),
                                             ("few_shot_sparse", ["3"])])
+@pytest.mark.slow
 def test_judging_few_shot_shows_true_false_and_unknown_examples_or_the_tf_ablation(runner, setting, labels):
     """Paper 003, section 3.3 / figure 4: examples of all three labels {T, F, U}, and the {T, F} ablation
     (the Unknown example removed). Some example answers False (option 2)."""

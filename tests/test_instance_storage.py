@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 from dagster._core.storage.runs.sqlite import sqlite_run_storage
@@ -97,6 +98,7 @@ def test_each_file_gets_one_engine_and_only_the_last_few_are_kept(tmp_path, monk
     assert not (tmp_path / "history" / "runs.db-wal").exists()
 
 
+@pytest.mark.slow
 def test_the_files_kept_open_are_closed_when_the_process_exits_leaving_no_write_ahead_log(tmp_path):
     (tmp_path / "dagster.yaml").write_text(NOOP_LOGS)
     code = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]]\n"

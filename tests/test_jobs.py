@@ -53,6 +53,7 @@ def test_the_steps_run_the_probe_then_each_family_items_slices_metrics_then_the_
     assert {s.job for s in steps} <= set(job_names())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", ["demo", "paper"])
 def test_the_steps_partitions_are_the_asset_definitions_partitions_in_their_order(stub, tmp_path, scale):
     """The command plans its steps from the configuration without importing Dagster
@@ -264,6 +265,7 @@ print("never")
     assert (tmp_path / "thread").read_text() == "done" and (tmp_path / "atexit").read_text() == "ran"
 
 
+@pytest.mark.slow
 def test_the_commands_slices_run_at_once_sharing_the_models_concurrency(tmp_path):
     """Two models' slices of one dataset: both are sent requests before the first slice ends
     (they used to run one after the other), and each step's calls are counted by its own run."""
@@ -326,6 +328,7 @@ def test_selection_by_family_partition_and_model(stub, tmp_path):
     ((["ib"], ["folio"], None), "--partition 'folio': no such dataset, level or slice in ib"),
     ((None, None, ["gamma"]), "--model 'gamma': not an evaluated model; add it to `evaluate`"),
 ])
+@pytest.mark.slow
 def test_a_selection_that_names_nothing_is_refused(stub, tmp_path, args, message):
     cfg = two_models(stub, tmp_path, ib=IB)
     with pytest.raises(SelectionError, match=message.replace("(", r"\(").replace("|", r"\|")):
@@ -348,6 +351,7 @@ def ib_command(stub, tmp_path):
     return cfg, home, run
 
 
+@pytest.mark.slow
 def test_adding_a_model_evaluates_only_its_slices_and_the_first_models_rows_stay(tmp_path):
     """The README recipe: evaluate one model, add a second to `evaluate`, run `--model` for it."""
     with StubServer(responder=lambda body: "Answer: 1") as stub:
@@ -422,6 +426,7 @@ def test_the_summary_has_a_row_per_family_the_headline_and_where_to_look(tmp_pat
     assert "1 step(s) failed: ib_responses [fld|m]" in text and "reports:" in text
 
 
+@pytest.mark.slow
 def test_model_run_rebuilds_items_the_warehouse_does_not_hold_whatever_the_instance_remembers(tmp_path):
     """Issue 25: with the warehouse file gone, `--model` used to skip the items on the word of Dagster's
     records and end "0 items, 0 calls, ok"; the items are built again when the warehouse lacks them."""

@@ -82,6 +82,7 @@ def _catalog_objects(con: duckdb.DuckDBPyConnection) -> dict:
     return {"tables": tables, "views": views, "columns": columns}
 
 
+@pytest.mark.slow
 def test_the_lake_has_the_files_tables_views_columns_and_comments(lake_env, tmp_path):
     cfg = load_config(lake_config(tmp_path, {"m": {"base_url": "http://127.0.0.1:9/v1", "model": "x"}}))
     lake = open_warehouse(cfg)
@@ -98,6 +99,7 @@ def test_the_lake_has_the_files_tables_views_columns_and_comments(lake_env, tmp_
     assert list((tmp_path / "lake").rglob("*.parquet"))
 
 
+@pytest.mark.slow
 def test_every_readme_query_runs_on_the_lake(lake_env, tmp_path):
     lake = open_warehouse(load_config(lake_config(tmp_path, {"m": {"base_url": "http://127.0.0.1:9/v1", "model": "x"}})))
     failed = []
@@ -109,6 +111,7 @@ def test_every_readme_query_runs_on_the_lake(lake_env, tmp_path):
     assert not failed, "\n".join(failed)
 
 
+@pytest.mark.slow
 def test_a_plain_duckdb_client_reads_the_lake_the_project_wrote(lake_env, tmp_path):
     cfg = load_config(lake_config(tmp_path, {"m": {"base_url": "http://127.0.0.1:9/v1", "model": "x"}}))
     open_warehouse(cfg).upsert("sources.records", [{
@@ -142,6 +145,7 @@ ASK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_two_writers_asking_the_same_requests_at_once_leave_one_row_per_key(lake_env, tmp_path):
     n = 120
     with StubServer(delay_s=0.02) as stub:
@@ -168,6 +172,7 @@ KILLED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_run_loses_only_its_calls_in_flight_and_the_rerun_repeats_none(lake_env, tmp_path):
     n, concurrency = 300, 4
     with StubServer(delay_s=0.03) as stub:
@@ -217,6 +222,7 @@ def _two_runs(tmp_path: Path, stub: StubServer, how: str) -> int:
     return stub.peak_in_flight
 
 
+@pytest.mark.slow
 def test_two_runs_on_one_endpoint_never_send_it_more_than_its_concurrency(tmp_path):
     """Two `materialize_all` runs at once (two users' backfills, each its own warehouse), each
     evaluating Instruction Boundary with a model of `concurrency: 4` on the same endpoint: the stub
@@ -246,11 +252,13 @@ def test_two_runs_on_one_endpoint_never_send_it_more_than_its_concurrency(tmp_pa
     assert peaks["run"] > 4, peaks
 
 
+@pytest.mark.slow
 def test_two_runs_on_two_machines_share_the_endpoints_slots_through_postgres(lake_env, tmp_path):
     with StubServer(delay_s=0.05) as stub:
         assert _two_runs(tmp_path, stub, "postgres") <= 4
 
 
+@pytest.mark.slow
 def test_migrate_copies_a_file_into_a_lake_and_back_with_every_table_and_the_ledger(lake_env, tmp_path, monkeypatch):
     from warehouse.migrate import main as migrate
 
@@ -287,6 +295,7 @@ def test_migrate_copies_a_file_into_a_lake_and_back_with_every_table_and_the_led
         assert all(r.cached for r in again) and not stub2.requests
 
 
+@pytest.mark.slow
 def test_the_catalogs_connection_string_is_never_stored(lake_env, pg, tmp_path, monkeypatch):
     """A password in the catalog's connection string stays in the environment: not in the
     warehouse's tables, not in the Dagster resource, not in an error."""
@@ -333,6 +342,7 @@ def test_the_catalog_password_is_taken_out_of_the_attached_string(monkeypatch):
     assert _without_password("sqlite:/tmp/catalog.sqlite") == "sqlite:/tmp/catalog.sqlite"
 
 
+@pytest.mark.slow
 def test_a_lake_on_a_sqlite_catalog_serves_one_machine(tmp_path):
     with StubServer() as stub:
         data = {"warehouse": {"path": str(tmp_path / "wh.duckdb"),
@@ -360,6 +370,7 @@ def _compare(lake: LakeWarehouse, file: Path) -> list[str]:
                        leave_out=lambda c: bool(VOLATILE.search(c)) or c in ("total_attempts", "probe_cached"))
 
 
+@pytest.mark.slow
 def test_four_runs_at_once_into_one_lake_and_one_dagster_instance_make_the_tables_one_run_makes(lake_env, pg, tmp_path):
     """Four processes, as four machines would be, each evaluating its own model (own endpoint)
     into one lake, recording their runs in one Dagster instance on PostgreSQL; afterwards every
@@ -440,6 +451,7 @@ REWRITE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_commit_leaves_the_partition_whole_and_the_lock_free(lake_env, tmp_path):
     """SIGKILL while a partition is being replaced: it holds the old version or the new one, all
     3000 rows of one version, and the next writer gets the write lock at once."""
@@ -486,6 +498,7 @@ def test_the_readmes_lake_configuration_is_valid_and_its_dagster_storage_is_the_
     assert len(files) == 2 and all(Path(f).exists() and f.endswith(".duckdb_extension") for f in files)
 
 
+@pytest.mark.slow
 def test_on_the_lake_a_failure_is_recorded_replaced_by_the_next_success_and_never_overwrites_one(lake_env, tmp_path):
     with StubServer() as stub:
         cfg = load_config(lake_config(tmp_path, {"m": stub_model(stub)}))
@@ -511,6 +524,7 @@ def test_on_the_lake_a_failure_is_recorded_replaced_by_the_next_success_and_neve
     assert after == [{"status": "ok", "response_text": stored["response_text"], "error": None, "total_attempts": 4}]
 
 
+@pytest.mark.slow
 def test_compact_writes_out_the_inlined_ledger_merges_small_files_and_keeps_every_row(lake_env, tmp_path, monkeypatch, capsys):
     from warehouse.lake import main as lake_command
 
@@ -547,6 +561,7 @@ def test_compact_writes_out_the_inlined_ledger_merges_small_files_and_keeps_ever
 
 # -- a network fault on the catalog (issue 52) -----------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forward", [False, True], ids=["commit-never-arrives", "commit-answer-lost"])
 def test_a_catalog_connection_cut_mid_commit_loses_nothing_committed_and_the_rerun_asks_only_the_rest(
         lake_env, pg, tmp_path, monkeypatch, forward):

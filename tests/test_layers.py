@@ -4,6 +4,8 @@ and only `assets/` imports Dagster. Every import counts, those inside functions 
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 OURS = {"configuration", "warehouse", "llm_calls", "generators", "solvers", "validators", "evaluations", "reporting",
         "releases", "assets"}
@@ -31,6 +33,7 @@ def imports_of(path: Path) -> set[str]:
     return names
 
 
+@pytest.mark.slow
 def test_each_layer_imports_only_what_its_row_allows_and_only_assets_import_dagster():
     wrong = []
     for folder, allowed in ALLOWED.items():
@@ -68,6 +71,7 @@ def _family_of(module: str) -> str | None:
     return next((k for k in KEYS if last == k or last.startswith(f"{k}_")), None)
 
 
+@pytest.mark.slow
 def test_families_never_import_each_other():
     wrong = []
     for path in sorted(ROOT.glob("*/**/*.py")):

@@ -4,6 +4,8 @@ import random
 import time
 from pathlib import Path
 
+import pytest
+
 from llm_calls import CallRequest, Ledger, ModelRegistry, call_key
 from llm_calls.ledger import LITERAL_KEYS, Answer, backoff_delay, lookup_sql, retry_after_seconds
 from llm_calls.stub_server import StubServer
@@ -55,6 +57,7 @@ def test_purpose_does_not_change_the_key_so_reparsing_needs_no_call(stub, stub_l
     assert again.cached and len(stub.requests) == 1
 
 
+@pytest.mark.slow
 def test_failed_call_is_recorded_not_answered_and_retried_next_run(stub, stub_ledger):
     prompt = "[[stub: status=500 times=3]] q"  # 3 attempts in run 1 all fail
     first = stub_ledger.complete("stub", [CallRequest(user(prompt))])[0]
@@ -75,6 +78,7 @@ def test_server_error_is_retried_within_the_run(stub, stub_ledger):
     assert result.ok and result.attempts == 3
 
 
+@pytest.mark.slow
 def test_429_retry_after_is_honoured(stub, stub_ledger):
     t0 = time.monotonic()
     result = stub_ledger.complete("stub", [CallRequest(user("[[stub: status=429 times=1 retry_after=1]] q"))])[0]
@@ -85,6 +89,7 @@ def test_429_retry_after_is_honoured(stub, stub_ledger):
     assert elapsed >= 0.95
 
 
+@pytest.mark.slow
 def test_a_rate_limit_wait_is_shown_in_the_progress_line_while_it_lasts(stub, stub_ledger):
     """A Retry-After may hold a call for minutes (up to 600 s per attempt): the run command's progress
     line says which model waits and how long, instead of looking stuck."""
@@ -114,12 +119,14 @@ def test_client_error_other_than_429_is_not_retried(stub, stub_ledger):
     assert not result.ok and result.attempts == 1 and result.error.startswith("HTTP 400")
 
 
+@pytest.mark.slow
 def test_timeout_is_retried(stub, stub_ledger):
     # the stub hangs 3 s on the first request; the configured timeout is 1 s
     result = stub_ledger.complete("stub", [CallRequest(user("[[stub: hang times=1]] q"))])[0]
     assert result.ok and result.attempts == 2
 
 
+@pytest.mark.slow
 def test_timeout_on_every_attempt_is_a_failure(stub, stub_ledger):
     result = stub_ledger.complete("stub", [CallRequest(user("[[stub: hang times=9]] q"))])[0]
     assert not result.ok and "timeout" in result.error and result.attempts == 3
@@ -179,6 +186,7 @@ def test_row_records_request_tokens_latency_and_host(stub, stub_ledger):
     assert '"max_tokens": 7' in row["request"] and '"seed":' in row["request"]
 
 
+@pytest.mark.slow
 def test_concurrency_is_bounded_per_model(tmp_path):
     with StubServer(delay_s=0.2) as slow:
         cfg = stub_config(slow, tmp_path, models={"stub": {"base_url": slow.base_url, "model": "m", "concurrency": 2}})
@@ -255,6 +263,7 @@ def test_api_key_reaches_the_server_but_not_the_ledger(stub, tmp_path, monkeypat
     assert secret.encode() not in cfg.warehouse_path().read_bytes()
 
 
+@pytest.mark.slow
 def test_a_slow_model_does_not_keep_the_warehouse_from_other_processes(tmp_path):
     import subprocess
     import sys
@@ -279,6 +288,7 @@ def test_a_slow_model_does_not_keep_the_warehouse_from_other_processes(tmp_path)
     assert other.returncode == 0, other.stderr  # another process reads while the call is pending
 
 
+@pytest.mark.slow
 def test_back_pressure_bounds_the_answers_waiting_for_their_commit(tmp_path, monkeypatch):
     from warehouse.connection import Writer
 
@@ -305,6 +315,7 @@ def test_back_pressure_bounds_the_answers_waiting_for_their_commit(tmp_path, mon
         assert sent.index(t) + 1 - committed <= 2 + 3
 
 
+@pytest.mark.slow
 def test_answers_are_committed_by_half_the_room_and_the_last_ones_when_nothing_is_in_flight(tmp_path, monkeypatch):
     """A commit costs a few ms of CPU whatever its size, so the writer gathers answers until half
     the lane's back-pressure room (concurrency + max_unsaved) has answered, not by the clock, and
@@ -347,6 +358,7 @@ def test_answers_are_committed_by_half_the_room_and_the_last_ones_when_nothing_i
                     assert sizes == [2]
 
 
+@pytest.mark.slow
 def test_an_endpoint_that_refuses_connections_is_not_asked_once_per_call(tmp_path):
     """Once a call spends its retries on connection errors the endpoint is down: the batch's other
     calls are recorded as failed without a request, the next batch checks once that it is still

@@ -8,6 +8,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from llm_calls import CallRequest, Ledger, ModelRegistry
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config, user
@@ -28,6 +30,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_rerun_after_sigkill_repeats_no_finished_call(tmp_path):
     with StubServer(delay_s=0.03) as stub:
         cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "m",

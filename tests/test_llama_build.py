@@ -16,6 +16,7 @@ NATIVE_INFO = ("CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX_VNNI = 1 | AVX2 = 1 |
                "OPENMP = 1 | REPACK = 1 | ")
 
 
+@pytest.mark.slow
 def test_the_installed_library_needs_nothing_beyond_the_baseline():
     """Holds on every machine, not only on one that traps: compiled features and instructions."""
     import llama_cpp

@@ -48,6 +48,7 @@ def test_partitions_follow_the_configured_bins(perfect_stub, tmp_path):
     assert pdef.get_partition_keys() == ["timetabling_1-50", "timetabling_51-100", "subsetsum_1-50", "subsetsum_51+"]
 
 
+@pytest.mark.slow
 def test_levels_to_metrics_end_to_end_with_a_perfect_model(perfect_stub, tmp_path):
     cfg = stub_config(perfect_stub, tmp_path, muso=MUSO)
     defs = build_definitions(cfg.source)
@@ -79,6 +80,7 @@ def test_levels_to_metrics_end_to_end_with_a_perfect_model(perfect_stub, tmp_pat
     assert {m["level_label"] for m in metrics} == {"51-100", "51+", "all"}
 
 
+@pytest.mark.slow
 def test_rematerialising_a_level_replaces_it(perfect_stub, tmp_path):
     cfg = stub_config(perfect_stub, tmp_path, muso=MUSO)
     defs = build_definitions(cfg.source)
@@ -91,6 +93,7 @@ def test_rematerialising_a_level_replaces_it(perfect_stub, tmp_path):
         "SELECT count(*) FROM muso.solutions")
 
 
+@pytest.mark.slow
 def test_a_level_generated_ahead_in_the_worker_is_stored_exactly_as_one_built_inline(perfect_stub, tmp_path):
     """`materialize_all` generates the levels it will build in a worker process
     (`levels_ahead`); the step takes its level from there and stores the same rows, with the same
@@ -163,6 +166,7 @@ def tables(path):
             wh.rows("SELECT * FROM muso.solutions ORDER BY instance_id, solution_index"))
 
 
+@pytest.mark.slow
 def test_same_seed_identical_tables_other_seed_other_instances(perfect_stub, tmp_path):
     paths = {}
     for name, seed in (("a", 7), ("b", 7), ("c", 8)):
@@ -177,6 +181,7 @@ def test_same_seed_identical_tables_other_seed_other_instances(perfect_stub, tmp
     assert [r["parameters"] for r in a[0]] != [r["parameters"] for r in c[0]]
 
 
+@pytest.mark.slow
 def test_inserting_a_level_makes_the_metrics_check_fail_until_the_stale_bin_is_rebuilt(perfect_stub, tmp_path):
     cfg = stub_config(perfect_stub, tmp_path, muso=MUSO)
     assert materialize(build_definitions(cfg.source), ["muso_instances", "muso_responses"], "subsetsum_1-50").success
@@ -191,6 +196,7 @@ def test_inserting_a_level_makes_the_metrics_check_fail_until_the_stale_bin_is_r
     assert rows == [{"level": None, "level_label": "1-50"}]  # the stored bin, never renumbered into another
 
 
+@pytest.mark.slow
 def test_a_temperature_sweep_keeps_every_temperature(perfect_stub, tmp_path):
     cfg = stub_config(perfect_stub, tmp_path, muso={**MUSO, "temperature": [0.2, 0.7]})
     defs = build_definitions(cfg.source)
@@ -202,6 +208,7 @@ def test_a_temperature_sweep_keeps_every_temperature(perfect_stub, tmp_path):
     assert {r["temperature"] for r in wh.rows("SELECT temperature FROM muso.metrics")} == {0.2, 0.7}
 
 
+@pytest.mark.slow
 def test_each_model_runs_only_its_own_paradigms(perfect_stub, tmp_path):
     """Paper 001, section 3: Qwen3-8B is evaluated non-thinking as Short-CoT and thinking as Long-CoT, i.e.
     two configured models with one paradigm each, while a model without an entry runs `paradigms`."""
@@ -225,6 +232,7 @@ def test_model_paradigms_must_name_configured_models(tmp_path):
         parse_config({"muso": {"model_paradigms": {"ghost": ["long_cot"]}}}, str(tmp_path / "c.yaml"))
 
 
+@pytest.mark.slow
 def test_each_response_keeps_its_solve_turns_length_beside_its_confidence(perfect_stub, tmp_path):
     """Paper 001, figure 5a: reasoning length against the stated confidence, per response."""
     cfg = stub_config(perfect_stub, tmp_path, muso=MUSO)
@@ -236,6 +244,7 @@ def test_each_response_keeps_its_solve_turns_length_beside_its_confidence(perfec
     assert rows and all(r["solve_tokens"] == r["completion_tokens"] > 0 and r["confidence"] == 100 for r in rows)
 
 
+@pytest.mark.slow
 def test_reflection_checkpoints_run_for_long_cot_models_into_the_responses_and_metrics(tmp_path):
     def thinking_model(body):
         last = body["messages"][-1]

@@ -32,6 +32,7 @@ def ledger_for(stub, tmp_path):
     return Ledger(Warehouse(cfg.warehouse_path()), reg), reg
 
 
+@pytest.mark.slow
 def test_three_turns_scored_from_controlled_replies(tmp_path):
     replies = {"subset-sum task": "Solution 1: {1, 4}\nSolution 2: {1, 2}\nTotal 2 feasible solutions shown above.",
                "rate your confidence": "[[CONFIDENCE: \\boxed{90}]]",
@@ -55,6 +56,7 @@ def test_three_turns_scored_from_controlled_replies(tmp_path):
     assert len(json.loads(row["call_keys"])) == 3
 
 
+@pytest.mark.slow
 def test_long_cot_prompt_has_no_step_by_step_suffix(tmp_path):
     with StubServer() as stub:
         ledger, reg = ledger_for(stub, tmp_path)
@@ -64,6 +66,7 @@ def test_long_cot_prompt_has_no_step_by_step_suffix(tmp_path):
     assert "Think step by step" not in first and "The question is Given the set" in first
 
 
+@pytest.mark.slow
 def test_unchanged_recheck_keeps_the_first_answer(tmp_path):
     replies = {"subset-sum task": "Solution 1: {1, 4}", "rate your confidence": "80",
                "Recheck all your answers": "I checked. [[UNCHANGE]]"}
@@ -75,6 +78,7 @@ def test_unchanged_recheck_keeps_the_first_answer(tmp_path):
     assert (row["retention"], row["correction"], row["discovery"]) == (1.0, None, 0.0)
 
 
+@pytest.mark.slow
 def test_exploration_cue_adds_the_new_solutions(tmp_path):
     replies = {"subset-sum task": "Solution 1: {1, 4}", EXPLORATION_CUE: "You are right: Solution 2: {2, 3}",
                "rate your confidence": "[[CONFIDENCE: \\boxed{70}]]", "Recheck": "[[UNCHANGE]]"}
@@ -87,6 +91,7 @@ def test_exploration_cue_adds_the_new_solutions(tmp_path):
     assert row["variant"] == "exploration" and row["recall"] == 1.0
 
 
+@pytest.mark.slow
 def test_failed_solve_call_is_a_failure_row_never_an_answer(tmp_path):
     broken = Item("ss-broken", "subsetsum", 1, ITEM.problem, ITEM.question + " [[stub: status=500 times=99]]",
                   ITEM.truth)
@@ -112,6 +117,7 @@ def test_self_consistency_uses_sample_indexes_and_adds_aggregates(tmp_path):
     assert all(r["recheck"] is None for r in rows)  # table 2 has no recheck turn
 
 
+@pytest.mark.slow
 def test_rerun_is_served_from_the_ledger(tmp_path):
     with StubServer(responder=scripted({"subset-sum": "Solution 1: {2, 3}"})) as stub:
         ledger, reg = ledger_for(stub, tmp_path)
@@ -132,6 +138,7 @@ def test_reflection_prefix_pauses_after_n_reflection_steps():
     assert reflection_prefix(thinking, 2) is None  # two reflections only: the model ended on its own
 
 
+@pytest.mark.slow
 def test_reflection_checkpoints_insert_think_end_and_record_each_intermediate_answer(tmp_path):
     """Paper 001, section 5 / figure 6a: Long-CoT paused after N reflection steps, </think> inserted, the
     answer then given recorded with its confidence; more reflection here finds the second solution."""

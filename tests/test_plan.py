@@ -64,6 +64,7 @@ def small(tmp_path, monkeypatch):
         yield cfg
 
 
+@pytest.mark.slow
 def test_the_plan_counts_the_calls_the_run_makes(small):
     cfg = small
     before = plan.plan_lines(cfg, Warehouse(cfg.warehouse_path()))
@@ -91,6 +92,7 @@ def test_the_plan_counts_the_calls_the_run_makes(small):
         assert made[key] == bounds[key] > 0, key
 
 
+@pytest.mark.slow
 def test_after_a_run_the_plan_finds_the_exact_steps_cached(small):
     import dagster as dg
 
@@ -124,6 +126,7 @@ def test_hours_rounds_up_to_whole_waves():
     assert plan.hours(8, 4, 3600) == 2
 
 
+@pytest.mark.slow
 def test_without_a_latency_the_plan_measures_one_from_probe_calls_then_from_stored_calls(small, capsys):
     cfg = small
     assert materialize_all(["--plan", "--select", "llm"]) == 0
@@ -152,6 +155,7 @@ def _seconds(text: str) -> float:
     return float(number) * {"s": 1, "min": 60, "h": 3600}[unit]
 
 
+@pytest.mark.slow
 def test_at_a_paper_like_latency_the_plan_foresees_the_run_within_a_quarter(tmp_path, monkeypatch, capsys):
     """A small run whose time is its calls (1.5 s each, two at a time) and its steps: the plan,
     made after an earlier run in the same instance, gives the calls exactly and the time within
@@ -215,6 +219,7 @@ def test_the_plan_says_the_time_is_unknown_rather_than_zero(small, capsys):
     assert "Total time unknown: no latency for stub" in out and "at most 0 s" not in out
 
 
+@pytest.mark.slow
 def test_items_another_scale_built_are_not_the_items_the_plan_counts(tmp_path, monkeypatch):
     """A demo warehouse planned at paper scale: the stored demo items are not this run's."""
     from llm_calls.stub_server import StubServer
@@ -287,6 +292,7 @@ def stub_like_config():
                                     for m in ("m", "j")}, "evaluate": ["m"], "judge": "j"}, "test")
 
 
+@pytest.mark.slow
 def test_after_a_demo_run_the_plan_expects_the_judge_calls_the_paper_run_makes(tmp_path, monkeypatch, capsys):
     """The replies to few-shot prompts need the judge, the others do not: a demo run shows the
     judge one call per two exact calls, and the plan at paper scale expects that many; the paper

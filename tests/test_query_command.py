@@ -28,6 +28,7 @@ def db(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_table_shows_null_and_never_cuts_by_default(db):
     out = query("SELECT metric, value FROM s1.metrics ORDER BY n", "--db", str(db))
     assert out.returncode == 0 and "NULL" in out.stdout and "x" * 90 in out.stdout
@@ -38,6 +39,7 @@ def test_max_width_cuts_on_request():
     assert "y" * 9 + "…" in text and "y" * 10 not in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["csv", "markdown", "json"])
 def test_other_formats(db, fmt):
     out = query("SELECT metric, value FROM s1.metrics ORDER BY n", "--db", str(db), "--format", fmt)

@@ -9,6 +9,7 @@ kind that a reader turns into an answer; `validators/read.py`'s ladder must find
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -49,6 +50,7 @@ replies = st.one_of(reply, reply, with_thinking)
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(replies)
 def test_a_reply_naming_no_label_reads_as_none(text):
@@ -56,6 +58,7 @@ def test_a_reply_naming_no_label_reads_as_none(text):
     assert read_label(text, options=["True", "False", "Unknown"]).answer is None
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(replies)
 def test_a_reply_naming_no_option_reads_as_none(text):
@@ -65,6 +68,7 @@ def test_a_reply_naming_no_option_reads_as_none(text):
     assert read_options(text, OPTIONS, unknown=True).answer is None
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(replies)
 def test_a_reply_naming_no_subset_reads_as_none(text):
@@ -72,6 +76,7 @@ def test_a_reply_naming_no_subset_reads_as_none(text):
     assert parsed.answers == [], parsed
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(replies)
 def test_a_reply_naming_no_timetable_reads_as_none(text):
@@ -80,6 +85,7 @@ def test_a_reply_naming_no_timetable_reads_as_none(text):
     assert read_timetables(text, problem).answers == []
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(replies)
 def test_a_reply_stating_no_confidence_reads_as_none(text):

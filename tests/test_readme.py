@@ -25,6 +25,7 @@ def readme_queries() -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", readme_queries())
 def test_readme_sql_runs_against_the_schema(query, tmp_path):
     Warehouse(tmp_path / "wh.duckdb").rows(query)
@@ -71,6 +72,7 @@ def recipe_commands(marker: str = "recipes") -> list[list[str]]:
     return [line.split("#")[0].split() for line in block.splitlines() if line.strip() and not line.startswith("#")]
 
 
+@pytest.mark.slow
 def test_the_readme_recipes_do_what_they_say(tmp_path, monkeypatch):
     """Run one family; run one partition; add a model and evaluate only it; compare two models in
     SQL; open the report: the README's own commands, in order, on a small stub configuration
@@ -127,6 +129,7 @@ def test_the_readme_recipes_do_what_they_say(tmp_path, monkeypatch):
     assert report.name == "qwen7b.html" and "<h1>Benchsmith report: qwen7b</h1>" in report.read_text()
 
 
+@pytest.mark.slow
 def test_the_readme_batch_recipes_export_run_import_and_continue_until_nothing_waits(tmp_path, monkeypatch, capsys):
     """The README's batch-file commands, as written: export, the stub's run_batch for each file (the
     command line itself, FILE replaced), import, and the export again until no file waits; MuSoBench's
@@ -172,6 +175,7 @@ def test_the_readme_batch_recipes_export_run_import_and_continue_until_nothing_w
             == wh.scalar("SELECT count(*) FROM llm.calls WHERE purpose LIKE 'muso.%'")
 
 
+@pytest.mark.slow
 def test_the_readme_plan_recipes_print_calls_time_tokens_and_cost(tmp_path, monkeypatch, capsys):
     """The README's plan commands, as written, after a small run of `smollm2`, with `qwen7b` priced as
     the README's price line shows: each prints the calls, the time and the tokens, and the one for
@@ -208,6 +212,7 @@ def test_the_readme_plan_recipes_print_calls_time_tokens_and_cost(tmp_path, monk
         assert any("counted" in ln and "USD" in ln for ln in qwen)
 
 
+@pytest.mark.slow
 def test_the_readme_release_recipes_write_releases_that_datasets_loads_and_a_configuration_reads_back(
         tmp_path, monkeypatch, capsys):
     """The README's release commands and its `load_dataset` line, as written (VERSION filled in), after
@@ -261,6 +266,7 @@ def test_the_readme_release_recipes_write_releases_that_datasets_loads_and_a_con
     assert Warehouse(other.warehouse_path()).rows(same) == Warehouse(cfg.warehouse_path()).rows(same)
 
 
+@pytest.mark.slow
 def test_the_readme_batch_api_configuration_sends_each_turn_through_the_batch_endpoints(tmp_path, monkeypatch):
     """The README's `batch: {mode: api}` line on the stub (which serves Files and Batches), polled
     faster than the README's default so the test is quick: every MuSoBench call goes through a batch."""

@@ -76,6 +76,7 @@ def judge(body):
     return "No." if any(q in text for q in enough) else "Final answer: Unknown"
 
 
+@pytest.mark.slow
 def test_every_paper_dataset_builds_its_items_from_local_release_files_through_dagster(tmp_path):
     base = project(tmp_path)
     waken = {k: {**v, "count": {"demo": COUNTS[k], "paper": COUNTS[k]}}

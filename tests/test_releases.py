@@ -50,6 +50,7 @@ def built(tmp_path_factory):
         mp.undo()
 
 
+@pytest.mark.slow
 def test_a_release_is_parquet_per_configuration_with_a_card_and_croissant(built):
     for key, w in built["out"].items():
         assert w.folder == built["root"] / "out" / f"{key}-{releases.version(built['first'], key)}"
@@ -71,6 +72,7 @@ def test_a_release_is_parquet_per_configuration_with_a_card_and_croissant(built)
         assert f"seed `{built['first'].seed}`" in body and "```bibtex" in body and "## Known limits" in body
 
 
+@pytest.mark.slow
 def test_the_same_configuration_and_seed_give_byte_identical_parquet(built):
     second = built["second"]
     for key, w in built["out"].items():
@@ -80,6 +82,7 @@ def test_the_same_configuration_and_seed_give_byte_identical_parquet(built):
             assert (w.folder / name / "test.parquet").read_bytes() == (again.folder / name / "test.parquet").read_bytes()
 
 
+@pytest.mark.slow
 def test_datasets_loads_every_configuration_offline_with_the_documented_features_and_counts(built, monkeypatch):
     from datasets import Features, load_dataset
 
@@ -93,6 +96,7 @@ def test_datasets_loads_every_configuration_offline_with_the_documented_features
             assert ds.features == Features._from_yaml_list(info["features"])
 
 
+@pytest.mark.slow
 def test_the_card_cites_each_paper_in_full_and_the_croissant_has_its_date(built):
     import datetime
 
@@ -105,6 +109,7 @@ def test_the_card_cites_each_paper_in_full_and_the_croissant_has_its_date(built)
             "datePublished")
 
 
+@pytest.mark.slow
 def test_the_croissant_metadata_validates_and_reads_every_record(built):
     import mlcroissant as mlc
 
@@ -116,6 +121,7 @@ def test_the_croissant_metadata_validates_and_reads_every_record(built):
             assert sum(1 for _ in ds.records(record_set=name)) == n
 
 
+@pytest.mark.slow
 def test_a_release_loads_back_as_the_source_of_another_configuration(built, tmp_path, monkeypatch):
     """Another seed, the three releases named under `release.load`: the items are the release's,
     not built again, and the evaluation runs on them."""
@@ -129,6 +135,7 @@ def test_a_release_loads_back_as_the_source_of_another_configuration(built, tmp_
     assert c.scalar("SELECT count(*) FROM ib.responses") > 0 and c.scalar("SELECT count(*) FROM muso.responses") > 0
 
 
+@pytest.mark.slow
 def test_a_release_lacking_a_configured_partition_or_changed_after_writing_is_refused(built, tmp_path):
     w = built["out"]["waken"]
     with pytest.raises(releases.ReleaseError, match="has no configuration 'folio'"):
@@ -204,6 +211,7 @@ def _config_with_sources(tmp_path):
     return write_config(tmp_path, data)
 
 
+@pytest.mark.slow
 def test_the_release_command_writes_each_family_and_names_what_it_cannot(built, monkeypatch, capsys):
     monkeypatch.setenv("BENCHSMITH_CONFIG", built["first"].source)
     status = releases.main(["--out", str(built["root"] / "cmd")])
@@ -214,6 +222,7 @@ def test_the_release_command_writes_each_family_and_names_what_it_cannot(built, 
     assert manifest["family"] == "ib" and manifest["configs"] == list(built["out"]["ib"].parts)
 
 
+@pytest.mark.slow
 def test_an_s1_release_is_written_per_language_and_read_back_as_released_items(tmp_path, monkeypatch):
     """S1-Bench's accepted items (written here directly: the stub's replies accept none) released
     per language, then named under `release.load.s1` by another configuration: its items are the
@@ -295,6 +304,7 @@ def _forge_hashes(folder):
     (folder / "release.json").write_text(json.dumps(manifest))
 
 
+@pytest.mark.slow
 def test_a_tampered_release_is_refused_naming_the_file(built, tmp_path):
     """Issue D11's five tamperings, each refused with the file named: a row deleted, a row repeated,
     a gold label changed with its row digest recomputed, the Croissant's sha256 changed, the card
@@ -324,6 +334,7 @@ def test_a_tampered_release_is_refused_naming_the_file(built, tmp_path):
             releases.read_part(folder, "ib", "fld")
 
 
+@pytest.mark.slow
 def test_a_forged_release_is_still_refused_for_a_repeated_item_or_a_gold_of_the_wrong_type(built, tmp_path):
     """Hashes and counts forged to match the edited file: a repeated item is refused by its id, a gold
     that is no option number by its field, each with the row named, never a traceback."""
@@ -347,6 +358,7 @@ def test_a_forged_release_is_still_refused_for_a_repeated_item_or_a_gold_of_the_
         releases.read_part(folder, "ib", "fld")
 
 
+@pytest.mark.slow
 def test_a_release_without_recorded_hashes_is_refused(built, tmp_path):
     folder = _copy(built["out"]["ib"].folder, tmp_path, "old")
     manifest = json.loads((folder / "release.json").read_text())
@@ -386,6 +398,7 @@ def _fuzz_release(built, edit):
         assert got == releases.read_part(w.folder, "ib", "fld")
 
 
+@pytest.mark.slow
 def test_a_release_with_any_file_changed_is_refused_naming_the_file(built):
     @RELEASE_FUZZ
     @given(st.data())
@@ -417,6 +430,7 @@ def test_a_release_with_any_file_changed_is_refused_naming_the_file(built):
     check()
 
 
+@pytest.mark.slow
 def test_a_release_manifest_with_any_value_changed_loads_as_written_or_is_refused(built):
     from tests.test_fuzz_inputs import mutated
 

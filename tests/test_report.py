@@ -50,6 +50,7 @@ def panel_of(page: str, family: str) -> str:
     return page[start:] if end < 0 else page[start:end]
 
 
+@pytest.mark.slow
 def test_the_report_shows_what_was_evaluated_and_says_why_the_rest_is_empty(tmp_path):
     cfg, result = build_ib_report(tmp_path)
     folder = cfg.warehouse_path().parent / "reports"
@@ -155,6 +156,7 @@ def _free_port() -> int:
 
 @pytest.mark.skipif(_chromium() is None and not os.environ.get("BENCHSMITH_REQUIRE_BROWSER"),
                     reason="no Chromium on this machine (CI installs it and requires this test: .ci/run)")
+@pytest.mark.slow
 def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -356,6 +358,7 @@ def test_level_ticks_name_the_bin_as_the_paper_does():
     assert level_label(51, 100) == "51-100" and level_label(1, 1) == "1-1" and level_label(501, None) == "501+"
 
 
+@pytest.mark.slow
 def test_the_leaderboard_marks_a_model_no_longer_configured(tmp_path):
     cfg, _ = build_ib_report(tmp_path)
     wh = Warehouse(cfg.warehouse_path())
@@ -373,6 +376,7 @@ def test_the_leaderboard_marks_a_model_no_longer_configured(tmp_path):
     assert "0.5 <small>n=2</small>" in index and "retired/samples.html" not in index
 
 
+@pytest.mark.slow
 def test_metrics_assets_record_headline_numbers_as_numbers_and_tables_whole(tmp_path):
     """Dagster plots numeric metadata over materialisations: each headline number is a float entry;
     the summary table is a typed table with every row (not Markdown cut at 50)."""

@@ -4,6 +4,7 @@ and says which endpoint; warnings stay visible without stopping the run."""
 import socket
 
 import dagster as dg
+import pytest
 from dagster._core.definitions.data_version import StaleStatus
 
 from assets.definitions import build_definitions
@@ -28,6 +29,7 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_an_endpoint_that_is_down_fails_the_run_and_names_the_endpoint(tmp_path):
     port = closed_port()
     with StubServer() as judge:  # only the evaluated model is down
@@ -44,6 +46,7 @@ def test_an_endpoint_that_is_down_fails_the_run_and_names_the_endpoint(tmp_path)
     assert errors and all(f"127.0.0.1:{port}" in e for e in errors)
 
 
+@pytest.mark.slow
 def test_a_server_that_stops_midway_fails_only_the_partitions_it_left_unanswered(tmp_path):
     stub = StubServer(responder=lambda body: "Answer: 1").start()
     cfg = stub_config(stub, tmp_path, ib=IB, ledger={"max_attempts": 1})
@@ -63,6 +66,7 @@ def test_a_server_that_stops_midway_fails_only_the_partitions_it_left_unanswered
     assert verdicts == {"fld|stub": "SUCCEEDED", "arithmetic|stub": "FAILED"}
 
 
+@pytest.mark.slow
 def test_a_few_failures_below_the_threshold_warn_without_failing_the_run(tmp_path):
     # enough distinct prompts (16) that a 30% share of failing ones is some but not all, whatever the items
     ib = {**IB, "datasets": {**IB["datasets"], "fld": {**IB["datasets"]["fld"], "count": {"demo": 8, "paper": 8}}}}
@@ -75,6 +79,7 @@ def test_a_few_failures_below_the_threshold_warn_without_failing_the_run(tmp_pat
     assert 0 < check.metadata["share"].value <= 0.9
 
 
+@pytest.mark.slow
 def test_undecided_replies_above_the_threshold_fail_the_run(tmp_path):
     with StubServer(responder=lambda body: "Hmm, hard to say.") as vague:
         cfg = stub_config(vague, tmp_path, ib=IB, reply_checks={"undecided_replies": 0.5})
@@ -83,6 +88,7 @@ def test_undecided_replies_above_the_threshold_fail_the_run(tmp_path):
     assert not result.success and check.severity == dg.AssetCheckSeverity.ERROR and check.metadata["share"].value == 1.0
 
 
+@pytest.mark.slow
 def test_replies_cut_at_the_budget_are_counted_from_the_ledger(tmp_path):
     with StubServer(responder=lambda body: "Answer: 1", cut_every_reply=True) as cutting:
         cfg = stub_config(cutting, tmp_path, ib=IB)
@@ -91,6 +97,7 @@ def test_replies_cut_at_the_budget_are_counted_from_the_ledger(tmp_path):
     assert not result.success and check.severity == dg.AssetCheckSeverity.ERROR and check.metadata["share"].value == 1.0
 
 
+@pytest.mark.slow
 def test_the_main_command_selects_a_family_and_partition_and_fails_when_a_step_fails(tmp_path):
     import os
     import subprocess
@@ -151,6 +158,7 @@ def test_a_slice_that_measured_nothing_says_so_instead_of_passing(tmp_path):
     assert "measured nothing" in check.description and check.metadata["of"].value == 0
 
 
+@pytest.mark.slow
 def test_replies_made_on_items_another_configuration_rebuilt_are_stale_and_left_out(tmp_path):
     """Issue 25: a second configuration (another seed, another model) rebuilds a dataset's items on
     the same warehouse. The first model's replies point to items that are gone or now hold another
@@ -185,6 +193,7 @@ def test_replies_made_on_items_another_configuration_rebuilt_are_stale_and_left_
     assert configured["new"] is True and configured.get("old", False) is False
 
 
+@pytest.mark.slow
 def test_in_dagster_the_replies_of_rebuilt_items_are_stale_and_an_identical_rebuild_is_not(tmp_path):
     """The items assets report the digest of what they stored as their data version: rebuilding the
     same items leaves the replies fresh; another seed's items make every model's replies stale in the
@@ -220,6 +229,7 @@ def test_metrics_over_an_empty_warehouse_fail_their_coverage_check(tmp_path):
     assert sorted(check.metadata["missing"].value) == ["stub/vanilla/judging", "stub/vanilla/single"]
 
 
+@pytest.mark.slow
 def test_a_warehouse_deleted_mid_run_is_not_reported_as_a_healthy_run(tmp_path):
     """The file is deleted while the first slice is being answered: the later steps meet a fresh
     empty file. The summary says the metrics' coverage check failed and that the replies written
@@ -252,6 +262,7 @@ def test_a_warehouse_deleted_mid_run_is_not_reported_as_a_healthy_run(tmp_path):
     assert wh.scalar("SELECT count(*) FROM ib.metrics WHERE metric = 'Acc' AND denominator > 0") == 0
 
 
+@pytest.mark.slow
 def test_muso_counts_replies_that_end_inside_their_thinking_as_undecided_by_method(tmp_path):
     """MuSoBench's undecided count reads the reading method (validators.outcomes), not the reader's
     error text: a solve reply cut inside its thinking is undecided; a reply with a wrong solution is not."""

@@ -38,6 +38,7 @@ def run(tmp_path):
         yield results, Warehouse(cfg.warehouse_path())
 
 
+@pytest.mark.slow
 def test_construction_evaluation_and_tables(run):
     results, wh = run
     assert all(r.success for r in results)
@@ -53,6 +54,7 @@ def test_construction_evaluation_and_tables(run):
     assert validator_budgets == {48}  # the demo scale's validator budget
 
 
+@pytest.mark.slow
 def test_tokens_are_counted_with_one_tokenizer_for_every_model_and_the_servers_count_kept(run):
     """Paper 002, section 3.2: every model's tokens by the Qwen2.5 tokenizer "to ensure fair comparison";
     the server's own count (here the stub's word count) stays beside it."""
@@ -110,6 +112,7 @@ def answers_and_grades(body):
     return None
 
 
+@pytest.mark.slow
 def test_the_released_benchmark_is_evaluated_without_building_one(tmp_path):
     """Paper 002's released items (the authors' S1-Bench.json: a list of items with ID, question, answer)
     load as a source: `build: false` evaluates only them; the judge grades against `answer`."""
@@ -144,6 +147,7 @@ def s11_answers_and_grades(body):
     return None
 
 
+@pytest.mark.slow
 def test_s1_1_is_scored_on_the_answer_after_its_own_marker(tmp_path):
     """Paper 002, table 3 prints s1.1-7B at pass@1 88.58, f-acc 88.96: s1.1 closes its thinking with
     "<|im_start|>answer", not "</think>". Its replies are standard (format 100), judged on the answer part,
@@ -228,6 +232,7 @@ def test_the_release_layout_keeps_every_field_with_the_authors_label_names_mappe
     assert all(r["question"] and r["answer"] for r in rows) and "unlabelled" not in str(rows)
 
 
+@pytest.mark.slow
 def test_table2_sweeps_the_listed_models_at_three_temperatures_on_the_final_items(tmp_path):
     """Paper 002, table 2: each small LLM sampled 10 times at t = 0, 0.2, 0.4 on the final items; acc@10
     per temperature (items with all 10 right) and the mean tokens. Here 2 samples, to stay small."""
@@ -252,6 +257,7 @@ def test_table2_sweeps_the_listed_models_at_three_temperatures_on_the_final_item
     assert t2["Tokens"] == round(wh.scalar("SELECT avg(tokens) FROM s1.responses WHERE mode LIKE 't=%'"), 2)
 
 
+@pytest.mark.slow
 def test_a_subcategory_that_yields_no_accepted_question_is_named_not_passed_silently(tmp_path):
     def knows_only_symbols(body):  # the chemical symbols (scientific notation), in both languages
         reply = knows_the_answers(body)

@@ -4,6 +4,8 @@ import json
 import re
 from collections import Counter
 
+import pytest
+
 from generators.s1 import Candidate, load_registry
 from generators.s1_construction import Budgets, Construction
 from llm_calls import Ledger, ModelRegistry
@@ -71,6 +73,7 @@ def decisions(c, cid):
     return [(r["stage"], r["decision"]) for r in c.rounds if r["candidate_id"] == cid]
 
 
+@pytest.mark.slow
 def test_thirty_of_thirty_correct_is_accepted(tmp_path):
     c, wh, _ = build(tmp_path, Model(), [("sum-p", "What is 2 plus 3?", "5")])
     assert [i["item_id"] for i in c.items] == ["sum-p"]
@@ -78,6 +81,7 @@ def test_thirty_of_thirty_correct_is_accepted(tmp_path):
     assert wh.scalar("SELECT count(*) FROM s1.validations WHERE correct") == 30
 
 
+@pytest.mark.slow
 def test_twenty_nine_of_thirty_is_reduced_then_the_simpler_version_is_accepted(tmp_path):
     model = Model(wrong_every=30)  # the 30th answer to the question is wrong
     c, wh, _ = build(tmp_path, model, [("sum-p", "What is 2 plus 3?", "5")])
@@ -99,6 +103,7 @@ def test_twenty_nine_of_thirty_is_reduced_then_the_simpler_version_is_accepted(t
     assert {h["answers"] for h in history} == {30}
 
 
+@pytest.mark.slow
 def test_three_failed_rounds_drop_the_question(tmp_path):
     model = Model(wrong_every=1, judge_result=0)
     c, wh, _ = build(tmp_path, model, [("sum-p", "What is 2 plus 3?", "5")], max_rounds=3)
@@ -114,6 +119,7 @@ def test_three_failed_rounds_drop_the_question(tmp_path):
     assert judged == [{"method": "judge", "temperature": 0.0, "n": 10}]
 
 
+@pytest.mark.slow
 def test_discriminators_and_human_decisions(tmp_path):
     annotations = {"keep-p": {"decision": "retain", "annotator": "ann1"},
                    "fix-p": {"decision": "modify", "question": "What is 1 plus 1?", "answer": "2", "annotator": "ann2"}}
@@ -127,17 +133,20 @@ def test_discriminators_and_human_decisions(tmp_path):
     assert "fix-p-h" in {i["item_id"] for i in c.items}
 
 
+@pytest.mark.slow
 def test_near_duplicates_are_dropped_before_validation(tmp_path):
     c, _, _ = build(tmp_path, Model(), [("a-p", "What is 2 plus 3?", "5"), ("b-p", "What is 2 plus 3?", "5")])
     assert decisions(c, "b-p") == [("dedup", "dropped")]
     assert not [v for v in c.validations if v["candidate_id"] == "b-p"]
 
 
+@pytest.mark.slow
 def test_a_failed_validation_call_leaves_the_candidate_incomplete_not_reduced(tmp_path):
     c, _, _ = build(tmp_path, Model(), [("x-p", "What is 2 plus 3? [[stub: status=500 times=999]]", "5")])
     assert decisions(c, "x-p")[-1] == ("decision", "incomplete") and c.items == []
 
 
+@pytest.mark.slow
 def test_reduced_ids_keep_a_model_name_with_r_whole(tmp_path):
     # a candidate from the generator "deepseek-r1" whose answers are wrong twice: reduced twice, then accepted
     reductions = iter([98, 99])
@@ -149,6 +158,7 @@ def test_reduced_ids_keep_a_model_name_with_r_whole(tmp_path):
     assert len(set(ids)) == len(ids)
 
 
+@pytest.mark.slow
 def test_failed_judge_call_leaves_a_candidate_incomplete_not_rejected(tmp_path):
     model = Model()
 
@@ -169,6 +179,7 @@ def _overlap(times, delay):
     return max(sum(1 for u in times if u <= t < u + delay) for t in times) if times else 0
 
 
+@pytest.mark.slow
 def test_reductions_and_generators_are_sent_concurrently(tmp_path):
     # four candidates whose every answer is wrong: all four are reduced in the same round
     model = Model(wrong_every=1, judge_result=0)
@@ -187,6 +198,7 @@ def test_reductions_and_generators_are_sent_concurrently(tmp_path):
     assert len(generations) == 4 and _overlap(generations, 0.3) == 4
 
 
+@pytest.mark.slow
 def test_validating_in_chunks_changes_nothing_but_memory(tmp_path):
     cands = [(f"sum{k}-p", f"What is {k} plus 3?", str(k + 3)) for k in range(5)]
 

@@ -156,6 +156,7 @@ def test_difficulty_awareness(text, cls):
     assert difficulty_awareness(text) == cls
 
 
+@pytest.mark.slow
 def test_near_duplicates_with_minilm():
     dup = near_duplicates(["What is two plus three?", "Who wrote Hamlet?", "What is 2 plus 3?"], 0.85)
     assert list(dup) == [2] and dup[2][0] == 0 and dup[2][1] > 0.85

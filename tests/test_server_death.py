@@ -46,6 +46,7 @@ def test_exit_statuses_in_words():
     assert describe_exit(3) == "exited with code 3"
 
 
+@pytest.mark.slow
 def test_a_server_that_dies_on_its_first_completion_is_named_and_not_started_again(tmp_path, crashing_build):
     cfg = parse_config({"warehouse": {"path": str(tmp_path / "wh.duckdb")}}, str(tmp_path / "cfg.yaml"))
     with ModelRegistry(cfg) as reg:
@@ -93,6 +94,7 @@ def test_two_threads_starting_a_server_that_crashes_at_once_start_it_once(tmp_pa
     assert len(crashing_build.read_text().split()) == 1
 
 
+@pytest.mark.slow
 def test_the_run_command_names_the_signal_per_step_and_starts_one_server(tmp_path, crashing_build, capsys,
                                                                        monkeypatch):
     from assets import materialize_all
@@ -139,6 +141,7 @@ def calls(ledger: Ledger) -> list[dict]:
     return ledger.warehouse.rows("SELECT status, error, attempts FROM llm.calls ORDER BY finished_at")
 
 
+@pytest.mark.slow
 @pytest.mark.embedded
 @pytest.mark.parametrize("sig, name, restarts", [(signal.SIGKILL, "SIGKILL", True), (signal.SIGILL, "SIGILL", False)])
 def test_a_server_killed_mid_run_fails_the_calls_in_flight_with_one_named_error(tmp_path, sig, name, restarts):
@@ -206,6 +209,7 @@ def _keep_busy(server):
     return thread
 
 
+@pytest.mark.slow
 def test_a_busy_server_is_joined_never_started_again_beside_it(tmp_path, working_build):
     """D12: a server busy with a long generation (or starved on a loaded machine) does not answer a
     health probe within 5 s; a new user took it for dead and started a second, then a third, beside
@@ -226,6 +230,7 @@ def test_a_busy_server_is_joined_never_started_again_beside_it(tmp_path, working
         first.stop()
 
 
+@pytest.mark.slow
 def test_a_server_that_stopped_listening_is_stopped_before_another_is_started(tmp_path, working_build, monkeypatch):
     """A live server of this model that takes no connection any more is stopped first: never two."""
     first = EmbeddedServer(MODEL).start()

@@ -73,6 +73,7 @@ def test_the_wilson_interval_covers_the_true_accuracy_about_95_times_in_100(p, n
     assert 0.92 <= hits / trials <= 0.985, hits / trials
 
 
+@pytest.mark.slow
 def test_the_clustered_bootstrap_covers_a_pooled_accuracy_near_95_times_in_100():
     """Items of varying difficulty, five samples each (as pass@1 pools them): the bootstrap over items
     covers the true pooled accuracy near 95 % (the percentile bootstrap runs a little under at n = 40)."""
@@ -129,6 +130,7 @@ def two_models(tmp_path_factory):
         mp.undo()
 
 
+@pytest.mark.slow
 def test_every_headline_number_is_recomputed_from_its_units(two_models):
     """The units a number rests on give the number back, for every family and metric: the interval is
     about the number shown, not another one."""
@@ -149,10 +151,11 @@ def test_every_headline_number_is_recomputed_from_its_units(two_models):
         checked.add((h["family"], h["metric"]))
         if h["interval"] == "wilson":
             assert h["lo"] <= h["value"] <= h["hi"]
-    assert {f for f, _ in checked} == {"ib", "muso", "waken", "s1"}
+    assert {"ib", "muso", "waken", "s1"} <= {f for f, _ in checked}
     assert {("muso", "ece_recall"), ("s1", "pass@1"), ("waken", "acc_direct"), ("ib", "Acc")} <= checked
 
 
+@pytest.mark.slow
 def test_the_models_are_compared_on_shared_items_and_a_row_on_different_items_is_flagged(two_models, tmp_path):
     from assets.definitions import build_definitions
     from tests.conftest import materialize
@@ -184,6 +187,7 @@ def test_the_models_are_compared_on_shared_items_and_a_row_on_different_items_is
     assert "commit:" in index and "configuration sha256:" in index
 
 
+@pytest.mark.slow
 def test_item_statistics_name_difficulty_and_suspect_items(two_models):
     from warehouse import Warehouse
 
@@ -203,6 +207,7 @@ def test_item_statistics_name_difficulty_and_suspect_items(two_models):
 
 @pytest.mark.skipif(__import__("shutil").which("chromium") is None and not os.environ.get("BENCHSMITH_REQUIRE_BROWSER"),
                     reason="no Chromium on this machine (CI installs it and requires this test: .ci/run)")
+@pytest.mark.slow
 def test_in_a_browser_the_leaderboard_shows_intervals_comparisons_and_the_item_statistics(two_models):
     from playwright.sync_api import sync_playwright
 
@@ -229,6 +234,7 @@ def test_in_a_browser_the_leaderboard_shows_intervals_comparisons_and_the_item_s
 
 @pytest.mark.skipif(__import__("shutil").which("chromium") is None and not os.environ.get("BENCHSMITH_REQUIRE_BROWSER"),
                     reason="no Chromium on this machine (CI installs it and requires this test: .ci/run)")
+@pytest.mark.slow
 def test_in_a_browser_a_wakenllm_number_opens_its_full_multi_turn_transcripts_with_the_facts(two_models):
     """Issue 50: TCR1 linked to the direct replies, and questions showed without their facts. The link
     of TCR1 opens the scope's page filtered to stage 1; a reply opens to the facts and every turn."""

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
+import pytest
 import yaml
 
 from assets import up_to_date
@@ -102,6 +103,7 @@ def test_the_inputs_digest_follows_the_configuration_and_the_files_it_names_not_
     assert up_to_date.inputs_digest(load_config(path)) not in (first, changed)
 
 
+@pytest.mark.slow
 def test_the_inputs_digest_reads_the_project_s_packages_wherever_the_command_starts(tmp_path):
     """A process started outside the project's root finds another package named like one of the
     project's first on its path (PyPI's `validators` is installed beside it): the digest still
@@ -132,6 +134,7 @@ def _runs(home):
         return [r.job_name for r in instance.get_runs()]
 
 
+@pytest.mark.slow
 def test_a_rerun_asks_again_what_failed_then_with_nothing_changed_runs_no_step(tmp_path):
     ib = {"datasets": {"fld": {"form": "judging", "generator": "fld", "count": {"demo": 2, "paper": 2}}},
           "settings": ["vanilla"]}

@@ -45,6 +45,7 @@ def checks(result):
     return {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
 
 
+@pytest.mark.slow
 def test_items_outcomes_and_metrics_for_every_dataset(setup):
     cfg, defs = setup
     results = {pk: materialize(defs, ["waken_items", "waken_outcomes"], pk) for pk in ("fld", "folio")}
@@ -75,6 +76,7 @@ def test_items_outcomes_and_metrics_for_every_dataset(setup):
     assert wh.rows("SELECT dataset, count(*) AS n FROM sources.records GROUP BY ALL") == [{"dataset": "waken:folio", "n": 3}]
 
 
+@pytest.mark.slow
 def test_folio_labels_are_verified_and_disagreements_reported(setup):
     cfg, defs = setup
     result = materialize(defs, ["waken_items"], "folio")
@@ -87,6 +89,7 @@ def test_folio_labels_are_verified_and_disagreements_reported(setup):
     assert by_id["folio-10"]["verified_label"] == "True" and by_id["folio-11"]["verified_label"] == "Unknown"
 
 
+@pytest.mark.slow
 def test_same_seed_same_items(setup, tmp_path):
     cfg, defs = setup
     assert materialize(defs, ["waken_items"], "fld").success
@@ -96,6 +99,7 @@ def test_same_seed_same_items(setup, tmp_path):
     assert first == again and len(first) == 4
 
 
+@pytest.mark.slow
 def test_every_folio_row_is_read_and_checked_against_gold_with_a_summary_per_file(tmp_path):
     """A file in FOLIO v0.0's validation layout, written for this test with the annotation quirks the
     real file has (names in other scripts, curly apostrophes, a decimal numeral in a constant, ⟷, a

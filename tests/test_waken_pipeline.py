@@ -227,6 +227,7 @@ def test_the_cause_prompt_of_a_choice_item_speaks_of_its_question_not_a_hypothes
     assert "hypothesis" in cause_prompt(ITEMS[0], "r")
 
 
+@pytest.mark.slow
 def test_style_swap_asks_stage_1_with_the_other_style_on_the_same_items(tmp_path):
     """Paper 000, section 5.4 and table 4: the stimulation styles swapped within the pipeline: each
     Vague Perception item is asked stage 1 with the other style too, and waken.table4 compares the two

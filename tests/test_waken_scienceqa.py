@@ -79,6 +79,7 @@ def test_deleting_the_two_most_supporting_sentences():
     assert without_support("Only one sentence.", "q", "a") is None
 
 
+@pytest.mark.slow
 def test_unknown_items_are_verified_and_replaced_from_the_pool(run):
     cfg, results, bodies = run
     assert all(r.success for r in results)
@@ -101,6 +102,7 @@ def test_unknown_items_are_verified_and_replaced_from_the_pool(run):
     assert wh.scalar("SELECT count(*) FROM sources.records WHERE dataset = 'waken:science'") == 6  # arts row filtered out
 
 
+@pytest.mark.slow
 def test_choice_items_are_asked_with_lettered_options_and_unknown(run):
     cfg, _, bodies = run
     direct = [b["messages"][-1]["content"] for b in bodies if b["messages"][-1]["content"].startswith("Read the context")
@@ -269,6 +271,7 @@ def _science_run(tmp_path, responder, count=4, **stub_options):
         return cfg, result, [b["body"]["messages"] for b in stub.requests]
 
 
+@pytest.mark.slow
 def test_a_judge_that_cannot_decide_stops_at_once_records_each_draft_and_says_unverified(tmp_path):
     cfg, result, asked = _science_run(tmp_path, lambda body: "Let me think about the options.")
     assert not result.success
@@ -286,6 +289,7 @@ def test_a_judge_that_cannot_decide_stops_at_once_records_each_draft_and_says_un
     assert wh.scalar("SELECT count(*) FROM waken.items") == 0
 
 
+@pytest.mark.slow
 def test_an_unreadable_verdict_is_asked_again_and_every_verdict_is_recorded(tmp_path):
     def judge(body):
         messages = body["messages"]
@@ -307,6 +311,7 @@ def test_an_unreadable_verdict_is_asked_again_and_every_verdict_is_recorded(tmp_
     assert ("science-103-unknown" not in verdicts) or verdicts["science-103-unknown"] == "rejected"
 
 
+@pytest.mark.slow
 def test_failed_judge_calls_are_said_to_have_failed_not_to_be_unverified(tmp_path):
     cfg, result, asked = _science_run(tmp_path, None, fail_share=1.0)  # every call fails (HTTP 400)
     assert not result.success

@@ -69,6 +69,7 @@ def _writer(path: str, part: str, n: int) -> None:
         w.replace_partition("muso.t", [{"part": part, "i": j, "v": str(i)} for j in range(50)], {"part": part})
 
 
+@pytest.mark.slow
 def test_concurrent_processes_queue_for_the_file_instead_of_failing(wh):
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(str(wh.path), f"p{k}", 15)) for k in range(4)]
@@ -82,6 +83,7 @@ def test_concurrent_processes_queue_for_the_file_instead_of_failing(wh):
     ]
 
 
+@pytest.mark.slow
 def test_a_foreign_process_holding_the_file_makes_writers_wait_then_time_out(tmp_path):
     path = tmp_path / "held.duckdb"
     Warehouse(path).scalar("SELECT 1")  # create it
@@ -129,6 +131,7 @@ def test_an_older_file_gets_new_columns_and_relaxed_constraints_without_a_versio
         {"key": "k", "reasoning_text": None, "reasoning_tokens": None}]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["s1.duckdb", "llm.duckdb", "it's here.duckdb"])
 def test_any_file_name_works_even_one_named_like_a_schema(tmp_path, name):
     wh = Warehouse(tmp_path / name)
@@ -194,6 +197,7 @@ def test_a_writer_keeps_the_file_while_nobody_waits_and_yields_it_when_another_p
         writer.close()
 
 
+@pytest.mark.slow
 def test_a_thread_waiting_for_the_file_another_thread_holds_takes_it_when_that_one_lets_go(wh, monkeypatch):
     """The poll interval made 20 s: a thread whose `connect` finds the file held by another thread
     of this process gets it as soon as that one lets go, not at its next poll; and likewise after
@@ -261,6 +265,7 @@ def test_threads_reading_one_file_at_once_and_two_files_at_once_each_see_their_o
     assert all(("from b" if name == "a.duckdb" else "from a") not in versions for name, versions in seen)
 
 
+@pytest.mark.slow
 def test_each_table_s_declared_columns_are_the_columns_duckdb_created(wh):
     """`warehouse.rows.columns` reads the DDL: names, types and NOT NULL as the file has them."""
     from warehouse.rows import columns
@@ -291,6 +296,7 @@ def test_each_table_s_declared_columns_are_the_columns_duckdb_created(wh):
     ({"model": "m", "setting": "s", "form": "f", "metric": "Acc", "category": "-", "n_failed": 1.0},
      "ib.metrics: row 1: field 'n_failed' expects INTEGER, got float '1.0'"),
 ])
+@pytest.mark.slow
 def test_a_row_that_does_not_fit_its_table_is_refused_by_name_and_nothing_is_written(wh, row, message):
     good = {"model": "m", "setting": "vanilla", "form": "judging", "metric": "Acc", "category": "-", "value": 0.5}
     wh.replace_partition("ib.metrics", [good])
@@ -418,6 +424,7 @@ def test_a_writers_rows_are_typed_by_the_tables_columns_and_a_misfit_is_named_be
     assert stored[0]["created_at"].microsecond == 678901
 
 
+@pytest.mark.slow
 def test_two_writers_of_one_process_write_at_once_without_taking_turns(tmp_path):
     """The steps `materialize_all` runs at once write from threads of one process: a second writer
     commits while the first still holds the file (it no longer waits for it to yield), and rows with
