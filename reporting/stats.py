@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import math
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 Z95 = 1.959963984540054
 BOOT = 2000
@@ -44,29 +45,50 @@ def ratio(units: Sequence[tuple[float, float]]) -> float | None:
     return sum(n for n, _ in units) / den if den else None
 
 
-def _rng(*identity: object) -> random.Random:
-    return random.Random(int(hashlib.sha256(repr(identity).encode()).hexdigest()[:16], 16))
+def _seed(*identity: object) -> int:
+    return int(hashlib.sha256(repr(identity).encode()).hexdigest()[:16], 16)
+
+
+def _draws(n: int, resamples: int, seed: tuple) -> np.ndarray:
+    """`resamples` rows of `n` unit indexes drawn with replacement (NumPy's PCG64 from the seed: the
+    same on every machine)."""
+    return np.random.default_rng(_seed("bootstrap", *seed)).integers(0, n, size=(resamples, n), dtype=np.int32)
+
+
+def _ratios(units: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    den = units[:, 1][idx].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den != 0, units[:, 0][idx].sum(axis=1) / np.where(den != 0, den, 1), np.nan)
+
+
+def _eces(units: np.ndarray, idx: np.ndarray, n_bins: int = 10) -> np.ndarray:
+    """The ECE of each resample (`evaluations.scoring.ece`: Σ_m |B_m|/N |score(B_m) - conf(B_m)| =
+    Σ_m |Σ score - Σ conf| / N over the equal-width confidence bins)."""
+    rows, n = idx.shape
+    bins = np.minimum((units[:, 2] * n_bins).astype(int), n_bins - 1)[idx] + np.arange(rows)[:, None] * n_bins
+    gap = np.bincount(bins.ravel(), weights=(units[:, 0] - units[:, 2])[idx].ravel(), minlength=rows * n_bins)
+    return np.abs(gap.reshape(rows, n_bins)).sum(axis=1) / n
 
 
 def bootstrap(units: Sequence, statistic: Callable[[Sequence], float | None], seed: tuple = (),
               resamples: int = BOOT, level: float = 0.95) -> tuple[float, float] | None:
     """The percentile interval of `statistic` over `resamples` resamples of the units (with
-    replacement, as many as there are): the units are the clusters."""
+    replacement, as many as there are): the units are the clusters. `ratio` and `_ece` are computed
+    for all resamples at once (NumPy); any other statistic one resample at a time."""
     if len(units) < 2:
         return None
-    rng = _rng("bootstrap", *seed)
-    n = len(units)
-    stats = []
-    for _ in range(resamples):
-        got = statistic([units[rng.randrange(n)] for _ in range(n)])
-        if got is not None:
-            stats.append(got)
+    idx = _draws(len(units), resamples, seed)
+    if statistic is ratio or statistic is _ece:
+        arr = np.asarray(units, dtype=float)
+        stats = (_ratios if statistic is ratio else _eces)(arr, idx)
+    else:
+        stats = np.array([x if (x := statistic([units[i] for i in row])) is not None else np.nan for row in idx])
+    stats = np.sort(stats[~np.isnan(stats)])
     if len(stats) < resamples // 2:
         return None
-    stats.sort()
     lo = stats[int(math.floor((1 - level) / 2 * (len(stats) - 1)))]
     hi = stats[int(math.ceil((1 + level) / 2 * (len(stats) - 1)))]
-    return lo, hi
+    return float(lo), float(hi)
 
 
 def binary(units: Sequence[tuple[float, float]]) -> bool:
@@ -130,25 +152,20 @@ def compare(a: dict[str, tuple[float, float]], b: dict[str, tuple[float, float]]
     diff = va - vb
     pairs = list(zip(pa, pb))
 
-    def d(sample: Sequence) -> float | None:
-        x, y = ratio([p[0] for p in sample]), ratio([p[1] for p in sample])
-        return None if x is None or y is None else x - y
-
-    got = bootstrap(pairs, d, ("compare", *seed), resamples)
-    lo, hi = got if got else (None, None)
+    if len(pairs) < 2:
+        return Comparison(len(pairs), va, vb, diff, None, None, "too few units", None)
+    idx = _draws(len(pairs), resamples, ("compare", *seed))
+    draws = _ratios(np.asarray(pa, dtype=float), idx) - _ratios(np.asarray(pb, dtype=float), idx)
+    draws = np.sort(draws[~np.isnan(draws)])
+    lo = float(draws[int(math.floor(0.025 * (len(draws) - 1)))])
+    hi = float(draws[int(math.ceil(0.975 * (len(draws) - 1)))])
     if binary(pa) and binary(pb):
         only_a = sum(x[0] == 1 and y[0] == 0 for x, y in pairs)
         only_b = sum(x[0] == 0 and y[0] == 1 for x, y in pairs)
         return Comparison(len(shared), va, vb, diff, lo, hi, "mcnemar_exact", mcnemar_exact(only_a, only_b))
-    rng = _rng("compare-p", *seed)
-    n = len(pairs)
-    if n < 2:
-        return Comparison(n, va, vb, diff, lo, hi, "too few units", None)
-    draws = [d([pairs[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples)]
-    draws = [x for x in draws if x is not None]
-    other = sum(x <= 0 for x in draws) if diff > 0 else sum(x >= 0 for x in draws)
+    other = int((draws <= 0).sum()) if diff > 0 else int((draws >= 0).sum())
     p = min(1.0, 2 * (other + 1) / (len(draws) + 1)) if diff != 0 else 1.0
-    return Comparison(n, va, vb, diff, lo, hi, "paired_bootstrap", p)
+    return Comparison(len(pairs), va, vb, diff, lo, hi, "paired_bootstrap", p)
 
 
 # -- the warehouse's report.intervals and report.compare ------------------------------------------------

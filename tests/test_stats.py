@@ -265,3 +265,22 @@ def test_in_a_browser_a_wakenllm_number_opens_its_full_multi_turn_transcripts_wi
         page.select_option('select[data-key="step"]', "")  # every step again
         assert page.locator("#replies tbody tr.reply:not([hidden])").count() > stage1
         browser.close()
+
+
+def test_the_resampled_numbers_are_the_statistics_themselves():
+    """The bootstrap computes every resample at once (NumPy); each equals the statistic of that
+    resample computed plainly: the ratio of sums, and MuSoBench's ECE (evaluations.scoring.ece)."""
+    import numpy as np
+
+    from reporting.stats import _draws, _eces, _ratios
+
+    rng = random.Random(3)
+    units = [(rng.random(), 1.0, rng.choice([0.05, 0.3, 0.55, 0.8, 0.95, 1.0])) for _ in range(60)]
+    idx = _draws(len(units), 20, ("check",))
+    arr = np.asarray(units)
+    for row, got in zip(idx, _eces(arr, idx)):
+        assert got == pytest.approx(_ece([units[i] for i in row]))
+    pooled = [(rng.randint(0, 5), 5) for _ in range(30)]
+    idx = _draws(len(pooled), 20, ("check",))
+    for row, got in zip(idx, _ratios(np.asarray(pooled, dtype=float), idx)):
+        assert got == pytest.approx(ratio([pooled[i] for i in row]))
