@@ -165,7 +165,7 @@ def write(cfg: Config, wh: Warehouse, key: str, out: Path | None = None) -> Writ
             path = tmp / p.name / f"{SPLIT}.parquet"
             pq.write_table(p.table, path, compression="zstd", write_statistics=True)
             files[p.name] = path
-        (tmp / CARD).write_text(card(cfg, key, parts, license, files), encoding="utf-8")
+        (tmp / CARD).write_text(card(cfg, key, parts, license, files, asked(cfg, wh, key)), encoding="utf-8")
         (tmp / CROISSANT).write_text(croissant(cfg, key, parts, license, files), encoding="utf-8")
         (tmp / MANIFEST).write_text(json.dumps({
             "family": key, "version": version(cfg, key), "seed": cfg.seed, "scale": cfg.scale, "license": license,
@@ -243,7 +243,35 @@ def _size(n: int) -> str:
     return "1M<n<10M"
 
 
-def card(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapping[str, Path]) -> str:
+def asked(cfg: Config, wh: Warehouse, key: str, scopes: int = 3, chars: int = 1500) -> list[tuple[str, str, str]]:
+    """(scope, model, prompt) for the card: the first stored reply of each of the family's first
+    `scopes` headline scopes (its `SAMPLES`), with the messages its call sent, as the run asked
+    them. Empty when no evaluated model has replies yet."""
+    from warehouse.schema import FAMILY_MODULES
+
+    sql = getattr(FAMILY_MODULES[key], "SAMPLES", None)
+    out: list[tuple[str, str, str]] = []
+    for model in cfg.evaluate if sql else ():
+        seen: set[str] = set()
+        for r in wh.rows(sql, [model]):
+            keys = json.loads(r.get("call_keys") or "[]")
+            if r["scope"] in seen or not keys:
+                continue
+            request = wh.scalar("SELECT request FROM llm.calls WHERE key = ?", [keys[-1]])
+            if request is None:
+                continue
+            seen.add(r["scope"])
+            text = "\n\n".join(f"[{m.get('role')}]\n{m.get('content')}" for m in json.loads(request).get("messages", []))
+            out.append((str(r["scope"]), model, text if len(text) <= chars else text[:chars] + "\n[...]"))
+            if len(seen) == scopes:
+                break
+        if out:
+            return out
+    return out
+
+
+def card(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapping[str, Path],
+         prompts: Sequence[tuple[str, str, str]] = ()) -> str:
     """The dataset card: the YAML header the hub and `datasets` read, then the construction."""
     family, fam = spec(key), BY_KEY[key]
     total = sum(p.table.num_rows for p in parts)
@@ -270,6 +298,12 @@ def card(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapp
     conflict = ("\n**The sources' licences conflict**: no one licence covers every configuration; each "
                 "configuration carries its own, listed below. Use each under its own terms.\n") if license == "other" else ""
     limits = "\n".join(f"- {x}" for x in family.limits(cfg))
+    fence = "````"  # a prompt may hold a ``` fence of its own
+    asked_text = ("How the build's run asked them (the first reply of each scope, its messages as sent; the items "
+                  "themselves carry no prompt):\n\n" + "\n\n".join(
+                      f"`{scope}` (asked of {model}):\n\n{fence}text\n{text}\n{fence}" for scope, model, text in prompts)
+                  if prompts else "No model has answered these items in the warehouse the release was written from; "
+                                  "the prompts are built by the family's evaluation code when a model is evaluated.")
     body = f"""# {fam.title}: a Benchsmith build
 
 {family.DESCRIPTION}
@@ -296,6 +330,10 @@ Columns: {", ".join(f"`{n}`" for n in parts[0].table.column_names)}. JSON column
 ## Construction
 
 {family.construction(cfg)}
+
+## Prompts
+
+{asked_text}
 
 ## Known limits
 

@@ -474,3 +474,11 @@ def test_a_family_without_a_release_module_is_said_to_have_none(monkeypatch):
     monkeypatch.setitem(_sys.modules, "releases.s1", None)  # as if releases/s1.py did not exist
     with pytest.raises(ReleaseError, match="no release is defined for this family"):
         release_spec("s1")
+
+
+@pytest.mark.slow
+def test_the_card_shows_the_prompts_as_the_run_asked_them(built):
+    for key, w in built["out"].items():
+        card = (w.folder / "README.md").read_text()
+        prompts = card.split("## Prompts", 1)[1].split("## Known limits", 1)[0]
+        assert "````text\n[user]\n" in prompts and "(asked of stub)" in prompts, (key, prompts[:300])
