@@ -465,16 +465,21 @@ def verify(folder: Path, data: Mapping[str, Any]) -> None:
     if not isinstance(files, dict) or not isinstance(rows, dict) or not isinstance(configs, list):
         raise ReleaseError(f"{folder / MANIFEST}: records no file hashes or row counts (a release written before "
                            "releases were checked, or an edited manifest): write the release again")
+    for rel in files:
+        if not isinstance(rel, str) or not _inside(rel):
+            raise ReleaseError(f"{folder / MANIFEST}: records a file {rel!r} outside the release folder; refused")
     for name in configs:
+        if not isinstance(name, str) or "/" in name or not _inside(name):
+            raise ReleaseError(f"{folder / MANIFEST}: configuration {name!r} is not a folder name; refused")
         if f"{name}/{SPLIT}.parquet" not in files or name not in rows:
             raise ReleaseError(f"{folder / MANIFEST}: configuration {name!r} has no recorded file or row count")
     for rel, want in files.items():
         path = folder / rel
         if not isinstance(want, dict) or not path.is_file():
-            raise ReleaseError(f"{path}: missing from the release, or its record in {MANIFEST} is not a hash")
+            raise ReleaseError(f"{_one_line(path)}: missing from the release, or its record in {MANIFEST} is not a hash")
         got = _file_record(path)
         if got != {"sha256": want.get("sha256"), "bytes": want.get("bytes")}:
-            raise ReleaseError(f"{path}: does not match the sha256 and size {MANIFEST} records for it (changed after "
+            raise ReleaseError(f"{_one_line(path)}: does not match the sha256 and size {MANIFEST} records for it (changed after "
                                "the release was written); refused")
     _check_croissant_hashes(folder, files)
     for name in configs:
@@ -482,10 +487,23 @@ def verify(folder: Path, data: Mapping[str, Any]) -> None:
         try:
             n = pq.read_metadata(path).num_rows
         except Exception as exc:  # pyarrow raises several types for a file that is no Parquet
-            raise ReleaseError(f"{path}: not a readable Parquet file ({exc})") from exc
+            raise ReleaseError(f"{_one_line(path)}: not a readable Parquet file ({exc!r})") from exc
         if n != rows[name]:
-            raise ReleaseError(f"{path}: holds {n} rows, {MANIFEST} records {rows[name]}; refused")
+            raise ReleaseError(f"{_one_line(path)}: holds {n} rows, {MANIFEST} records {rows[name]!r}; refused")
     _VERIFIED[where] = True
+
+
+def _inside(rel: str) -> bool:
+    """Whether a name the manifest records stays inside the release folder (relative, no `..`)."""
+    parts = Path(rel).parts
+    return bool(parts) and not Path(rel).is_absolute() and ".." not in parts and "\0" not in rel
+
+
+def _one_line(path: Path) -> str:
+    """`path` for a one-line error: as written when printable, else quoted with escapes (a file name
+    recorded in an edited manifest may hold a line break or a control character)."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
 
 
 def _check_croissant_hashes(folder: Path, files: Mapping[str, Any]) -> None:
@@ -498,7 +516,7 @@ def _check_croissant_hashes(folder: Path, files: Mapping[str, Any]) -> None:
     listed = {d.get("contentUrl"): d.get("sha256") for d in meta.get("distribution", []) if isinstance(d, dict)}
     for rel, want in files.items():
         if rel.endswith(".parquet") and listed.get(rel) != want.get("sha256"):
-            raise ReleaseError(f"{path}: its sha256 for {rel} is not the file's ({listed.get(rel)!r}); refused")
+            raise ReleaseError(f"{path}: its sha256 for {rel!r} is not the file's ({listed.get(rel)!r}); refused")
 
 
 def read_part(folder: Path, key: str, name: str) -> dict[str, list[dict[str, Any]]]:

@@ -359,6 +359,38 @@ def test_a_forged_release_is_still_refused_for_a_repeated_item_or_a_gold_of_the_
 
 
 @pytest.mark.slow
+def test_a_manifest_pointing_outside_its_folder_or_naming_an_odd_file_is_refused_on_one_line(built, tmp_path):
+    """A forged manifest may point a configuration at a Parquet file elsewhere on the machine, with
+    that file's true hash; it is refused by name. A recorded file name holding a line break is
+    named quoted, so the error stays one line."""
+    import shutil
+
+    w = built["out"]["ib"]
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(w.folder, elsewhere)
+    for name, rel in (("up", "../elsewhere/fld/test.parquet"), ("abs", str(elsewhere / "fld" / "test.parquet"))):
+        folder = _copy(w.folder, tmp_path, name)
+        manifest = json.loads((folder / "release.json").read_text())
+        manifest["files"][rel] = manifest["files"]["fld/test.parquet"]
+        (folder / "release.json").write_text(json.dumps(manifest))
+        with pytest.raises(releases.ReleaseError, match="outside the release folder"):
+            releases.read_part(folder, "ib", "fld")
+    folder = _copy(w.folder, tmp_path, "dots")
+    manifest = json.loads((folder / "release.json").read_text())
+    manifest["configs"].append("..")
+    (folder / "release.json").write_text(json.dumps(manifest))
+    with pytest.raises(releases.ReleaseError, match="configuration '..' is not a folder name"):
+        releases.read_part(folder, "ib", "fld")
+    folder = _copy(w.folder, tmp_path, "odd")
+    manifest = json.loads((folder / "release.json").read_text())
+    manifest["files"]["\r"] = None
+    (folder / "release.json").write_text(json.dumps(manifest))
+    with pytest.raises(releases.ReleaseError) as caught:
+        releases.read_part(folder, "ib", "fld")
+    assert len(str(caught.value).splitlines()) == 1 and "\\r" in str(caught.value), caught.value
+
+
+@pytest.mark.slow
 def test_a_release_without_recorded_hashes_is_refused(built, tmp_path):
     folder = _copy(built["out"]["ib"].folder, tmp_path, "old")
     manifest = json.loads((folder / "release.json").read_text())
