@@ -578,7 +578,9 @@ def _plan(args: argparse.Namespace, steps: list[Step], cfg) -> int:
     skip = up_to_date.skipped(steps, wh, up_to_date.inputs_digest(cfg), args.all or bool(args.export_batch))
     running = [s for i, s in enumerate(steps) if i not in skip]
     text, steps_s = _overhead(len(running), chain_length(running, waits_for(running), parallel), len(skip))
-    rates = plan.branch_rates(rows, answered)
+    # How often replies take the bounded branches is a property of the steps, not of the runs the
+    # selection would find cached: a --model or --partition plan rates them on every stored run.
+    rates = plan.branch_rates(rows, answered if runs is None else plan.stored_calls(cfg, wh))
     print(plan.render(cfg, rows, latency, by_step, text, rates, steps_s))
     estimates = cost.estimates(cfg, wh, plan.query_of(wh), {(r.line.model, r.line.purpose) for r in rows})
     print(cost.render(cfg, cost.step_costs(cfg, rows, estimates)))

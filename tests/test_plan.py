@@ -213,6 +213,33 @@ def test_the_plan_refuses_what_the_run_refuses_and_counts_only_the_models_asked(
     assert judged == 2 * (8 + 2)  # at most every one of beta's replies, and none of alpha's own
 
 
+@pytest.mark.slow
+def test_a_plan_for_a_new_model_expects_its_branches_at_the_rates_other_models_runs_took_them(
+        tmp_path, monkeypatch, capsys):
+    """`--plan --model beta` after a run of alpha alone: beta has no run of its own, but alpha's runs
+    of the same steps show how often replies reach the judge, so the plan gives an expected time
+    instead of saying it has no stored run (issue 50)."""
+    import re
+
+    from llm_calls.stub_server import StubServer
+
+    with StubServer(responder=lambda body: "Answer: True") as stub:
+        models = {m: {"base_url": stub.base_url, "model": f"stub-{m}", "concurrency": 2} for m in ("alpha", "beta")}
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        alone = stub_config(stub, tmp_path, models=models, evaluate=["alpha"], judge="alpha", **IB_ONLY)
+        monkeypatch.setenv("BENCHSMITH_CONFIG", alone.source)
+        materialize_all(["--select", "ib"])  # the single-form replies are undecided: alpha's judge runs
+        both = stub_config(stub, tmp_path, models=models, evaluate=["alpha", "beta"], judge="alpha", **IB_ONLY)
+        monkeypatch.setenv("BENCHSMITH_CONFIG", both.source)
+        capsys.readouterr()
+        assert materialize_all(["--plan", "--select", "ib", "--model", "beta", "--latency", "1"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^ib +beta +ib\.vanilla +exact +10 +0 +10", out, re.M), out
+    assert "no stored run of these steps" not in out
+    expected = re.search(r"^Expected: (\d+) s for about (\d+) new calls", out, re.M)
+    assert expected and 20 < int(expected.group(2)) <= 40, out  # beta's 20 answers and some of them judged
+
+
 def test_the_plan_says_the_time_is_unknown_rather_than_zero(small, capsys):
     assert materialize_all(["--plan", "--select", "ib", "--probe-calls", "0"]) == 0
     out = capsys.readouterr().out
