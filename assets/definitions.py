@@ -8,7 +8,6 @@ location from loading with the file, key and expectation in the error.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from pathlib import Path
 
 import dagster as dg
@@ -30,7 +29,7 @@ def build_definitions(path: str | Path | None = None) -> dg.Definitions:
     # The ledger summary comes last: items assets call judges and validators, responses the models.
     calling = [models, *family_assets]
     summary = llm_call_summary_asset([a.key for a in calling])
-    released = [release_asset(f) for f in FAMILIES if importlib.util.find_spec(f"releases.{f.key}")]
+    released = [release_asset(f) for f in FAMILIES if f.release]
     all_assets = [models, *family_assets, summary, model_report, *released]
     return dg.Definitions(
         assets=all_assets,

@@ -4,7 +4,8 @@ A Dagster job holds assets of one partitions definition, so each family has thre
 
 - `build_<family>`: the items (per dataset or level; S1-Bench: one item set),
 - `evaluate_<family>`: the evaluated models' answers, per (dataset, model) slice,
-- `score_<family>`: the metrics and the paper's tables, over every stored slice,
+- `score_<family>`: the metrics and the paper's tables, over every stored slice, and the family's
+  release folder (`<key>_release`, where the family has `releases/<key>.py`),
 
 plus `probe_models` (the endpoint probe, run first) and `summarise` (the ledger summary and the
 per-model reports, run last). Job names differ from asset names: Dagster keeps both in one namespace.
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 # family -> (items, responses, metrics) asset names, in the order the command runs the families
 FAMILIES: dict[str, tuple[str, str, str]] = {key: family.assets for key, family in BY_KEY.items()}
+# family -> its release asset, written by the family's score job beside its metrics
+RELEASES: dict[str, str] = {key: family.release for key, family in BY_KEY.items() if family.release}
 FIRST = ("probe_models", ["models"])
 LAST = ("summarise", ["llm_call_summary", "model_report"])
 STAGES = {"items": "build", "responses": "evaluate", "metrics": "score"}  # stage -> job name prefix
@@ -38,7 +41,7 @@ def job_name(family: str, stage: str) -> str:
 _DESCRIPTIONS = {
     "items": "{family}: build the items, one run per {unit}.",
     "responses": "{family}: the evaluated models' answers, one run per {unit} x model slice.",
-    "metrics": "{family}: metrics and the paper's tables over every stored slice.",
+    "metrics": "{family}: metrics and the paper's tables over every stored slice{release}.",
 }
 
 def job_names() -> list[str]:
@@ -53,11 +56,21 @@ def define_jobs() -> list[dg.UnresolvedAssetJobDefinition]:
     for family, assets in FAMILIES.items():
         name, unit = BY_KEY[family].title, BY_KEY[family].unit
         for stage, asset in zip(("items", "responses", "metrics"), assets):
-            jobs.append(dg.define_asset_job(job_name(family, stage), selection=dg.AssetSelection.assets(asset),
-                                            description=_DESCRIPTIONS[stage].format(family=name, unit=unit)))
+            selected = stage_assets(family, stage)
+            release = ", and its release folder" if len(selected) > 1 else ""
+            jobs.append(dg.define_asset_job(job_name(family, stage), selection=dg.AssetSelection.assets(*selected),
+                                            description=_DESCRIPTIONS[stage].format(family=name, unit=unit,
+                                                                                    release=release)))
     jobs.append(dg.define_asset_job(LAST[0], selection=dg.AssetSelection.assets(*LAST[1]),
                                     description="The call-ledger summary and the per-model HTML reports."))
     return jobs
+
+
+def stage_assets(family: str, stage: str) -> tuple[str, ...]:
+    """The assets of a family's stage job: its one asset; the metrics with the release beside them
+    (written after every scoring, so a full run leaves no release asset unmaterialised)."""
+    asset = dict(zip(STAGES, FAMILIES[family]))[stage]
+    return (asset, RELEASES[family]) if stage == "metrics" and family in RELEASES else (asset,)
 
 
 @dataclass(frozen=True)
@@ -111,7 +124,7 @@ def plan_steps(cfg: Config, families: Sequence[str] | None = None, partitions: S
         if partitions and not family_steps:
             continue  # a family without the partitions asked for
         steps += family_steps
-        steps.append(Step(job_name(family, "metrics"), family, (metrics,), None))
+        steps.append(Step(job_name(family, "metrics"), family, stage_assets(family, "metrics"), None))
     missing = sorted(set(partitions or ()) - matched_partitions)
     for family in chosen:
         left = [k for k in missing if k in cfg.left_out_partitions(family)]
@@ -178,12 +191,15 @@ def run_tags(step: Step, config) -> dict[str, str]:
 
 
 def step_of(assets: Sequence[str], partition: str | None, model: str | None = None) -> Step | None:
-    """The step of the command that materialises exactly `assets` (one job's selection), or None."""
+    """The step of the command whose job materialises `assets` (its whole selection, or the part
+    the UI chose, e.g. the metrics without the release), or None."""
     wanted = set(assets)
-    for family, names in FAMILIES.items():
-        for stage, name in zip(STAGES, names):
-            if wanted == {name}:
-                return Step(job_name(family, stage), family, (name,), partition, model=model)
+    for family in FAMILIES:
+        for stage in STAGES:
+            job_assets = stage_assets(family, stage)
+            if wanted and wanted <= set(job_assets):  # the job's assets, or some of them (the UI's choice)
+                return Step(job_name(family, stage), family, tuple(a for a in job_assets if a in wanted), partition,
+                            model=model)
     for job, names in (FIRST, LAST):
         if wanted and wanted <= set(names):
             return Step(job, "", tuple(sorted(wanted)), partition)

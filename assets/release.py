@@ -1,8 +1,7 @@
 """The release assets: each family's built items written as a release folder (releases/), and the
 items assets' way of reading a release back instead of building (`release.load`)."""
 
-from __future__ import annotations
-
+from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
@@ -15,15 +14,25 @@ from configuration.families import Family
 
 def release_asset(family: Family) -> dg.AssetsDefinition:
     """`<key>_release`: the family's stored items as a release folder (Parquet per configuration,
-    dataset card, Croissant). Not a step of `materialize_all`: materialise it in the UI, or run
-    `python -m releases`."""
+    dataset card, Croissant), written by the family's score job beside its metrics (so by every
+    `materialize_all` run that scores the family), or alone from the UI or `python -m releases`.
+
+    A release the project refuses to write (a source whose licence is unknown or forbids it, no
+    items stored) is no failure of the run that scored the family: the step logs why and the asset
+    stays unmaterialised, as `python -m releases` would say it."""
 
     @dg.asset(name=f"{family.key}_release", group_name=family.key, deps=[dg.AssetKey(family.items)],
-              kinds={"parquet"}, description=f"{family.title}'s items as a release folder others load "
-                                             "with `datasets` (releases/).")
-    def _release(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
-        written = releases.write(settings.load(), warehouse.get(), family.key)
-        return dg.MaterializeResult(metadata={
+              kinds={"parquet"}, output_required=False,
+              description=f"{family.title}'s items as a release folder others load with `datasets` (releases/); "
+                          "written with the metrics.")
+    def _release(context: dg.AssetExecutionContext, settings: SettingsResource,
+                 warehouse: WarehouseResource) -> Iterator[dg.MaterializeResult]:
+        try:
+            written = releases.write(settings.load(), warehouse.get(), family.key)
+        except releases.ReleaseError as exc:
+            context.log.warning(f"no release written: {exc}")
+            return
+        yield dg.MaterializeResult(metadata={
             "dagster/row_count": written.rows, "path": dg.MetadataValue.path(str(written.folder)),
             "license": written.license, "configs": dg.MetadataValue.json(list(written.parts))})
 

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from assets.jobs import FIRST, LAST, Step, reads, stage_of, step_of, waits_for
+from assets.jobs import FIRST, LAST, Step, reads, stage_assets, stage_of, step_of, waits_for
 from warehouse import OnConflict, Warehouse
 
 TABLE = "runs.steps"
@@ -185,10 +185,13 @@ def started(wh: Warehouse, step_keys: Sequence[str], partition: str | None, run_
             summary = True  # the command runs the summary and the reports as one step
             continue
         step = step_of([key], partition_range or partition)
+        if step is not None and step.family:  # the command's step of the job: all its assets (metrics and release)
+            step = step_of(stage_assets(step.family, stage_of(step)), step.partition, step.model) or step
         if step is not None:
             rows.append((step, (ANY if partition_range else step.partition) if stage_of(step) == "items" else None))
     if summary:
         rows.append((Step(LAST[0], "", tuple(LAST[1]), None), None))
+    rows = list({s.label: (s, base) for s, base in rows}.values())
     if rows:
         _store(wh, [_row(s, base, "", False, run_id, now, now if partition_range else None) for s, base in rows])
 

@@ -48,6 +48,14 @@ class Family:
         """(items, responses, metrics) asset names."""
         return self.items, self.responses, self.metrics
 
+    @property
+    def release(self) -> str | None:
+        """The asset name of its release folder (`<key>_release`), written with its metrics; None for
+        a family without the optional `releases/<key>.py`."""
+        import importlib.util
+
+        return f"{self.key}_release" if importlib.util.find_spec(f"releases.{self.key}") else None
+
 
 FAMILIES: tuple[Family, ...] = (
     Family("muso", "MuSoBench", "task level", "muso_instances", "muso_responses", "muso_metrics",

@@ -359,6 +359,45 @@ def test_a_forged_release_is_still_refused_for_a_repeated_item_or_a_gold_of_the_
 
 
 @pytest.mark.slow
+def test_a_full_run_writes_each_family_s_release_with_its_metrics(built):
+    """After `materialize_all`, no release asset is left unmaterialised (issue 50): each family's
+    score step wrote its release beside its metrics, and the folder it names loads."""
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(built["root"] / "a")) as instance:
+        for key in FAMILIES:
+            event = instance.get_latest_materialization_event(dg.AssetKey(f"{key}_release"))
+            assert event is not None, key
+            meta = event.asset_materialization.metadata
+            folder = meta["path"].value
+            assert folder.endswith(f"{key}-{releases.version(built['first'], key)}")
+            first = meta["configs"].value[0]
+            assert releases.read_part(__import__("pathlib").Path(folder), key, first)
+            runs = instance.get_runs(dg.RunsFilter(run_ids=[event.run_id]))
+            assert runs[0].job_name == f"score_{key}"  # written with the metrics, by their step
+
+
+def test_a_release_the_project_refuses_to_write_fails_no_run_and_says_why(tmp_path):
+    """No items stored: the release step logs the refusal and materialises nothing, and the run
+    (the metrics' run in the command) still succeeds."""
+    import dagster as dg
+
+    from assets.definitions import build_definitions
+    from tests.conftest import materialize
+
+    with StubServer() as stub:
+        cfg = stub_config(stub, tmp_path)
+        with dg.instance_for_test() as instance:
+            result = materialize(build_definitions(cfg.source), ["ib_release"], instance=instance)
+            assert result.success
+            assert instance.get_latest_materialization_event(dg.AssetKey("ib_release")) is None
+            said = [e.user_message for e in instance.all_logs(result.results[0].run_id)]
+    assert any("no release written" in m and "no items stored" in m for m in said), said
+    out = cfg.beside(cfg.release.dir)
+    assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.slow
 def test_a_manifest_pointing_outside_its_folder_or_naming_an_odd_file_is_refused_on_one_line(built, tmp_path):
     """A forged manifest may point a configuration at a Parquet file elsewhere on the machine, with
     that file's true hash; it is refused by name. A recorded file name holding a line break is
