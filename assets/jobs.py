@@ -53,9 +53,9 @@ def define_jobs() -> list[dg.UnresolvedAssetJobDefinition]:
 
     jobs = [dg.define_asset_job(FIRST[0], selection=dg.AssetSelection.assets(*FIRST[1]),
                                 description="Probe every configured model's endpoint (run first by the command).")]
-    for family, assets in FAMILIES.items():
+    for family in FAMILIES:
         name, unit = BY_KEY[family].title, BY_KEY[family].unit
-        for stage, asset in zip(("items", "responses", "metrics"), assets):
+        for stage in STAGES:
             selected = stage_assets(family, stage)
             release = ", and its release folder" if len(selected) > 1 else ""
             jobs.append(dg.define_asset_job(job_name(family, stage), selection=dg.AssetSelection.assets(*selected),
