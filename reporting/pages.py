@@ -293,15 +293,19 @@ def items_page(wh: Warehouse) -> str:
         f"<tr><td>{html.escape(title(r['family']))}</td><td>{html.escape(r['scope'])}</td>"
         f"<td>{html.escape(r['metric'])}</td><td>{html.escape(r['item'])}</td><td>{r['models']}</td>"
         f"<td>{num(r['difficulty'])}</td><td>{num(r['discrimination'])}</td>"
+        f"<td>{html.escape(r['majority_answer'] or '')}</td><td>{html.escape(r['gold'] or '')}</td>"
         f"<td>{html.escape(r['suspect'] or '')}</td></tr>" for r in rows)
     return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Item statistics</title>"
             f"<style>{_CSS}</style></head><body><h1>Item statistics (report.item_stats)</h1><p>Per item of each "
             "headline number scored by two or more models: difficulty (the mean score over models; 0: every model "
             "wrong), discrimination (the correlation across models of the item's score with their score on the "
             "other items, from three models on; near 0 or below: the item does not separate stronger models from "
-            "weaker ones), and why it may be broken. Suspect items first. <a href=\"index.html\">Leaderboard</a>."
+            "weaker ones), the answer most models gave beside the gold where answers are labels (IB, WakenLLM), "
+            "and why it may be broken: models agreeing on an answer scored wrong point to a label to check. "
+            "Suspect items first. <a href=\"index.html\">Leaderboard</a>."
             f"</p><div class=\"scroll\"><table id=\"items\"><thead><tr><th>family</th><th>scope</th><th>metric</th>"
-            "<th>item</th><th>models</th><th>difficulty</th><th>discrimination</th><th>suspect</th></tr></thead>"
+            "<th>item</th><th>models</th><th>difficulty</th><th>discrimination</th><th>majority answer</th>"
+            "<th>gold</th><th>suspect</th></tr></thead>"
             f"<tbody>{body}</tbody></table></div></body></html>")
 
 

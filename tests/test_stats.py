@@ -199,10 +199,43 @@ def test_item_statistics_name_difficulty_and_suspect_items(two_models):
         scores = wh.rows("SELECT num / den AS s FROM report.units WHERE family = 'ib' AND scope = 'vanilla' "
                          "AND metric = 'Acc' AND unit = ?", [r["item"]])
         assert r["difficulty"] == pytest.approx(sum(s["s"] for s in scores) / len(scores))
-        assert (r["suspect"] == "every model scored 0") == (r["difficulty"] == 0)
+        assert (r["suspect"] in ("every model scored 0", f"every model answered {r['majority_answer']}, scored wrong "
+                                 f"against the gold {r['gold']}")) == (r["difficulty"] == 0)
     page = (cfg.warehouse_path().parent / "reports" / "items.html").read_text()
     assert "every model scored 0" in page or all(r["difficulty"] > 0 for r in rows)
     assert not wh.rows("SELECT * FROM report.item_stats WHERE metric = 'mean_tokens'")  # not a right-or-wrong score
+
+
+def test_items_whose_models_agree_on_an_answer_scored_wrong_are_flagged_as_possible_label_errors():
+    """Hand-made units and answers of three models on four items: one answer from every model, scored
+    wrong (a label to check); two of three agreeing on a wrong answer; every model wrong, each its own
+    way (no label suspected: just hard); every model right."""
+    import duckdb
+
+    from warehouse.schema import VIEWS
+
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA report")
+    con.execute("CREATE TABLE report.units (family VARCHAR, model VARCHAR, scope VARCHAR, metric VARCHAR, "
+                "unit VARCHAR, num DOUBLE, den DOUBLE, conf DOUBLE)")
+    con.execute("CREATE TABLE report.item_answers (family VARCHAR, model VARCHAR, scope VARCHAR, metric VARCHAR, "
+                "unit VARCHAR, answer VARCHAR, gold VARCHAR, correct BOOLEAN)")
+    answers = {"same": (["[2]", "[2]", "[2]"], "[1]"), "most": (["False", "False", "True"], "True"),
+               "hard": (["[2]", "[3]", "[4]"], "[1]"), "easy": (["[1]", "[1]", "[1]"], "[1]")}
+    for unit, (given, gold) in answers.items():
+        for model, answer in zip(("m1", "m2", "m3"), given, strict=True):
+            right = answer == gold
+            con.execute("INSERT INTO report.units VALUES ('ib', ?, 'vanilla', 'Acc', ?, ?, 1, NULL)",
+                        [model, unit, float(right)])
+            con.execute("INSERT INTO report.item_answers VALUES ('ib', ?, 'vanilla', 'Acc', ?, ?, ?, ?)",
+                        [model, unit, answer, gold, right])
+    con.execute(f"CREATE VIEW report.item_stats AS {VIEWS['report.item_stats']}")
+    got = {r[0]: r[1:] for r in con.execute(
+        "SELECT item, majority_answer, gold, suspect FROM report.item_stats").fetchall()}
+    assert got["same"] == ("[2]", "[1]", "every model answered [2], scored wrong against the gold [1]")
+    assert got["most"] == ("False", "True", "2 of 3 models answered False, scored wrong against the gold True")
+    assert got["hard"] == (None, "[1]", "every model scored 0")
+    assert got["easy"] == ("[1]", "[1]", None)
 
 
 @pytest.mark.skipif(__import__("shutil").which("chromium") is None and not os.environ.get("BENCHSMITH_REQUIRE_BROWSER"),

@@ -195,6 +195,15 @@ HEADLINE_UNITS = f"""
     WHERE correct IS NOT NULL GROUP BY ALL"""
 
 
+# `report.item_answers`' rows: each model's answer and the gold per unit of `Acc` (decided replies only),
+# from which `report.item_stats` flags items whose models agree on another answer than the gold.
+ITEM_ANSWERS = f"""
+    SELECT 'ib' AS family, r.model, r.setting AS scope, 'Acc' AS metric, r.dataset || ':' || r.item_id AS unit,
+           CAST(r.selected AS VARCHAR) AS answer, CAST(i.gold AS VARCHAR) AS gold, r.correct
+    FROM {current_rows('ib.responses', 'ib.items', ITEM_KEYS['ib.items'], 'r')}
+    JOIN ib.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
+    WHERE r.selected IS NOT NULL AND r.correct IS NOT NULL"""
+
 # `report.mechanisms`' rows: replies decided per setting (over the current replies).
 MECHANISMS = f"""
     SELECT 'ib' AS family, model, setting AS scope, 'decided replies' AS mechanism,

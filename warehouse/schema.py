@@ -249,10 +249,21 @@ _NO_UNITS = ("SELECT NULL::VARCHAR AS family, NULL::VARCHAR AS model, NULL::VARC
 VIEWS["report.units"] = "\n    UNION ALL".join(
     "\n    SELECT * FROM (" + getattr(m, "HEADLINE_UNITS", _NO_UNITS) + ")" for m in FAMILY_MODULES.values())
 
+# Each model's answer per unit where a family's answers are labels (`ITEM_ANSWERS`: IB's options,
+# WakenLLM's True/False/Unknown), with the gold and whether it was scored right.
+_NO_ANSWERS = ("SELECT NULL::VARCHAR AS family, NULL::VARCHAR AS model, NULL::VARCHAR AS scope, NULL::VARCHAR AS metric, "
+               "NULL::VARCHAR AS unit, NULL::VARCHAR AS answer, NULL::VARCHAR AS gold, NULL::BOOLEAN AS correct "
+               "WHERE false")
+VIEWS["report.item_answers"] = "\n    UNION ALL".join(
+    "\n    SELECT * FROM (" + getattr(m, "ITEM_ANSWERS", _NO_ANSWERS) + ")" for m in FAMILY_MODULES.values())
+
 # Item statistics for benchmark builders: per item (unit) of each headline number scored by two or
 # more models, its difficulty (the mean score over models), its discrimination (the correlation across
 # models of the item's score with the model's score on the other items: near 0 or below, the item
-# does not separate stronger models from weaker ones), and a suspect flag.
+# does not separate stronger models from weaker ones), the answer most models gave where answers are
+# labels (`report.item_answers`), and a suspect flag: possible label errors first (every model gave
+# the same answer and it is scored wrong; a majority agrees on an answer scored wrong), then items no
+# model gets right, then items stronger models get wrong more often.
 VIEWS["report.item_stats"] = """
     WITH scored AS (SELECT family, scope, metric, unit, model, num / den AS score, num, den
                     FROM report.units WHERE conf IS NULL AND den > 0 AND model <> '-'),
@@ -261,15 +272,31 @@ VIEWS["report.item_stats"] = """
               SELECT family, scope, metric FROM scored GROUP BY ALL HAVING min(score) >= 0 AND max(score) <= 1)),
     totals AS (SELECT family, scope, metric, model, sum(num) AS num, sum(den) AS den FROM u GROUP BY ALL),
     rest AS (SELECT u.*, (t.num - u.num) / nullif(t.den - u.den, 0) AS rest_score
-             FROM u JOIN totals t USING (family, scope, metric, model))
-    SELECT family, scope, metric, unit AS item, count(*) AS models, avg(score) AS difficulty,
-           CASE WHEN count(*) >= 3 AND NOT isnan(corr(score, rest_score)) THEN corr(score, rest_score) END
-               AS discrimination,
-           CASE WHEN count(*) >= 2 AND max(score) = 0 THEN 'every model scored 0'
-                WHEN count(*) >= 3 AND corr(score, rest_score) < 0 THEN 'stronger models score lower'
+             FROM u JOIN totals t USING (family, scope, metric, model)),
+    stats AS (SELECT family, scope, metric, unit, count(*) AS models, avg(score) AS difficulty,
+                     CASE WHEN count(*) >= 3 AND NOT isnan(corr(score, rest_score)) THEN corr(score, rest_score) END
+                         AS discrimination
+              FROM rest GROUP BY family, scope, metric, unit HAVING count(*) >= 2),
+    -- the answers given per unit, most frequent first (ties in answer order: the same on every run)
+    given AS (SELECT family, scope, metric, unit, answer, any_value(gold) AS gold, bool_and(correct) AS correct,
+                     count(DISTINCT model) AS n, sum(count(DISTINCT model)) OVER w AS answered,
+                     row_number() OVER (w ORDER BY count(DISTINCT model) DESC, answer) AS rank
+              FROM report.item_answers GROUP BY family, scope, metric, unit, answer
+              WINDOW w AS (PARTITION BY family, scope, metric, unit)),
+    top AS (SELECT * FROM given WHERE rank = 1)
+    SELECT s.family, s.scope, s.metric, s.unit AS item, s.models, s.difficulty, s.discrimination,
+           CASE WHEN 2 * t.n > t.answered THEN t.answer END AS majority_answer, t.gold,
+           CASE WHEN t.answered >= 2 AND t.n = t.answered AND NOT t.correct
+                    THEN 'every model answered ' || t.answer || ', scored wrong against the gold ' || t.gold
+                WHEN t.answered >= 3 AND 2 * t.n > t.answered AND NOT t.correct
+                    THEN t.n || ' of ' || t.answered || ' models answered ' || t.answer || ', scored wrong against the gold '
+                         || t.gold
+                WHEN s.models >= 2 AND s.difficulty = 0 THEN 'every model scored 0'
+                WHEN s.discrimination < 0 THEN 'stronger models score lower'
            END AS suspect
-    FROM rest GROUP BY family, scope, metric, unit HAVING count(*) >= 2
-    ORDER BY family, scope, metric, difficulty, item
+    FROM stats s LEFT JOIN top t ON t.family = s.family AND t.scope = s.scope AND t.metric = s.metric
+         AND t.unit = s.unit
+    ORDER BY s.family, s.scope, s.metric, s.difficulty, item
 """
 
 # Replies made on items that have since been rebuilt differently or removed: left out of every
@@ -402,7 +429,9 @@ TABLE_DOCS: dict[str, str] = {
                        "difference, its paired bootstrap interval and a paired test."),
     "report.units": "The items (or instances) each headline number rests on, with each one's share of the number.",
     "report.item_stats": ("Per item of each headline number scored by two or more models: difficulty, "
-                          "discrimination and a suspect flag, for pruning and fixing items."),
+                          "discrimination, the majority answer and a suspect flag, for pruning and fixing items."),
+    "report.item_answers": ("Each model's answer and the gold per item, where a family's answers are labels "
+                            "(IB, WakenLLM): what report.item_stats' label checks read."),
     "report.stale": ("Replies made on items since rebuilt differently or removed, per family, model and scope: "
                      "left out of every metric until the slice is run again."),
 }
@@ -484,7 +513,11 @@ VIEW_COLUMN_DOCS: dict[str, str] = {
     "item": "the item (or instance)", "models": "models scored on the item",
     "difficulty": "the mean score over models (0: every model wrong)",
     "discrimination": "correlation across models of the item's score with their score on the other items",
-    "suspect": "why the item may be broken (every model scored 0; stronger models score lower), else NULL",
+    "suspect": ("why the item may be broken (every model, or a majority of three or more, gave one answer scored "
+                "wrong: a possible label error; every model scored 0; stronger models score lower), else NULL"),
+    "majority_answer": "the answer more than half the models gave, where the family's answers are labels",
+    "answer": "the model's answer as read from its reply (IB: option numbers; WakenLLM: True/False/Unknown)",
+    "correct": "whether the answer was scored right",
 }
 
 

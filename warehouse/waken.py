@@ -218,6 +218,14 @@ HEADLINE_UNITS = f"""
     FROM o WHERE step IN ('stage1', 'stage2') AND outcome IN ('TC', 'FC', 'UC')"""
 
 
+# `report.item_answers`' rows: each model's direct label and the gold per unit of `acc_direct`
+# (read replies only), for `report.item_stats`' label checks.
+ITEM_ANSWERS = f"""
+    SELECT 'waken' AS family, model, dataset AS scope, 'acc_direct' AS metric, item_id AS unit,
+           prediction AS answer, gold, outcome = 'correct' AS correct
+    FROM {current_rows('waken.outcomes', 'waken.items', ITEM_KEYS['waken.items'])}
+    WHERE setting = 'vanilla' AND step = 'direct' AND prediction IS NOT NULL"""
+
 # `report.mechanisms`' rows: how many items entered each stimulation stage, and why.
 MECHANISMS = """
     SELECT 'waken' AS family, d.model, d.dataset AS scope,
