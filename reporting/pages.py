@@ -283,8 +283,11 @@ def provenance(about: Mapping[str, Any] | None) -> str:
 
 def items_page(wh: Warehouse) -> str:
     """`items.html`: item statistics (`report.item_stats`) for the people who build benchmarks: the
-    suspect items first, then every item by difficulty."""
+    suspect items first, then every item by difficulty; then the near-duplicate pairs
+    (`report.near_duplicates`), those across splits first."""
     rows = wh.rows("SELECT * FROM report.item_stats ORDER BY suspect IS NULL, family, scope, metric, difficulty, item")
+    pairs = wh.rows("SELECT * FROM report.near_duplicates ORDER BY NOT across_splits, family, similarity DESC, "
+                    "split_a, item_a, split_b, item_b")
 
     def num(v: Any) -> str:
         return "" if v is None else f"{v:.3g}"
@@ -295,6 +298,11 @@ def items_page(wh: Warehouse) -> str:
         f"<td>{num(r['difficulty'])}</td><td>{num(r['discrimination'])}</td>"
         f"<td>{html.escape(r['majority_answer'] or '')}</td><td>{html.escape(r['gold'] or '')}</td>"
         f"<td>{html.escape(r['suspect'] or '')}</td></tr>" for r in rows)
+    duplicates = "".join(
+        f"<tr><td>{html.escape(title(r['family']))}</td><td>{html.escape(r['split_a'])}</td>"
+        f"<td>{html.escape(r['item_a'])}</td><td>{html.escape(r['split_b'])}</td><td>{html.escape(r['item_b'])}</td>"
+        f"<td>{r['similarity']:.3f}</td><td>{html.escape(r['text_a'])}</td><td>{html.escape(r['text_b'])}</td></tr>"
+        for r in pairs)
     return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Item statistics</title>"
             f"<style>{_CSS}</style></head><body><h1>Item statistics (report.item_stats)</h1><p>Per item of each "
             "headline number scored by two or more models: difficulty (the mean score over models; 0: every model "
@@ -306,7 +314,13 @@ def items_page(wh: Warehouse) -> str:
             f"</p><div class=\"scroll\"><table id=\"items\"><thead><tr><th>family</th><th>scope</th><th>metric</th>"
             "<th>item</th><th>models</th><th>difficulty</th><th>discrimination</th><th>majority answer</th>"
             "<th>gold</th><th>suspect</th></tr></thead>"
-            f"<tbody>{body}</tbody></table></div></body></html>")
+            f"<tbody>{body}</tbody></table></div>"
+            f"<h2>Near-duplicate items (report.near_duplicates)</h2><p>{len(pairs)} pairs of items whose "
+            "normalised texts are 0.9 or more alike (1 - edit distance / length) and state the same numbers; "
+            "pairs across datasets, levels or languages first: one of each pair may be pruned.</p>"
+            "<div class=\"scroll\"><table id=\"near-duplicates\"><thead><tr><th>family</th><th>split</th><th>item</th>"
+            "<th>split</th><th>item</th><th>similarity</th><th>text</th><th>text</th></tr></thead>"
+            f"<tbody>{duplicates}</tbody></table></div></body></html>")
 
 
 def leaderboard(wh: Warehouse, pages: Mapping[str, Path], about: Mapping[str, Any] | None = None) -> str:

@@ -203,6 +203,8 @@ def test_item_statistics_name_difficulty_and_suspect_items(two_models):
                                  f"against the gold {r['gold']}")) == (r["difficulty"] == 0)
     page = (cfg.warehouse_path().parent / "reports" / "items.html").read_text()
     assert "every model scored 0" in page or all(r["difficulty"] > 0 for r in rows)
+    pairs = wh.rows("SELECT * FROM report.near_duplicates")
+    assert f"{len(pairs)} pairs of items" in page and all(p["item_b"] in page for p in pairs)
     assert not wh.rows("SELECT * FROM report.item_stats WHERE metric = 'mean_tokens'")  # not a right-or-wrong score
 
 
@@ -317,3 +319,50 @@ def test_the_resampled_numbers_are_the_statistics_themselves():
     idx = _draws(len(pooled), 20, ("check",))
     for row, got in zip(idx, _ratios(np.asarray(pooled, dtype=float), idx)):
         assert got == pytest.approx(ratio([pooled[i] for i in row]))
+
+
+def test_near_duplicate_items_are_paired_within_and_across_splits_in_any_script():
+    """Hand-made items: one question asked in two IB datasets with other case and punctuation
+    (similarity 1, across splits); IB variants of one base question (one text: no pair); two
+    Chinese S1 questions one character apart; arithmetic questions that differ only in a number
+    (two questions, not duplicates); unrelated texts; a template shared by 60 items; one question
+    copied into 55 items (its 5-grams too common to be evidence) and a variant of it elsewhere."""
+    import duckdb
+
+    from warehouse.schema import VIEWS
+
+    con = duckdb.connect()
+    for schema in ("report", "ib", "waken", "s1"):
+        con.execute(f"CREATE SCHEMA {schema}")
+    con.execute("CREATE TABLE ib.items (dataset VARCHAR, base_id VARCHAR, context VARCHAR, question VARCHAR)")
+    con.execute("CREATE TABLE waken.items (dataset VARCHAR, item_id VARCHAR, context VARCHAR, question VARCHAR)")
+    con.execute("CREATE TABLE s1.items (language VARCHAR, item_id VARCHAR, question VARCHAR)")
+    long = "Every sparrow is a bird and every bird has feathers. Pip is a sparrow. Does Pip have feathers?"
+    ib = [("fld", "b1", None, long), ("fld", "b1", None, long), ("folio", "b9", None, long.upper().replace(".", " ;")),
+          ("fld", "b2", None, "What is 12 plus 3 when counted on the fingers of both hands together?"),
+          ("fld", "b3", None, "What is 12 plus 4 when counted on the fingers of both hands together?"),
+          ("fld", "b4", "A cat sleeps.", "Is the moon made of cheese?")]
+    ib += [("tmpl", f"t{i}", None, f"Name the {i}th smallest prime number in the standard list of primes please")
+           for i in range(60)]
+    copied = "Which planet is known as the red planet of our solar system?"
+    ib += [("copies", f"c{i:02}", None, copied) for i in range(55)]  # every 5-gram in 55 items
+    ib += [("mmlu", "v1", None, copied.replace(" of ", " in "))]
+    con.executemany("INSERT INTO ib.items VALUES (?, ?, ?, ?)", ib)
+    con.executemany("INSERT INTO s1.items VALUES (?, ?, ?)", [
+        ("zh", "q1", "一个星期有几天？请直接回答这个非常简单的问题，不要解释。"),
+        ("zh", "q2", "一个星期有几天？请直接回答这个非常简单的问题，不用解释。"),
+        ("en", "q3", "How many legs does a spider have?")])
+    con.execute(f"CREATE VIEW report.near_duplicates AS {VIEWS['report.near_duplicates']}")
+    got = {(r[0], r[1], r[2], r[3], r[4]): (r[5], r[6]) for r in con.execute(
+        "SELECT family, split_a, item_a, split_b, item_b, across_splits, similarity FROM report.near_duplicates"
+    ).fetchall()}
+    assert got.pop(("ib", "fld", "b1", "folio", "b9")) == (True, 1.0)
+    across, similarity = got.pop(("s1", "zh", "q1", "zh", "q2"))
+    assert not across and 0.9 <= similarity < 1
+    copies = {key: value for key, value in got.items() if key[1] == "copies" and key[3] == "copies"}
+    assert len(copies) == 55 * 54 // 2 and set(copies.values()) == {(False, 1.0)}
+    variants = {key: got.pop(key) for key in list(got) if key[3] == "mmlu"}
+    assert len(variants) == 55 and all(across and 0.9 <= sim < 1 for across, sim in variants.values())
+    for key in copies:
+        got.pop(key)
+    assert not got, got  # no number-changed question, no unrelated text, no template-only pair

@@ -204,6 +204,11 @@ ITEM_ANSWERS = f"""
     JOIN ib.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
     WHERE r.selected IS NOT NULL AND r.correct IS NOT NULL"""
 
+# `report.near_duplicates`' texts: one per base question (its variants share it on purpose).
+ITEM_TEXTS = """
+    SELECT 'ib' AS family, dataset AS split, base_id AS item, min(coalesce(context || ' ', '') || question) AS text
+    FROM ib.items GROUP BY dataset, base_id"""
+
 # `report.mechanisms`' rows: replies decided per setting (over the current replies).
 MECHANISMS = f"""
     SELECT 'ib' AS family, model, setting AS scope, 'decided replies' AS mechanism,

@@ -277,6 +277,10 @@ HEADLINE_UNITS = f"""
     FROM r WHERE mode = 'sample' AND tokens IS NOT NULL AND coalesce(format_type, 0) <> 301 GROUP BY ALL"""
 
 
+# `report.near_duplicates`' texts: each accepted question, its language as its split.
+ITEM_TEXTS = """
+    SELECT 's1' AS family, language AS split, item_id AS item, question AS text FROM s1.items"""
+
 # `report.mechanisms`' rows: whether several questions were accepted, per language.
 MECHANISMS = """
     SELECT 's1' AS family, '-' AS model, c.language AS scope,

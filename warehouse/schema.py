@@ -299,6 +299,58 @@ VIEWS["report.item_stats"] = """
     ORDER BY s.family, s.scope, s.metric, s.difficulty, item
 """
 
+# Near-duplicate items of a family, in one split (dataset, level, language) or across two: the items'
+# texts (`ITEM_TEXTS`) lower-cased with every run of characters that are no letter or digit made one
+# space, then compared by edit distance: similarity = 1 - Levenshtein distance / the longer length,
+# both in UTF-8 bytes as DuckDB's `levenshtein` counts them (so any script compares, Chinese too).
+# Pairs at 0.9 or more that state the same numbers in the same order are listed ("12 plus 3" and
+# "12 plus 4" are one edit apart yet two questions); texts equal once normalised always are.
+# Comparing every pair is quadratic (a paper-scale family took minutes), so the pairs compared are
+# MinHash candidates, as corpus deduplication does (datatrove, text-dedup): per distinct text, the
+# least of 16 seeded hashes over its character 5-grams, leaving out 5-grams that more than 50 texts
+# share (a template's common words are no evidence); texts that agree on 2 of the 16 are compared.
+# A pair at the 0.9 edge whose edits are scattered can share few 5-grams and be missed:
+# `benchmarks/near_duplicates.py` measures that recall, and the time, on planted pairs.
+_NO_TEXTS = ("SELECT NULL::VARCHAR AS family, NULL::VARCHAR AS split, NULL::VARCHAR AS item, NULL::VARCHAR AS text "
+             "WHERE false")
+NEAR_DUPLICATE_SIMILARITY = 0.9
+VIEWS["report.near_duplicates"] = """
+    WITH t AS (SELECT family, split, item, text,
+                      trim(regexp_replace(lower(text), '[^\\p{L}\\p{N}]+', ' ', 'g')) AS norm
+               FROM (""" + "\n    UNION ALL ".join(
+    "SELECT * FROM (" + getattr(m, "ITEM_TEXTS", _NO_TEXTS) + ")" for m in FAMILY_MODULES.values()) + """)),
+    g AS (SELECT DISTINCT family, norm,
+                 unnest(CASE WHEN length(norm) <= 5 THEN [norm]
+                             ELSE list_transform(range(1, length(norm) - 3), i -> substr(norm, i, 5)) END) AS gram
+          FROM t),
+    rare AS (SELECT * FROM g QUALIFY count(*) OVER (PARTITION BY family, gram) <= 50),
+    minhash AS (SELECT family, norm, seed, min(hash(gram, seed)) AS h
+                FROM rare, range(16) AS seeds(seed) GROUP BY ALL),
+    candidates AS (SELECT a.family, a.norm AS norm_a, b.norm AS norm_b
+                   FROM minhash a JOIN minhash b ON b.family = a.family AND b.seed = a.seed AND b.h = a.h
+                                               AND a.norm < b.norm
+                   GROUP BY ALL HAVING count(*) >= 2),
+    scored AS (SELECT family, norm_a, norm_b,
+                       1 - levenshtein(norm_a, norm_b) / greatest(strlen(norm_a), strlen(norm_b)) AS similarity
+                FROM candidates
+                WHERE abs(strlen(norm_a) - strlen(norm_b))
+                      <= (1 - """ + str(NEAR_DUPLICATE_SIMILARITY) + """) * greatest(strlen(norm_a), strlen(norm_b))
+                  AND regexp_extract_all(norm_a, '[0-9]+') = regexp_extract_all(norm_b, '[0-9]+')
+                UNION ALL SELECT DISTINCT family, norm, norm, 1.0 FROM t),
+    matched AS (SELECT s.family, s.similarity, a.split AS sa, a.item AS ia, a.text AS ta,
+                       b.split AS sb, b.item AS ib, b.text AS tb, (a.split, a.item) < (b.split, b.item) AS ordered
+                FROM scored s
+                JOIN t a ON a.family = s.family AND a.norm = s.norm_a
+                JOIN t b ON b.family = s.family AND b.norm = s.norm_b
+                          AND (s.norm_a < s.norm_b OR (a.split, a.item) < (b.split, b.item))
+                WHERE s.similarity >= """ + str(NEAR_DUPLICATE_SIMILARITY) + """)
+    SELECT family, if(ordered, sa, sb) AS split_a, if(ordered, ia, ib) AS item_a,
+           if(ordered, sb, sa) AS split_b, if(ordered, ib, ia) AS item_b, sa <> sb AS across_splits, similarity,
+           if(ordered, ta, tb) AS text_a, if(ordered, tb, ta) AS text_b
+    FROM matched
+    ORDER BY family, similarity DESC, split_a, item_a, split_b, item_b
+"""
+
 # Replies made on items that have since been rebuilt differently or removed: left out of every
 # metric until the slice is run again (`--model <model>` rebuilds it).
 _LISTED = [t for m in FAMILY_MODULES.values() for t in getattr(m, "STALE_LISTED", m.MADE_ON)]
@@ -430,6 +482,8 @@ TABLE_DOCS: dict[str, str] = {
     "report.units": "The items (or instances) each headline number rests on, with each one's share of the number.",
     "report.item_stats": ("Per item of each headline number scored by two or more models: difficulty, "
                           "discrimination, the majority answer and a suspect flag, for pruning and fixing items."),
+    "report.near_duplicates": ("Pairs of near-duplicate items of a family, in one split or across two: 1 - "
+                                "edit distance / length of their normalised texts, 0.9 or more, same numbers."),
     "report.item_answers": ("Each model's answer and the gold per item, where a family's answers are labels "
                             "(IB, WakenLLM): what report.item_stats' label checks read."),
     "report.stale": ("Replies made on items since rebuilt differently or removed, per family, model and scope: "
@@ -515,6 +569,11 @@ VIEW_COLUMN_DOCS: dict[str, str] = {
     "discrimination": "correlation across models of the item's score with their score on the other items",
     "suspect": ("why the item may be broken (every model, or a majority of three or more, gave one answer scored "
                 "wrong: a possible label error; every model scored 0; stronger models score lower), else NULL"),
+    "split_a": "the first item's dataset, level or language", "item_a": "the first item",
+    "split_b": "the second item's dataset, level or language", "item_b": "the second item",
+    "across_splits": "true when the two items lie in different datasets, levels or languages",
+    "similarity": "1 - Levenshtein distance / the longer length of the two normalised texts, in bytes (1: the same text)",
+    "text_a": "the first item's text as compared", "text_b": "the second item's text as compared",
     "majority_answer": "the answer more than half the models gave, where the family's answers are labels",
     "answer": "the model's answer as read from its reply (IB: option numbers; WakenLLM: True/False/Unknown)",
     "correct": "whether the answer was scored right",

@@ -226,6 +226,10 @@ ITEM_ANSWERS = f"""
     FROM {current_rows('waken.outcomes', 'waken.items', ITEM_KEYS['waken.items'])}
     WHERE setting = 'vanilla' AND step = 'direct' AND prediction IS NOT NULL"""
 
+# `report.near_duplicates`' texts: the facts and the hypothesis of each item.
+ITEM_TEXTS = """
+    SELECT 'waken' AS family, dataset AS split, item_id AS item, context || ' ' || question AS text FROM waken.items"""
+
 # `report.mechanisms`' rows: how many items entered each stimulation stage, and why.
 MECHANISMS = """
     SELECT 'waken' AS family, d.model, d.dataset AS scope,
