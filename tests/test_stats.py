@@ -247,8 +247,10 @@ def test_in_a_browser_the_leaderboard_shows_intervals_comparisons_and_the_item_s
     from playwright.sync_api import sync_playwright
 
     from tests.test_report import _chromium
+    from warehouse import Warehouse
 
     cfg, _ = two_models
+    wh = Warehouse(cfg.warehouse_path())
     folder = (cfg.warehouse_path().parent / "reports").resolve()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
@@ -264,6 +266,8 @@ def test_in_a_browser_the_leaderboard_shows_intervals_comparisons_and_the_item_s
         page.click("text=Item statistics")
         assert page.locator("h1").inner_text() == "Item statistics (report.item_stats)"
         assert page.locator("#items tbody tr").count() > 0
+        assert page.locator("h2").inner_text() == "Near-duplicate items (report.near_duplicates)"
+        assert page.locator("#near-duplicates tbody tr").count() == wh.scalar("SELECT count(*) FROM report.near_duplicates")
         browser.close()
 
 
