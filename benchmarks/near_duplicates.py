@@ -26,6 +26,7 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.test_stats import item_text_tables  # noqa: E402
 from warehouse.schema import NEAR_DUPLICATE_SIMILARITY, VIEWS  # noqa: E402
 
 RATES = (0.01, 0.04, 0.08)  # share of characters substituted in a planted copy
@@ -55,12 +56,7 @@ def run(items: int, words: int, planted: int, zipf: bool, seed: int) -> dict:
             item = f"p{rate}-{n}"
             rows.append(("planted", item, "".join(text), rows[source][3]))
             copies.setdefault(rate, []).append((rows[source][1], item))
-    con = duckdb.connect()
-    for schema in ("report", "ib", "waken", "s1"):
-        con.execute(f"CREATE SCHEMA {schema}")
-    con.execute("CREATE TABLE ib.items (dataset VARCHAR, base_id VARCHAR, context VARCHAR, question VARCHAR)")
-    con.execute("CREATE TABLE waken.items (dataset VARCHAR, item_id VARCHAR, context VARCHAR, question VARCHAR)")
-    con.execute("CREATE TABLE s1.items (language VARCHAR, item_id VARCHAR, question VARCHAR)")
+    con = item_text_tables()
     con.executemany("INSERT INTO ib.items VALUES (?, ?, ?, ?)", rows)
     con.execute(f"CREATE VIEW report.near_duplicates AS {VIEWS['report.near_duplicates']}")
     started = time.perf_counter()

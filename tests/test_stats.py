@@ -325,15 +325,10 @@ def test_the_resampled_numbers_are_the_statistics_themselves():
         assert got == pytest.approx(ratio([pooled[i] for i in row]))
 
 
-def test_near_duplicate_items_are_paired_within_and_across_splits_in_any_script():
-    """Hand-made items: one question asked in two IB datasets with other case and punctuation
-    (similarity 1, across splits); IB variants of one base question (one text: no pair); two
-    Chinese S1 questions one character apart; arithmetic questions that differ only in a number
-    (two questions, not duplicates); unrelated texts; a template shared by 60 items; one question
-    copied into 55 items (its 5-grams too common to be evidence) and a variant of it elsewhere."""
+def item_text_tables():
+    """An in-memory DuckDB holding only the item columns `report.near_duplicates` reads (also used by
+    `benchmarks/near_duplicates.py`)."""
     import duckdb
-
-    from warehouse.schema import VIEWS
 
     con = duckdb.connect()
     for schema in ("report", "ib", "waken", "s1"):
@@ -341,6 +336,18 @@ def test_near_duplicate_items_are_paired_within_and_across_splits_in_any_script(
     con.execute("CREATE TABLE ib.items (dataset VARCHAR, base_id VARCHAR, context VARCHAR, question VARCHAR)")
     con.execute("CREATE TABLE waken.items (dataset VARCHAR, item_id VARCHAR, context VARCHAR, question VARCHAR)")
     con.execute("CREATE TABLE s1.items (language VARCHAR, item_id VARCHAR, question VARCHAR)")
+    return con
+
+
+def test_near_duplicate_items_are_paired_within_and_across_splits_in_any_script():
+    """Hand-made items: one question asked in two IB datasets with other case and punctuation
+    (similarity 1, across splits); IB variants of one base question (one text: no pair); two
+    Chinese S1 questions one character apart; arithmetic questions that differ only in a number
+    (two questions, not duplicates); unrelated texts; a template shared by 60 items; one question
+    copied into 55 items (its 5-grams too common to be evidence) and a variant of it elsewhere."""
+    from warehouse.schema import VIEWS
+
+    con = item_text_tables()
     long = "Every sparrow is a bird and every bird has feathers. Pip is a sparrow. Does Pip have feathers?"
     ib = [("fld", "b1", None, long), ("fld", "b1", None, long), ("folio", "b9", None, long.upper().replace(".", " ;")),
           ("fld", "b2", None, "What is 12 plus 3 when counted on the fingers of both hands together?"),
