@@ -78,7 +78,7 @@ T = TypeVar("T")
 # how long the writer waits for more finished calls before a commit, unless half the back-pressure
 # room is full or nothing is left in flight: a commit costs 5-9 ms of CPU whatever its size, so at
 # 64 calls in flight at 0.5 s a 0.2 s wait made commits of about 25 rows (the writer's thread spent
-# 0.26-0.31 ms of CPU per call) where waiting for 64 spends 0.14-0.18 (README, the ledger's
+# 0.26-0.31 ms of CPU per call) where waiting for 64 spends 0.14-0.18 (design/performance.md, the ledger's
 # benchmark). What a kill may lose is bounded by the room (`Lane.unsaved`), not by this wait.
 _FLUSH_GATHER_S = 1.0
 _IDLE_RELEASE_S = 0.5  # without work this long, the writer yields the warehouse to a process that waits

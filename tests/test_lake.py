@@ -479,9 +479,9 @@ def test_a_writer_killed_mid_commit_leaves_the_partition_whole_and_the_lock_free
 
 
 def test_the_readmes_lake_configuration_is_valid_and_its_dagster_storage_is_the_shipped_files(tmp_path):
-    from tests.test_readme import README
+    from tests.test_readme import TEXT
 
-    section = README[README.index("### Beyond one machine"):]
+    section = TEXT[re.search(r"^#+ Beyond one machine", TEXT, re.M).start():]
     lake_yaml, storage_yaml = re.findall(r"```yaml\n(.*?)```", section, re.S)[:2]
     data = {**yaml.safe_load(lake_yaml), "models": {"m": {"base_url": "http://127.0.0.1:9/v1", "model": "x"}},
             "evaluate": ["m"], "judge": "m"}

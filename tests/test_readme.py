@@ -11,13 +11,16 @@ from warehouse import Warehouse
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-DOCS = {path: path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]}
+DOCS = {path: path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+                                            *sorted((ROOT / "design").glob("*.md"))]}
+TEXT = "\n".join(DOCS.values())  # the README and every document, where a recipe may live
+README_LINES = 320  # the front door's budget (about 300 lines): the rest goes to docs/ by topic
 
 
 def readme_queries() -> list[str]:
-    """Every SQL block of the README and of docs/*.md, one query per statement."""
+    """Every SQL block of the README, docs/*.md and design/*.md, one query per statement."""
     out = []
-    for block in re.findall(r"```sql\n(.*?)```", "\n".join(DOCS.values()), re.S):
+    for block in re.findall(r"```sql\n(.*?)```", TEXT, re.S):
         for q in block.split(";"):
             q = "\n".join(line for line in q.splitlines() if not line.strip().startswith("--")).strip()
             if q:
@@ -60,6 +63,33 @@ def test_each_family_has_its_document_and_the_readme_links_it():
         assert (ROOT / "docs" / f"{f.key}.md").exists() and f"(docs/{f.key}.md)" in README
 
 
+def test_the_readme_is_a_front_door_within_its_line_budget_and_links_every_document():
+    """The README stays short (what it is, the two commands, the layout, the families, where to read next);
+    the rest lives in docs/ and design/, each document reachable from it."""
+    assert len(README.splitlines()) <= README_LINES, f"README.md has {len(README.splitlines())} lines, over {README_LINES}"
+    for path in DOCS:
+        if path.name != "README.md":
+            assert f"({path.relative_to(ROOT)})" in README, f"README.md does not link {path.relative_to(ROOT)}"
+
+
+def test_each_family_document_cites_its_paper_as_its_release_does():
+    """docs/<key>.md follows lm-eval's task template: the paper with its link, the release's own BibTeX
+    entry, what it builds, a fidelity checklist and a changelog."""
+    import importlib
+
+    from configuration.families import FAMILIES
+
+    for f in FAMILIES:
+        text = (ROOT / "docs" / f"{f.key}.md").read_text()
+        headings = re.findall(r"^## (.+)$", text, re.M)
+        assert [h for h in headings if h in {"Paper", "Citation", "What it builds", "Checklist", "Changelog"}] == \
+            ["Paper", "Citation", "What it builds", "Checklist", "Changelog"], f.key
+        citation = importlib.import_module(f"releases.{f.key}").PAPER.citation
+        assert f"```bibtex\n{citation}\n```" in text, f.key
+        url = re.search(r"url=\{(https://arxiv\.org/abs/[\d.]+)\}", citation).group(1)
+        assert f"]({url})" in text and "shared/papers" not in text, f.key
+
+
 def test_readme_names_the_commands_ci_and_the_makefile_run():
     assert "make demo" in README and "make test" in README
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
@@ -67,8 +97,10 @@ def test_readme_names_the_commands_ci_and_the_makefile_run():
 
 
 def recipe_commands(marker: str = "recipes") -> list[list[str]]:
-    """The commands of a README recipes block (`<!-- recipes: ...`, `<!-- batch-recipes: ...`), as argument lists."""
-    block = README.split(f"<!-- {marker}:", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    """The commands of a recipes block of the README or a document (`<!-- recipes: ...`, `<!-- batch-recipes: ...`),
+    as argument lists."""
+    assert TEXT.count(f"<!-- {marker}:") == 1, marker
+    block = TEXT.split(f"<!-- {marker}:", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
     return [line.split("#")[0].split() for line in block.splitlines() if line.strip() and not line.startswith("#")]
 
 
@@ -187,7 +219,7 @@ def test_the_readme_plan_recipes_print_calls_time_tokens_and_cost(tmp_path, monk
     from tests.conftest import stub_config
     from tests.test_plan import SMALL
 
-    price = yaml.safe_load(README.split("    price: ", 1)[1].split("\n", 1)[0])
+    price = yaml.safe_load(TEXT.split("    price: ", 1)[1].split("\n", 1)[0])
     commands = recipe_commands("plan-recipes")
     assert [c[3:] for c in commands] == [["--plan"], ["--plan", "--select", "waken", "--latency", "2.5"],
                                          ["--plan", "--model", "qwen7b"]]
@@ -228,7 +260,7 @@ def test_the_readme_release_recipes_write_releases_that_datasets_loads_and_a_con
 
     every, one = recipe_commands("release-recipes")
     assert every == [".venv/bin/python", "-m", "releases"] and one[3:5] == ["--select", "waken"]
-    snippet = README.split("from datasets import load_dataset\n", 1)[1].split("\n", 1)[0]
+    snippet = TEXT.split("from datasets import load_dataset\n", 1)[1].split("\n", 1)[0]
     folder, config, split = re.match(r'ds = load_dataset\("([^"]+)", "(\w+)", split="(\w+)"\)', snippet).groups()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     (tmp_path / "a").mkdir()
@@ -252,7 +284,7 @@ def test_the_readme_release_recipes_write_releases_that_datasets_loads_and_a_con
         ds = load_dataset(path, config, split=split, cache_dir=str(tmp_path / "hf"))
         assert ds.num_rows == Warehouse(cfg.warehouse_path()).scalar("SELECT count(*) FROM waken.items")
         # read back: the README's `release.load` block, the waken release only
-        block = README.split("```yaml\nrelease:\n", 1)[1].split("```", 1)[0]
+        block = TEXT.split("```yaml\nrelease:\n", 1)[1].split("```", 1)[0]
         load = yaml.safe_load("release:\n" + block)["release"]["load"]
         assert set(load) == {"waken", "muso"}
         (tmp_path / "b").mkdir()
@@ -277,7 +309,7 @@ def test_the_readme_batch_api_configuration_sends_each_turn_through_the_batch_en
     from tests.conftest import stub_config
     from tests.test_plan import SMALL
 
-    block = README.split("### Batch mode", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    block = re.split(r"^#+ Batch mode", TEXT, maxsplit=1, flags=re.M)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     batch = yaml.safe_load(block)["models"]["gpt5mini"]["batch"]
     assert batch == {"mode": "api"}
     with StubServer(responder=lambda body: "Solutions: [[1]]\nConfidence: 50") as stub:
