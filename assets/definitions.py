@@ -7,7 +7,6 @@ location from loading with the file, key and expectation in the error.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import dagster as dg
@@ -18,14 +17,14 @@ from assets.release import release_asset
 from assets.report import model_report
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import config_path, load_config
-from configuration.families import FAMILIES
+from configuration.families import FAMILIES, load
 
 
 def build_definitions(path: str | Path | None = None) -> dg.Definitions:
     cfg_path = Path(path) if path is not None else config_path()
     cfg = load_config(cfg_path)
-    # each family's assets from its module, assets/<key>.py, in the registry's order
-    family_assets = [a for f in FAMILIES for a in importlib.import_module(f"assets.{f.key}").build_assets(cfg)]
+    # each family's assets from its `build_assets` (the registry's `Parts.assets`), in the registry's order
+    family_assets = [a for f in FAMILIES for a in load(f.parts.assets)(cfg)]
     # The ledger summary comes last: items assets call judges and validators, responses the models.
     calling = [models, *family_assets]
     summary = llm_call_summary_asset([a.key for a in calling])

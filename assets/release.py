@@ -10,6 +10,7 @@ import releases
 from assets.resources import SettingsResource, WarehouseResource
 from configuration import Config
 from configuration.families import Family
+from releases import s1 as s1_release
 
 
 def release_asset(family: Family) -> dg.AssetsDefinition:
@@ -47,7 +48,7 @@ def released_s1_items(cfg: Config) -> list[dict[str, Any]] | None:
         return None
     path = cfg.beside(folder)
     rows = [r for lang in cfg.s1.languages for r in releases.read_part(path, "s1", lang)["s1.items"]]
-    return releases.spec("s1").as_source(rows, path.name)
+    return s1_release.as_source(rows, path.name)
 
 
 def released_tables(cfg: Config, key: str, partition: str) -> dict[str, list[dict[str, Any]]] | None:

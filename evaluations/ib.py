@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from configuration import IB_SETTINGS, Config
-from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query, stored_or_configured
+from evaluations.calls import AT_MOST, EXACT, Counts, Line, Protocol, Query, stored_or_configured
 from generators import ib as ib_gen
 from generators.ib import ALL_FALSE
 from llm_calls import CallRequest, Ledger
@@ -525,3 +525,7 @@ def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
                 asked += n * (2 if setting == "multi_turn" else 1)
             out.append(Line("ib", cfg.judge, "ib.judge", asked, AT_MOST, src, name, model))
     return out
+
+
+# what the cross-family code reads (configuration/families.py: Parts.protocol)
+PROTOCOL = Protocol(planned_calls, planned_requests, flow_depth=FLOW_DEPTH)

@@ -30,7 +30,7 @@ from typing import Any
 
 from configuration import Config
 from evaluations import scoring
-from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query, stored_or_configured
+from evaluations.calls import AT_MOST, EXACT, Counts, Line, Protocol, Query, stored_or_configured
 from generators import muso as muso_gen
 from llm_calls import CallRequest, CallResult, Ledger
 from validators.checks import Check
@@ -562,3 +562,7 @@ def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
     # the later turns carry the solve reply: conversations with equal replies are one request
     return [Line("muso", model, step, n, EXACT if step.endswith(".solve") else AT_MOST, src, pk, model)
             for (model, step, src, pk), n in per_step.items()]
+
+
+# what the cross-family code reads (configuration/families.py: Parts.protocol)
+PROTOCOL = Protocol(planned_calls, planned_requests, left_out_at_demo=muso_gen.left_out_at_demo)

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from configuration import Config
-from evaluations.calls import AT_MOST, EXACT, Counts, Line, Query
-from generators.s1 import built_subcategories, load_registry
+from evaluations.calls import AT_MOST, EXACT, Counts, Line, Protocol, Query
+from generators.s1 import built_subcategories, left_out_at_demo, load_registry
 from generators.s1_construction import DISCRIMINATE, GENERATE, REDUCE, VALIDATE, programmatic_candidates
 from llm_calls import CallRequest, Ledger
 from validators.judge import Judge
@@ -294,3 +294,7 @@ def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
         out.append(Line("s1", model, EVALUATE, calls, kind, src, for_model=model))
         out.append(Line("s1", cfg.judge, f"{EVALUATE}.judge", 3 * calls, AT_MOST, src, for_model=model))
     return out
+
+
+# what the cross-family code reads (configuration/families.py: Parts.protocol)
+PROTOCOL = Protocol(planned_calls, planned_requests, left_out_at_demo=left_out_at_demo)

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from configuration import Config, derived_seed
-from evaluations.calls import AT_LEAST, AT_MOST, EXACT, Counts, Line, Query, stored_or_configured
+from evaluations.calls import AT_LEAST, AT_MOST, EXACT, Counts, Line, Protocol, Query, stored_or_configured
 from llm_calls import CallRequest, CallResult, Ledger
 from llm_calls.flows import Session
 from validators import outcomes
@@ -557,3 +557,7 @@ def _planned_lines(cfg: Config, counts: Counts) -> list[Line]:
             out.append(Line("waken", cfg.judge, "waken.judge", sum(over[s.over] for s in declared), AT_MOST, src,
                             name, model))
     return out
+
+
+# what the cross-family code reads (configuration/families.py: Parts.protocol)
+PROTOCOL = Protocol(planned_calls, planned_requests, flow_depth=FLOW_DEPTH)

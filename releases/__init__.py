@@ -40,14 +40,13 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
-import importlib
 import json
 import logging
 import os
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +56,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from configuration import Config
-from configuration.families import BY_KEY, FAMILIES
+from configuration.families import BY_KEY, FAMILIES, load
 from configuration.licenses import LICENSE_URLS, LICENSES
 from warehouse import Warehouse, open_warehouse
 
@@ -97,6 +96,20 @@ class Paper:
 
 
 @dataclass(frozen=True)
+class Release:
+    """What a family gives its release (`releases/<key>.py: RELEASE`, named by the registry)."""
+
+    description: str  # the card's first paragraph
+    task_categories: tuple[str, ...]  # the hub's task categories
+    paper: Paper
+    parts: Callable[[Config, Warehouse], list[Part]]  # its configurations, from the stored items
+    tables_of: Callable[[list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]  # released rows -> item tables
+    languages: Callable[[Config, list[str]], tuple[str, ...]]  # the languages of the named configurations
+    construction: Callable[[Config], str]  # how the items were built, for the card
+    limits: Callable[[Config], list[str]]  # the card's known limits, one line each
+
+
+@dataclass(frozen=True)
 class Written:
     folder: Path
     license: str
@@ -123,16 +136,17 @@ def combined_license(parts: Sequence[Part]) -> str | None:
     return None
 
 
-def spec(key: str) -> Any:
-    """Family `key`'s release module (`releases/<key>.py`): optional, so a family without one is said
-    to have no release, never a traceback."""
-    try:
-        return importlib.import_module(f"releases.{key}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"releases.{key}":
-            raise  # the module exists and itself imports something missing
-        raise ReleaseError(f"{BY_KEY[key].title if key in BY_KEY else key}: no release is defined for this family "
-                           f"(releases/{key}.py is optional; add it to publish the family's items)") from None
+def spec(key: str) -> Release:
+    """Family `key`'s release part (the registry's `Parts.release`, `releases/<key>.py: RELEASE`): a
+    family without one is said to have no release, never a traceback."""
+    family = BY_KEY.get(key)
+    if family is None or family.parts.release is None:
+        raise ReleaseError(f"{family.title if family else key}: no release is defined for this family (add "
+                           f"releases/{key}.py with a RELEASE and name it in its registry entry to publish its items)")
+    release = load(family.parts.release)
+    if not isinstance(release, Release):
+        raise TypeError(f"{key}: {family.parts.release} is a {type(release).__name__}, not a Release")
+    return release
 
 
 def table_of(wh: Warehouse, sql: str, params: Sequence[Any] = ()) -> pa.Table:
@@ -245,11 +259,11 @@ def _size(n: int) -> str:
 
 def asked(cfg: Config, wh: Warehouse, key: str, scopes: int = 3, chars: int = 1500) -> list[tuple[str, str, str]]:
     """(scope, model, prompt) for the card: the first stored reply of each of the family's first
-    `scopes` headline scopes (its `SAMPLES`), with the messages its call sent, as the run asked
+    `scopes` headline scopes (its `WarehouseParts.samples`), with the messages its call sent, as the run asked
     them. Empty when no evaluated model has replies yet."""
-    from warehouse.schema import FAMILY_MODULES
+    from warehouse.schema import FAMILY_PARTS
 
-    sql = getattr(FAMILY_MODULES[key], "SAMPLES", None)
+    sql = FAMILY_PARTS[key].samples
     out: list[tuple[str, str, str]] = []
     for model in cfg.evaluate if sql else ():
         seen: set[str] = set()
@@ -281,7 +295,7 @@ def card(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapp
         **({"license_name": "mixed", "license_details": "; ".join(f"{p.name}: {p.license or 'unknown'}" for p in parts)}
            if license == "other" else {}),
         "language": list(family.languages(cfg, [p.name for p in parts])),
-        "task_categories": list(family.TASK_CATEGORIES),
+        "task_categories": list(family.task_categories),
         "size_categories": [_size(total)],
         "tags": ["benchsmith", "reasoning", "benchmark", key],
         "configs": [{"config_name": p.name, "data_files": [{"split": SPLIT, "path": f"{p.name}/{SPLIT}.parquet"}]}
@@ -292,7 +306,7 @@ def card(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapp
                           "download_size": files[p.name].stat().st_size}
                          for p in parts],
     }
-    paper: Paper = family.PAPER
+    paper: Paper = family.paper
     rows = "\n".join(f"| `{p.name}` | {p.table.num_rows} | {', '.join(f'{k}: {v}' for k, v in sorted(p.labels.items()))} "
                      f"| {p.license or 'unknown'} | {'; '.join(p.sources)} |" for p in parts)
     conflict = ("\n**The sources' licences conflict**: no one licence covers every configuration; each "
@@ -306,7 +320,7 @@ def card(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapp
                                   "the prompts are built by the family's evaluation code when a model is evaluated.")
     body = f"""# {fam.title}: a Benchsmith build
 
-{family.DESCRIPTION}
+{family.description}
 
 Built by Benchsmith from the configuration whose digest is `{version(cfg, key)}`
 (scale `{cfg.scale}`, seed `{cfg.seed}`); the same configuration and seed build the same items, and
@@ -390,9 +404,9 @@ def _croissant(mlc: Any, cfg: Config, key: str, family: Any, fam: Any, parts: Se
         record_sets.append(mlc.RecordSet(ctx=ctx, id=p.name, name=p.name, fields=fields,
                                          description=f"{fam.title}, configuration {p.name}, split {SPLIT}"))
     urls = [LICENSE_URLS.get(x, x) for x in ([license] if license != "other" else sorted({p.license or "unknown" for p in parts}))]
-    metadata = mlc.Metadata(ctx=ctx, name=f"benchsmith-{key}-{version(cfg, key)}", description=family.DESCRIPTION,
+    metadata = mlc.Metadata(ctx=ctx, name=f"benchsmith-{key}-{version(cfg, key)}", description=family.description,
                             license=urls, url=f"https://huggingface.co/datasets/benchsmith-{key}",
-                            version=f"1.0.0+{version(cfg, key)}", cite_as=family.PAPER.citation,
+                            version=f"1.0.0+{version(cfg, key)}", cite_as=family.paper.citation,
                             date_published=datetime.datetime.now(datetime.UTC).replace(
                                 hour=0, minute=0, second=0, microsecond=0),
                             in_language=list(family.languages(cfg, [p.name for p in parts])),

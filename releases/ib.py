@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from configuration import Config
-from releases import Paper, Part, labels, provenance, table_of
+from releases import Paper, Part, Release, labels, provenance, table_of
 from warehouse import Warehouse
 
 DESCRIPTION = ("Judging and choice items whose correct label is often the rare (sparse) one: Unknown, none of the "
@@ -78,3 +78,7 @@ def limits(cfg: Config) -> list[str]:
         out.append("MultiRC has no standard licence (SuperGLUE's card: research use): name the one you release it "
                    "under in release.source_licenses.multirc.")
     return out
+
+
+# what the cross-family code reads (configuration/families.py: Parts.release)
+RELEASE = Release(DESCRIPTION, TASK_CATEGORIES, PAPER, parts, tables_of, languages, construction, limits)

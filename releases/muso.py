@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from configuration import Config
-from releases import Paper, Part, labels, table_of
+from releases import Paper, Part, Release, labels, table_of
 from warehouse import Warehouse
 
 DESCRIPTION = ("Multi-solution reasoning tasks (TimeTabling and SubsetSum) whose complete solution sets are "
@@ -65,3 +65,7 @@ def limits(cfg: Config) -> list[str]:
     return ["The instances are generated here, not the authors' released files: the same task definitions and "
             "bins, other draws.",
             "Levels beyond the configured bins are not in the release."]
+
+
+# what the cross-family code reads (configuration/families.py: Parts.release)
+RELEASE = Release(DESCRIPTION, TASK_CATEGORIES, PAPER, parts, tables_of, languages, construction, limits)

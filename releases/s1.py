@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from configuration import Config
-from releases import Paper, Part, labels, table_of
+from releases import Paper, Part, Release, labels, table_of
 from warehouse import Warehouse
 
 DESCRIPTION = ("Very simple bilingual questions, each accepted only when every small validator model answered it "
@@ -59,3 +59,7 @@ def construction(cfg: Config) -> str:
 def limits(cfg: Config) -> list[str]:
     return ["Which items are accepted depends on the validator models: with the embedded 135M model few are.",
             "`check_spec` says how an answer is checked exactly (JSON text); the rest need a judge."]
+
+
+# what the cross-family code reads (configuration/families.py: Parts.release)
+RELEASE = Release(DESCRIPTION, TASK_CATEGORIES, PAPER, parts, tables_of, languages, construction, limits)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from configuration import Config
-from releases import Paper, Part, labels, provenance, table_of
+from releases import Paper, Part, Release, labels, provenance, table_of
 from warehouse import Warehouse
 
 DESCRIPTION = ("Logical-reasoning items (FLD-style proofs, FOLIO, ScienceQA) with True / False / Unknown labels, "
@@ -51,3 +51,7 @@ def construction(cfg: Config) -> str:
 def limits(cfg: Config) -> list[str]:
     return ["Items loaded from a source keep that source's licence and errors; the Unknown halves are made here.",
             "`extra` holds the construction's details (depth, distractors, source ids) as JSON text."]
+
+
+# what the cross-family code reads (configuration/families.py: Parts.release)
+RELEASE = Release(DESCRIPTION, TASK_CATEGORIES, PAPER, parts, tables_of, languages, construction, limits)

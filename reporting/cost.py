@@ -28,7 +28,6 @@ rows with their run ids): what the provider counted, not an estimate.
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,7 +36,7 @@ from typing import Any
 
 from configuration import Config, ModelConfig
 from configuration.families import FAMILIES
-from evaluations.calls import Query
+from evaluations.calls import Query, protocol_of
 from llm_calls import CallRequest
 from llm_calls.endpoints import default_sampling, model_identity, model_messages
 from llm_calls.ledger import probe_request
@@ -68,8 +67,8 @@ def planned_requests(cfg: Config, query: Query) -> Iterator[tuple[str, str, Call
     for name in cfg.models:
         yield name, "models.probe", probe_request(cfg.probe_prompt)
     for family in FAMILIES:
-        protocol = importlib.import_module(f"evaluations.{family.key}")
-        if hasattr(protocol, "planned_requests"):
+        protocol = protocol_of(family)
+        if protocol.planned_requests is not None:
             yield from protocol.planned_requests(cfg, query)
 
 

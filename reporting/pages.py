@@ -13,7 +13,6 @@ stored rows left it empty (no Unknown answers to stimulate, no confidence stated
 from __future__ import annotations
 
 import html
-import importlib
 import json
 import os
 import re
@@ -22,17 +21,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from configuration.families import FAMILIES, title
+from configuration.families import FAMILIES, load, title
 from reporting.panels import Panel, Plot, Writer
 from warehouse import Warehouse
-from warehouse.schema import FAMILY_MODULES
+from warehouse.schema import FAMILY_PARTS
 
 
 def safe_name(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", model)
 
 
-PANELS = tuple(importlib.import_module(f"reporting.panels.{f.key}").panel for f in FAMILIES)
+PANELS = tuple(load(f.parts.panel) for f in FAMILIES)  # each family's panel(wh, model, writer) -> Panel
 
 
 # -- HTML -----------------------------------------------------------------------------------------
@@ -95,12 +94,12 @@ def render(model: str, about: dict[str, Any], panels: Sequence[Panel]) -> str:
 
 # -- the replies behind each headline number (the per-sample view) -------------------------------
 
-# Per family: the replies a headline scope rests on (`SAMPLES` in warehouse/<key>.py). Current replies
+# Per family: the replies a headline scope rests on (`WarehouseParts.samples`). Current replies
 # only (see `warehouse.schema.current`): a stale reply is in no number, so it is on no page either.
-SAMPLES = {key: module.SAMPLES for key, module in FAMILY_MODULES.items()}
+SAMPLES = {key: parts.samples for key, parts in FAMILY_PARTS.items()}
 SAMPLES_SHOWN = 100  # replies per scope on the index page; the page says how many it leaves out
 # A metric whose replies are one step of its scope's (WakenLLM's TCR1: stage 1): its link sets that filter
-SAMPLE_STEPS = {key: getattr(module, "SAMPLE_STEPS", {}) for key, module in FAMILY_MODULES.items()}
+SAMPLE_STEPS = {key: parts.sample_steps for key, parts in FAMILY_PARTS.items()}
 
 
 def anchor(family: str, scope: str) -> str:

@@ -32,7 +32,6 @@ match a request, so it is an upper bound on what the cache will answer.
 
 from __future__ import annotations
 
-import importlib
 import math
 import statistics
 from collections import defaultdict
@@ -40,8 +39,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from configuration import Config
+from configuration.families import BY_KEY, Family
 from configuration.families import FAMILIES as FAMILY_LIST
-from evaluations.calls import AT_LEAST, AT_MOST, EXACT, Line, Query
+from evaluations.calls import AT_LEAST, AT_MOST, EXACT, Line, Query, protocol_of
 from reporting.summary import stored_items
 from warehouse import Warehouse
 
@@ -66,14 +66,14 @@ def models_lines(cfg: Config) -> list[Line]:
     return [Line("llm", name, "models.probe", 1) for name in cfg.models]
 
 
-def _family_lines(key: str) -> Callable[[Config, Warehouse | None], list[Line]]:
-    protocol = importlib.import_module(f"evaluations.{key}")
+def _family_lines(family: Family) -> Callable[[Config, Warehouse | None], list[Line]]:
+    protocol = protocol_of(family)
     return lambda cfg, wh: protocol.planned_calls(cfg, query_of(wh))
 
 
 # "llm" (the probe) first, then the families in the registry's order
 FAMILIES: dict[str, Callable[[Config, Warehouse | None], list[Line]]] = {
-    "llm": lambda cfg, wh: models_lines(cfg), **{f.key: _family_lines(f.key) for f in FAMILY_LIST}}
+    "llm": lambda cfg, wh: models_lines(cfg), **{f.key: _family_lines(f) for f in FAMILY_LIST}}
 
 
 def plan_lines(cfg: Config, wh: Warehouse | None, families: Sequence[str] | None = None,
@@ -311,11 +311,11 @@ def hours(new_calls: int, concurrency: int, latency_s: float) -> float:
 
 def flow_depth(family: str) -> int | None:
     """The longest chain of dependent calls one item's flow makes, for a family whose protocol
-    runs as per-item flows (`llm_calls/flows.py`: the module's `FLOW_DEPTH`); None for one that
+    runs as per-item flows (`llm_calls/flows.py`: its `Protocol.flow_depth`); None for one that
     runs its steps one batch after another."""
     if family == "llm":
         return None
-    return getattr(importlib.import_module(f"evaluations.{family}"), "FLOW_DEPTH", None)
+    return protocol_of(BY_KEY[family]).flow_depth
 
 
 def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str]],
@@ -333,7 +333,7 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
     - per-item flows (Instruction Boundary, WakenLLM): every step's calls share the model's
       concurrency at once, so a model's time is its calls' total latency over its concurrency
       in whole waves, and at most the tail of one item's chain of dependent calls after that
-      (`FLOW_DEPTH` - 1 calls);
+      (`Protocol.flow_depth` - 1 calls);
     - steps one after another within a slice (the others): each step is its own waves at the
       model's concurrency;
     - a family's models (its slices, the judge) work at the same time, so the family takes its

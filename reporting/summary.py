@@ -3,8 +3,6 @@ leaves out, the item partitions stored (plain Python; `assets/materialize_all.py
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import sys
 import threading
 import time
@@ -13,6 +11,7 @@ from typing import Any
 
 from configuration import Config
 from configuration.families import BY_KEY, FAMILIES, KEYS, title
+from evaluations.calls import protocol_of
 from llm_calls.totals import TOTALS
 from warehouse import Warehouse
 from warehouse.sql import in_list
@@ -128,17 +127,15 @@ def stored_items(wh: Warehouse | None) -> dict[str, set[str]]:
 
 def left_out_at_demo(config: Config) -> list[str]:
     """What the demo scale leaves out of the configuration, one line each (the summary and the plan
-    print them): each family's own account (`left_out_at_demo` in its generators module, where it
-    has one: MuSoBench levels beyond `muso.demo_levels`, S1-Bench subcategories other than
+    print them): each family's own account (its `Protocol.left_out_at_demo`, where it has one:
+    MuSoBench levels beyond `muso.demo_levels`, S1-Bench subcategories other than
     `demo_subcategories`)."""
     if config.scale != "demo":
         return []
     out: list[str] = []
     for f in FAMILIES:
-        if importlib.util.find_spec(f"generators.{f.key}") is None:
-            continue  # a family with no generators module builds all it has at every scale
-        module = importlib.import_module(f"generators.{f.key}")
-        out += module.left_out_at_demo(config) if hasattr(module, "left_out_at_demo") else []
+        left_out = protocol_of(f).left_out_at_demo
+        out += left_out(config) if left_out else []
     return out
 
 

@@ -1,7 +1,6 @@
 """The family registry (configuration/families.py): each family is described once, every layer finds
-its parts by the family's key, and nothing else writes the list of families out."""
+its parts by the references its entry holds, and nothing else writes the list of families out."""
 
-import importlib
 import re
 from pathlib import Path
 
@@ -10,37 +9,54 @@ import pytest
 
 from assets.definitions import build_definitions
 from assets.jobs import job_names
-from configuration.families import FAMILIES, KEYS
+from configuration.families import FAMILIES, KEYS, load
 from warehouse import schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# what the cross-family code takes from each family's module, per layer
-PARTS = {
-    "warehouse": ("TABLES", "VIEWS", "TABLE_DOCS", "VIEW_COLUMN_DOCS", "ITEM_KEYS", "MADE_ON", "HEADLINE",
-                  "MECHANISMS", "SAMPLES"),
-    "evaluations": ("planned_calls",),
-    "assets": ("build_assets",),
-    "reporting.panels": ("panel",),
-    "configuration": (),  # the section: Family.config (test below)
-}
+def test_every_family_s_parts_are_its_layers_contract_types():
+    """Each registry entry names its parts; each loads as its layer's contract type (or a function for
+    the assets and the panel), and the release part is there exactly when the family has a release."""
+    from evaluations.calls import Protocol, protocol_of
+    from releases import Release, spec
+    from warehouse import parts
+
+    for f in FAMILIES:
+        assert isinstance(parts.of(f), parts.WarehouseParts)
+        assert isinstance(protocol_of(f), Protocol)
+        assert callable(load(f.parts.assets)) and callable(load(f.parts.panel))
+        assert (f.release is not None) == (f.parts.release is not None)
+        if f.parts.release:
+            assert isinstance(spec(f.key), Release)
 
 
-def test_every_family_has_its_module_in_each_layer_with_the_parts_the_layer_reads():
-    missing = [f"{layer}.{f.key}.{part}" for f in FAMILIES for layer, parts in PARTS.items()
-               for part in parts if not hasattr(importlib.import_module(f"{layer}.{f.key}"), part)]
-    assert missing == []
+def test_a_part_that_is_missing_or_of_the_wrong_type_fails_naming_the_family_and_its_reference():
+    import dataclasses
+
+    from evaluations.calls import protocol_of
+    from warehouse import parts
+
+    muso = FAMILIES[0]
+    with pytest.raises(LookupError, match="warehouse.muso:NOPE: warehouse.muso has no NOPE"):
+        parts.of(dataclasses.replace(muso, parts=dataclasses.replace(muso.parts, warehouse="warehouse.muso:NOPE")))
+    with pytest.raises(LookupError, match="no module warehouse.nope"):
+        load("warehouse.nope:PARTS")
+    wrong = dataclasses.replace(muso, parts=dataclasses.replace(muso.parts, protocol="warehouse.muso:PARTS"))
+    with pytest.raises(TypeError, match="muso: warehouse.muso:PARTS is a WarehouseParts, not a Protocol"):
+        protocol_of(wrong)
 
 
 def test_a_family_s_tables_and_views_are_in_its_own_schema_and_its_items_table_is_among_them():
+    from warehouse import parts
+
     for f in FAMILIES:
-        module = importlib.import_module(f"warehouse.{f.key}")
-        names = [*module.TABLES, *module.VIEWS, *module.ITEM_KEYS, *module.MADE_ON]
+        p = parts.of(f)
+        names = [*p.tables, *p.views, *p.item_keys, *p.made_on]
         assert all(n.startswith(f"{f.key}.") for n in names), names
-        assert f.items_table in module.TABLES and f.items_table in module.ITEM_KEYS
+        assert f.items_table in p.tables and f.items_table in p.item_keys
         assert f.key in schema.SCHEMAS
         if f.partition_column:  # the partition column names an item together with the item id
-            assert module.ITEM_KEYS[f.items_table][0] == f.partition_column
+            assert p.item_keys[f.items_table][0] == f.partition_column
 
 
 def test_the_definitions_and_jobs_are_the_registry_s(tmp_path):
@@ -89,7 +105,7 @@ FIFTH = ROOT / "tests" / "fixtures" / "fifth_family"
 
 def _project_with_a_fifth_family(dest: Path) -> None:
     """A copy of the project (the files git tracks) with the fixture's family modules laid over it
-    and one registry entry added: exactly what README's "Adding a family" asks of a newcomer."""
+    and one registry entry added: exactly what docs/adding-a-family.md asks of a newcomer."""
     import shutil
     import subprocess
 
@@ -111,7 +127,7 @@ def _project_with_a_fifth_family(dest: Path) -> None:
     text = text.replace("from configuration.waken import WakenConfig\n",
                         "from configuration.toy import ToyConfig\nfrom configuration.waken import WakenConfig\n", 1)
     entry = ('    Family("toy", "Toy", "dataset", "toy_items", "toy_responses", "toy_metrics", "toy.items", "dataset",'
-             ' ToyConfig),\n)\nKEYS')
+             ' ToyConfig, Parts.of("toy", release=False)),\n)\nKEYS')
     assert text.count(")\nKEYS") == 1
     registry.write_text(text.replace(")\nKEYS", entry, 1))
     # and its row in the README's table of families, which links its document

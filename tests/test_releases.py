@@ -535,16 +535,30 @@ def test_the_paper_datasets_of_instruction_boundary_have_their_licences_and_mult
     assert any("MultiRC" in line for line in ib_release.limits(with_multirc))
 
 
-def test_a_family_without_a_release_module_is_said_to_have_none(monkeypatch):
-    """`releases/<key>.py` is optional: a family without one is named, the others released, no traceback."""
-    import sys as _sys
+def test_a_family_without_a_release_part_is_said_to_have_none(monkeypatch, capsys, tmp_path):
+    """A release is an optional part: a family whose registry entry names none is said to have none by
+    `spec` and by `python -m releases`, which goes on with the others; no traceback."""
+    import dataclasses
 
+    import releases
+    from configuration import families
     from releases import ReleaseError
     from releases import spec as release_spec
 
-    monkeypatch.setitem(_sys.modules, "releases.s1", None)  # as if releases/s1.py did not exist
+    s1 = families.BY_KEY["s1"]
+    without = dataclasses.replace(s1, parts=dataclasses.replace(s1.parts, release=None))
+    monkeypatch.setitem(families.BY_KEY, "s1", without)
+    monkeypatch.setattr(releases, "FAMILIES", tuple(without if f.key == "s1" else f for f in families.FAMILIES))
+    assert without.release is None and s1.release == "s1_release"
     with pytest.raises(ReleaseError, match="no release is defined for this family"):
         release_spec("s1")
+    monkeypatch.setattr(releases, "write", lambda cfg, wh, key, out: (_ for _ in ()).throw(ReleaseError("no items")))
+    import configuration
+    monkeypatch.setattr(configuration, "load_config", lambda: None)
+    monkeypatch.setattr(releases, "open_warehouse", lambda cfg: None)
+    assert releases.main([]) == 1  # the others were tried (and had no items here)
+    out = capsys.readouterr()
+    assert "S1-Bench: no release is defined for this family" in out.out and "S1-Bench" not in out.err
 
 
 @pytest.mark.slow

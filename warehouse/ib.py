@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from warehouse.parts import WarehouseParts
 from warehouse.sql import current_rows
 
 TABLES: dict[str, str] = {
@@ -240,3 +241,9 @@ SAMPLES = f"""
         FROM {current_rows('ib.responses', 'ib.items', ITEM_KEYS['ib.items'], 'r')}
         JOIN ib.items i ON i.dataset = r.dataset AND i.item_id = r.item_id
         WHERE r.model = ? ORDER BY scope, item"""
+
+# what the cross-family code reads (configuration/families.py: Parts.warehouse)
+PARTS = WarehouseParts(tables=TABLES, views=VIEWS, table_docs=TABLE_DOCS, view_column_docs=VIEW_COLUMN_DOCS,
+                       item_keys=ITEM_KEYS, made_on=MADE_ON, headline=HEADLINE, mechanisms=MECHANISMS,
+                       samples=SAMPLES, headline_units=HEADLINE_UNITS, item_answers=ITEM_ANSWERS,
+                       item_texts=ITEM_TEXTS, stale_listed=STALE_LISTED)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from warehouse.parts import WarehouseParts
 from warehouse.sql import current_rows
 from warehouse.sql import pct as _pct
 
@@ -220,3 +221,8 @@ SAMPLES = f"""
         JOIN muso.instances i ON i.partition_key = r.partition_key AND i.instance_id = r.instance_id
         LEFT JOIN llm.calls c ON c.key = json_extract_string(r.call_keys, '$[0]')
         WHERE r.model = ? AND r.variant = 'standard' ORDER BY scope, item"""
+
+# what the cross-family code reads (configuration/families.py: Parts.warehouse)
+PARTS = WarehouseParts(tables=TABLES, views=VIEWS, table_docs=TABLE_DOCS, view_column_docs=VIEW_COLUMN_DOCS,
+                       item_keys=ITEM_KEYS, made_on=MADE_ON, headline=HEADLINE, mechanisms=MECHANISMS,
+                       samples=SAMPLES, headline_units=HEADLINE_UNITS, view_column_doc=view_column_doc)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from warehouse.parts import WarehouseParts
 from warehouse.sql import current_rows
 from warehouse.sql import pct as _pct
 
@@ -345,3 +346,8 @@ NOT_ALL_CORRECT = """
     GROUP BY 1 HAVING bool_and(coalesce(v.correct, false)) = false OR count(*) = 0
     ORDER BY 1"""
 
+# what the cross-family code reads (configuration/families.py: Parts.warehouse)
+PARTS = WarehouseParts(tables=TABLES, views=VIEWS, table_docs=TABLE_DOCS, view_column_docs=VIEW_COLUMN_DOCS,
+                       item_keys=ITEM_KEYS, made_on=MADE_ON, headline=HEADLINE, mechanisms=MECHANISMS,
+                       samples=SAMPLES, headline_units=HEADLINE_UNITS, item_texts=ITEM_TEXTS,
+                       view_column_doc=view_column_doc)

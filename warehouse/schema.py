@@ -11,13 +11,13 @@ file gains new columns (`create_schema`).
 from __future__ import annotations
 
 import hashlib
-import importlib
 import re
-from types import ModuleType
+from collections.abc import Iterable
 
 import duckdb
 
 from configuration.families import FAMILIES
+from warehouse import parts
 from warehouse.sql import current_rows, literal, made_on_join
 
 TABLES: dict[str, str] = {
@@ -168,10 +168,10 @@ TABLES: dict[str, str] = {
 
 
 # -- the families' parts (configuration/families.py lists them; warehouse/<key>.py holds each) ---------
-FAMILY_MODULES: dict[str, ModuleType] = {f.key: importlib.import_module(f"warehouse.{f.key}") for f in FAMILIES}
-SCHEMAS = ("llm", "sources", "runs", *FAMILY_MODULES, "report")
-for _module in FAMILY_MODULES.values():
-    TABLES.update(_module.TABLES)
+FAMILY_PARTS: dict[str, parts.WarehouseParts] = {f.key: parts.of(f) for f in FAMILIES}
+SCHEMAS = ("llm", "sources", "runs", *FAMILY_PARTS, "report")
+for _parts in FAMILY_PARTS.values():
+    TABLES.update(_parts.tables)
 
 # -- which items a response was made on (issue 25) ------------------------------------------------
 # Each family's items table and the columns that name one item; the tables of replies to those
@@ -179,8 +179,8 @@ for _module in FAMILY_MODULES.values():
 # item with the digest of its content and a reply with the digest of its item as stored when the
 # reply is written. A reply whose item is gone, or now holds another question (another seed or
 # configuration rebuilt the items), is stale: the metrics leave it out and `report.stale` lists it.
-ITEM_KEYS: dict[str, tuple[str, ...]] = {k: v for m in FAMILY_MODULES.values() for k, v in m.ITEM_KEYS.items()}
-MADE_ON: dict[str, str] = {k: v for m in FAMILY_MODULES.values() for k, v in m.MADE_ON.items()}
+ITEM_KEYS: dict[str, tuple[str, ...]] = {k: v for p in FAMILY_PARTS.values() for k, v in p.item_keys.items()}
+MADE_ON: dict[str, str] = {k: v for p in FAMILY_PARTS.values() for k, v in p.made_on.items()}
 
 
 def current(table: str, alias: str = "") -> str:
@@ -218,12 +218,12 @@ VIEWS: dict[str, str] = {
 }
 
 
-for _module in FAMILY_MODULES.values():
-    VIEWS.update(_module.VIEWS)
+for _parts in FAMILY_PARTS.values():
+    VIEWS.update(_parts.views)
 
 
-def _union(part: str) -> str:
-    return "\n    UNION ALL".join(getattr(m, part) for m in FAMILY_MODULES.values())
+def _union(sqls: Iterable[str]) -> str:
+    return "\n    UNION ALL".join(sqls)
 
 
 # Every family's headline numbers in one long table (fractions, tokens or counts; `n` is what the
@@ -234,7 +234,7 @@ VIEWS["report.headline"] = f"""
     SELECT h.*, h.model = '-' OR NOT EXISTS (SELECT 1 FROM llm.models)
            OR h.model IN (SELECT name FROM llm.models WHERE coalesce(evaluated, true)) AS configured,
            i.lo, i.hi, i.method AS interval, i.unit_set
-    FROM ({_union("HEADLINE")}
+    FROM ({_union(p.headline for p in FAMILY_PARTS.values())}
     ) h
     LEFT JOIN report.intervals i ON i.family = h.family AND i.model = h.model AND i.scope = h.scope
          AND i.metric = h.metric AND i.value IS NOT DISTINCT FROM h.value
@@ -247,15 +247,15 @@ VIEWS["report.headline"] = f"""
 _NO_UNITS = ("SELECT NULL::VARCHAR AS family, NULL::VARCHAR AS model, NULL::VARCHAR AS scope, NULL::VARCHAR AS metric, "
              "NULL::VARCHAR AS unit, NULL::DOUBLE AS num, NULL::DOUBLE AS den, NULL::DOUBLE AS conf WHERE false")
 VIEWS["report.units"] = "\n    UNION ALL".join(
-    "\n    SELECT * FROM (" + getattr(m, "HEADLINE_UNITS", _NO_UNITS) + ")" for m in FAMILY_MODULES.values())
+    "\n    SELECT * FROM (" + (p.headline_units or _NO_UNITS) + ")" for p in FAMILY_PARTS.values())
 
-# Each model's answer per unit where a family's answers are labels (`ITEM_ANSWERS`: IB's options,
+# Each model's answer per unit where a family's answers are labels (`WarehouseParts.item_answers`: IB's options,
 # WakenLLM's True/False/Unknown), with the gold and whether it was scored right.
 _NO_ANSWERS = ("SELECT NULL::VARCHAR AS family, NULL::VARCHAR AS model, NULL::VARCHAR AS scope, NULL::VARCHAR AS metric, "
                "NULL::VARCHAR AS unit, NULL::VARCHAR AS answer, NULL::VARCHAR AS gold, NULL::BOOLEAN AS correct "
                "WHERE false")
 VIEWS["report.item_answers"] = "\n    UNION ALL".join(
-    "\n    SELECT * FROM (" + getattr(m, "ITEM_ANSWERS", _NO_ANSWERS) + ")" for m in FAMILY_MODULES.values())
+    "\n    SELECT * FROM (" + (p.item_answers or _NO_ANSWERS) + ")" for p in FAMILY_PARTS.values())
 
 # Item statistics for benchmark builders: per item (unit) of each headline number scored by two or
 # more models, its difficulty (the mean score over models), its discrimination (the correlation across
@@ -300,7 +300,7 @@ VIEWS["report.item_stats"] = """
 """
 
 # Near-duplicate items of a family, in one split (dataset, level, language) or across two: the items'
-# texts (`ITEM_TEXTS`) lower-cased with every run of characters that are no letter or digit made one
+# texts (`WarehouseParts.item_texts`) lower-cased with every run of characters that are no letter or digit made one
 # space, then compared by edit distance: similarity = 1 - Levenshtein distance / the longer length,
 # both in UTF-8 bytes as DuckDB's `levenshtein` counts them (so any script compares, Chinese too).
 # Pairs at 0.9 or more that state the same numbers in the same order are listed ("12 plus 3" and
@@ -318,7 +318,7 @@ VIEWS["report.near_duplicates"] = """
     WITH t AS (SELECT family, split, item, text,
                       trim(regexp_replace(lower(text), '[^\\p{L}\\p{N}]+', ' ', 'g')) AS norm
                FROM (""" + "\n    UNION ALL ".join(
-    "SELECT * FROM (" + getattr(m, "ITEM_TEXTS", _NO_TEXTS) + ")" for m in FAMILY_MODULES.values()) + """)),
+    "SELECT * FROM (" + (p.item_texts or _NO_TEXTS) + ")" for p in FAMILY_PARTS.values()) + """)),
     g AS (SELECT DISTINCT family, norm,
                  unnest(CASE WHEN length(norm) <= 5 THEN [norm]
                              ELSE list_transform(range(1, length(norm) - 3), i -> substr(norm, i, 5)) END) AS gram
@@ -353,11 +353,11 @@ VIEWS["report.near_duplicates"] = """
 
 # Replies made on items that have since been rebuilt differently or removed: left out of every
 # metric until the slice is run again (`--model <model>` rebuilds it).
-_LISTED = [t for m in FAMILY_MODULES.values() for t in getattr(m, "STALE_LISTED", m.MADE_ON)]
+_LISTED = [t for p in FAMILY_PARTS.values() for t in p.stale_tables]
 VIEWS["report.stale"] = " UNION ALL ".join(_stale_branch(t) for t in _LISTED) + "\n    ORDER BY family, model, scope"
 
 # Whether each family's main mechanism was exercised, and why not: the demo's honest summary.
-VIEWS["report.mechanisms"] = f"""{_union("MECHANISMS")}
+VIEWS["report.mechanisms"] = f"""{_union(p.mechanisms for p in FAMILY_PARTS.values())}
     ORDER BY family, model, scope, mechanism
 """
 
@@ -472,7 +472,7 @@ TABLE_DOCS: dict[str, str] = {
                    "rerun skips the steps up to date)."),
     "sources.records": "Rows loaded from source datasets (hub or local files) for WakenLLM and Instruction Boundary.",
     "llm.call_summary": "Calls per model x purpose x status: counts, truncated, tokens, latency, attempts.",
-    **{k: v for m in FAMILY_MODULES.values() for k, v in m.TABLE_DOCS.items()},
+    **{k: v for p in FAMILY_PARTS.values() for k, v in p.table_docs.items()},
     "report.mechanisms": "Whether each family's main mechanism was exercised per model and scope, and the counts behind it.",
     "report.headline": ("Every family's headline numbers per model (fractions; tokens; counts), with what each is "
                         "over and whether the model is still configured."),
@@ -580,7 +580,7 @@ VIEW_COLUMN_DOCS: dict[str, str] = {
 }
 
 
-VIEW_COLUMN_DOCS.update({k: v for m in FAMILY_MODULES.values() for k, v in m.VIEW_COLUMN_DOCS.items()})
+VIEW_COLUMN_DOCS.update({k: v for p in FAMILY_PARTS.values() for k, v in p.view_column_docs.items()})
 
 
 def _view_column_doc(col: str) -> str:
@@ -588,8 +588,8 @@ def _view_column_doc(col: str) -> str:
     family (`view_column_doc`: TCR1 U, EN Rsn, ...), else the table column of that name."""
     if VIEW_COLUMN_DOCS.get(col):
         return VIEW_COLUMN_DOCS[col]
-    for module in FAMILY_MODULES.values():
-        doc = module.view_column_doc(col) if hasattr(module, "view_column_doc") else None
+    for p in FAMILY_PARTS.values():
+        doc = p.view_column_doc(col) if p.view_column_doc else None
         if doc:
             return doc
     return COLUMN_DOCS.get(col) or COLUMN_DOCS.get(col.lower(), "") or f"{col} (see the view's comment)"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from warehouse.parts import WarehouseParts
 from warehouse.sql import current_rows
 from warehouse.sql import pct as _pct
 
@@ -288,3 +289,9 @@ SAMPLES = f"""
 # The replies each headline metric rests on, as a filter of its scope's replies (the step they were made at)
 SAMPLE_STEPS: dict[str, str] = {"acc_direct": "direct", "vague_perception_share": "direct", "TCR1": "stage1",
                                 "TCR2": "stage2"}
+
+# what the cross-family code reads (configuration/families.py: Parts.warehouse)
+PARTS = WarehouseParts(tables=TABLES, views=VIEWS, table_docs=TABLE_DOCS, view_column_docs=VIEW_COLUMN_DOCS,
+                       item_keys=ITEM_KEYS, made_on=MADE_ON, headline=HEADLINE, mechanisms=MECHANISMS,
+                       samples=SAMPLES, headline_units=HEADLINE_UNITS, item_answers=ITEM_ANSWERS,
+                       item_texts=ITEM_TEXTS, sample_steps=SAMPLE_STEPS, view_column_doc=view_column_doc)
