@@ -33,8 +33,6 @@ from dagster._utils import ensure_file, touch_file
 
 # (stdout file, stderr file) of the run whose code is running, in this context
 _FILES: contextvars.ContextVar[tuple[IO[str], IO[str]] | None] = contextvars.ContextVar("run_logs", default=None)
-_installed = threading.Lock()
-_active = 0  # captures open in this process: the tees come off when the last one ends
 
 
 class _Tee(io.TextIOBase):
@@ -86,7 +84,7 @@ class ThreadComputeLogManager(LocalComputeLogManager):
         for path in paths:
             ensure_file(path)
         with open(paths[0], "a", encoding="utf-8") as out, open(paths[1], "a", encoding="utf-8") as err:
-            _tees_on()
+            _TEES.on()
             token = _FILES.set((out, err))
             try:
                 yield CapturedLogContext(log_key)
@@ -97,30 +95,37 @@ class ThreadComputeLogManager(LocalComputeLogManager):
                     except (OSError, ValueError):
                         pass  # a closed stream (a test's capture) must not fail the run
                 _FILES.reset(token)
-                _tees_off()
+                _TEES.off()
         touch_file(self.complete_artifact_path(log_key))  # as Dagster's: the capture is complete
 
 
-def _tees_on() -> None:
-    global _active
-    with _installed:
-        if _active == 0:
-            if not isinstance(sys.stdout, _Tee):
-                sys.stdout = _Tee(sys.stdout, 0)
-            if not isinstance(sys.stderr, _Tee):
-                sys.stderr = _Tee(sys.stderr, 1)
-        _active += 1
+class _Tees:
+    """The process's stdout and stderr tees: on while any capture is open, off when the last ends."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = 0  # captures open in this process
+
+    def on(self) -> None:
+        with self.lock:
+            if self.active == 0:
+                if not isinstance(sys.stdout, _Tee):
+                    sys.stdout = _Tee(sys.stdout, 0)
+                if not isinstance(sys.stderr, _Tee):
+                    sys.stderr = _Tee(sys.stderr, 1)
+            self.active += 1
+
+    def off(self) -> None:
+        with self.lock:
+            self.active -= 1
+            if self.active == 0:
+                if isinstance(sys.stdout, _Tee):
+                    sys.stdout = sys.stdout.stream
+                if isinstance(sys.stderr, _Tee):
+                    sys.stderr = sys.stderr.stream
 
 
-def _tees_off() -> None:
-    global _active
-    with _installed:
-        _active -= 1
-        if _active == 0:
-            if isinstance(sys.stdout, _Tee):
-                sys.stdout = sys.stdout.stream
-            if isinstance(sys.stderr, _Tee):
-                sys.stderr = sys.stderr.stream
+_TEES = _Tees()
 
 
 _DAGSTERS_LOCAL = ("dagster._core.storage.local_compute_log_manager", "LocalComputeLogManager")

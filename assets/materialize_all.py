@@ -58,9 +58,7 @@ from typing import TYPE_CHECKING
 from assets import up_to_date
 from assets.jobs import FAMILIES, LAST, SelectionError, Step, plan_steps, run_tags, stage_of, waits_for
 from generators import ahead
-from llm_calls import batch
-from llm_calls.batch import EXPORT_ENV
-from llm_calls.totals import TOTALS
+from llm_calls import EXPORT_ENV, TOTALS, BatchImportError, exported, import_file, round_files
 from reporting.summary import Done, Progress, clock, left_out_at_demo, stored_items, summary
 from warehouse import Warehouse, open_warehouse
 from warehouse.connection import WarehouseVersionError, duckdb_threads
@@ -191,7 +189,7 @@ def levels_ahead(config, levels: Sequence[str]) -> Iterator[None]:
     while the block runs their steps, each step taking its level from it; this process's DuckDB
     leaves the worker a core meanwhile. Nothing started when there are no levels."""
     from generators import muso
-    from llm_calls.embedded import usable_cores
+    from llm_calls import usable_cores
 
     jobs = [muso.level_job(config, key) for key in levels]
     with ahead.building_ahead(muso.build_level, jobs) as worker:
@@ -318,9 +316,9 @@ def _finish(done: list[Done], run_ids: Sequence[str], wh: Warehouse, config) -> 
         paid = _spent(config, wh, [r for r in run_ids if r])
         if paid:
             print(paid)
-        waiting = batch.exported(wh)
+        waiting = exported(wh)
         if waiting:
-            rounds = batch.round_files(waiting)
+            rounds = round_files(waiting)
             print(f"\nwaiting on batch files: {sum(n for _, _, n in rounds)} requests of {len(waiting)} step(s), one "
                   "file per model holding every step's pending requests; run each (e.g. vLLM: python -m "
                   "vllm.entrypoints.openai.run_batch -i FILE -o OUT --model M), put the outputs in one folder, "
@@ -453,7 +451,7 @@ def _import_batches(files: list[str]) -> int:
     """`--import-batch`: each file read into the ledger, or refused whole with its bad lines; lines that
     are no result (not JSON, not UTF-8) are named and skipped, and the exit status is 1."""
     from configuration import ConfigError, load_config
-    from llm_calls.endpoints import ModelRegistry
+    from llm_calls import ModelRegistry
     from reporting import cost
 
     settle_heap()
@@ -480,7 +478,7 @@ def _import_batches(files: list[str]) -> int:
     with ModelRegistry(config) as registry:  # identities only: no endpoint is called, no server started
         for name in paths:
             try:
-                report = batch.import_file(wh, registry, Path(name))
+                report = import_file(wh, registry, Path(name))
                 print(report.line())
                 for line in report.unreadable[:20]:  # skipped, their requests pending: said, and the exit says so
                     print(f"unreadable, skipped: {line}", file=sys.stderr)
@@ -490,7 +488,7 @@ def _import_batches(files: list[str]) -> int:
                 if paid:
                     print(paid.replace("Spent by this run", "Results read"))
                 run_ids.append(report.run_id)
-            except batch.BatchImportError as exc:
+            except BatchImportError as exc:
                 print(exc, file=sys.stderr)
                 status = 1
     if len(run_ids) > 1:

@@ -9,9 +9,7 @@ import openai
 from assets.metadata import table
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import ConfigError
-from llm_calls import redact
-from llm_calls.embedded import EmbeddedModelError
-from llm_calls.ledger import probe_request
+from llm_calls import EmbeddedModelError, probe_request, redact
 
 GROUP = "llm"
 

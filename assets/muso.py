@@ -23,7 +23,7 @@ from evaluations import scoring
 from generators import ahead
 from generators import muso as gen
 from generators.muso import partitions, task_bins
-from llm_calls.batch import Waiting
+from llm_calls import Waiting
 from reporting.figures import draw_reliability, figure
 from validators import outcomes
 from validators.outcomes import CALL_FAILED

@@ -8,7 +8,7 @@ table shaped like `llm.calls` (the columns the lookup reads, a 2,000-character r
 several sizes, in a file as the warehouse is, and times both forms for batches of 1, 4, 64 and
 256 and 1,000 missing keys and of 4 stored ones (the median of 5 rounds of 100 queries each),
 printing milliseconds per query, their ratio, and which form the ledger uses for that batch
-(`llm_calls.ledger.lookup_sql`: literals up to `LITERAL_KEYS` keys).
+(`llm_calls.records.lookup_sql`: literals up to `LITERAL_KEYS` keys).
 
     python benchmarks/cache_lookup.py [--sizes 20000 200000]
 """
@@ -28,7 +28,7 @@ import duckdb
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from llm_calls.ledger import LITERAL_KEYS, lookup_sql  # noqa: E402
+from llm_calls.records import LITERAL_KEYS, lookup_sql  # noqa: E402
 
 
 def digest(text: str) -> str:

@@ -17,7 +17,7 @@ their range. Timings cover `Ledger.complete`
 only; the warehouse file exists beforehand, as it does in any run after the
 first.
 
-The ledger sends through the client's plain POST and reads the reply's JSON itself (`Ledger._call`);
+The ledger sends through the client's plain POST and reads the reply's JSON itself (`Ledger.send`);
 with `--plain` the bare side does the same, so the extra is the project's own cost beyond the very
 same HTTP path, where by default it is beyond the typed `create`.
 

@@ -219,7 +219,7 @@ def plan_seconds(text: str) -> tuple[float, float, float | None] | None:
 async def replay(url: str, bodies: list[dict], concurrency: int, plain: bool = False) -> tuple[float, float]:
     """The bare client: every stored request body, `concurrency` at a time, as one stream, through
     `chat.completions.create` (its typed layer, the issue's anchor), or with `plain` through the
-    client's plain POST and `json.loads`, the path the ledger takes (`Ledger._call`)."""
+    client's plain POST and `json.loads`, the path the ledger takes (`Ledger.send`)."""
     import httpx2
     import openai
 

@@ -47,18 +47,21 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from configuration import IB_SETTINGS, Config
 from evaluations.calls import AT_MOST, EXACT, Counts, Line, Protocol, Query, stored_or_configured
 from generators import ib as ib_gen
 from generators.ib import ALL_FALSE
-from llm_calls import CallRequest, Ledger
-from llm_calls.flows import Session
+from llm_calls import CallRequest
 from validators.checks import Check
 from validators.judge import Judge, OptionsCase
 from validators.outcomes import CALL_FAILED, FAILED, NEEDS_JUDGE, UNDECIDED
-from validators.read import NONE, UNKNOWN, Reading, answer_part, is_correct, read_label, read_options
+from validators.read import is_correct, read_label, read_options
+from validators.reply_text import NONE, UNKNOWN, Reading, answer_part
+
+if TYPE_CHECKING:  # annotations only: importing the ledger loads the HTTP client
+    from llm_calls import Ledger, Session
 
 SETTINGS = IB_SETTINGS  # named once, in the configuration
 # The items each setting asks (section 3): the insufficient variants for missing choices, the

@@ -26,17 +26,20 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from configuration import Config
 from evaluations import scoring
 from evaluations.calls import AT_MOST, EXACT, Counts, Line, Protocol, Query, stored_or_configured
 from generators import muso as muso_gen
-from llm_calls import CallRequest, CallResult, Ledger
+from llm_calls import CallRequest, CallResult
 from validators.checks import Check
 from validators.muso_read import ParsedAnswer, read_confidence, read_recheck, read_subsets, read_timetables
 from validators.outcomes import CALL_FAILED
-from validators.read import answer_part
+from validators.reply_text import answer_part
+
+if TYPE_CHECKING:  # annotations only: importing the ledger loads the HTTP client
+    from llm_calls import Ledger
 
 TIMETABLING_INSTRUCTION = (
     "You are asked to perform a timetabling task. Please find ALL FEASIBLE SCHEDULES that satisfies all "

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from configuration import Config
 from evaluations.calls import AT_MOST, EXACT, Counts, Line, Protocol, Query
 from generators.s1 import built_subcategories, left_out_at_demo, load_registry
 from generators.s1_construction import DISCRIMINATE, GENERATE, REDUCE, VALIDATE, programmatic_candidates
-from llm_calls import CallRequest, Ledger
+from llm_calls import CallRequest
 from validators.judge import Judge
 from validators.outcomes import CALL_FAILED, FAILED
 from validators.s1 import count_tokens, difficulty_awareness, redundancy
@@ -30,6 +30,9 @@ from validators.s1_read import (
     check_answer,
     format_type,
 )
+
+if TYPE_CHECKING:  # annotations only: importing the ledger loads the HTTP client
+    from llm_calls import Ledger
 
 # -- evaluation ------------------------------------------------------------------------------------
 

@@ -43,16 +43,19 @@ import asyncio
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from configuration import Config, derived_seed
 from evaluations.calls import AT_LEAST, AT_MOST, EXACT, Counts, Line, Protocol, Query, stored_or_configured
-from llm_calls import CallRequest, CallResult, Ledger
-from llm_calls.flows import Session
+from llm_calls import CallRequest, CallResult
 from validators import outcomes
 from validators.judge import Judge, OptionsCase
 from validators.outcomes import CALL_FAILED, JUDGE_FAILED, NEEDS_JUDGE, UNDECIDED
-from validators.read import LABELS, UNKNOWN, Reading, answer_part, read_label, read_options
+from validators.read import read_label, read_options
+from validators.reply_text import LABELS, UNKNOWN, Reading, answer_part
+
+if TYPE_CHECKING:  # annotations only: importing the ledger loads the HTTP client
+    from llm_calls import Ledger, Session
 
 ANSWER_FORMAT = ('Explain your reasoning briefly, then finish with one line: "Final answer: True", '
                  '"Final answer: False" or "Final answer: Unknown".')

@@ -29,18 +29,21 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from configuration import PerScale, derived_seed
 from generators.s1 import PROGRAMMATIC, Candidate, Registry, generation_prompt, parse_pairs, reduction_prompt
-from llm_calls import CallRequest, Ledger
+from llm_calls import CallRequest
 from validators import outcomes
 from validators.checks import Check
 from validators.judge import Judge
 from validators.outcomes import CALL_FAILED
-from validators.read import Reading, answer_part
+from validators.reply_text import Reading, answer_part
 from validators.s1 import near_duplicates
 from validators.s1_read import check_answer, read_verdict
+
+if TYPE_CHECKING:  # annotations only: importing the ledger loads the HTTP client
+    from llm_calls import Ledger
 
 DISCRIMINATION_PROMPT = (
     "Given a question, its answer, and its category, please analyze from the following perspectives as "

@@ -53,6 +53,8 @@ from typing import TYPE_CHECKING, Any
 
 from configuration import BatchConfig, Config
 from llm_calls.endpoints import Endpoint, ModelRegistry, chat_body, redact
+from llm_calls.records import Answer, CallStore, sent_params
+from llm_calls.transport import tls_context
 from warehouse import OnConflict
 
 if TYPE_CHECKING:  # `openai` is imported where a batch is sent or read: the run command reads
@@ -152,7 +154,6 @@ class Prepared:
 
 
 def prepare(ep: Endpoint, todo: Mapping[str, tuple[Any, Mapping[str, Any]]]) -> list[Prepared]:
-    from llm_calls.ledger import sent_params
 
     return [Prepared(key, [{"role": m["role"], "content": m["content"]} for m in req.messages],
                      sent_params(ep, key, params), req.sample_index) for key, (req, params) in todo.items()]
@@ -165,7 +166,6 @@ def file_text(ep: Endpoint, lines: Sequence[Prepared]) -> str:
 
 def answer_of_line(line: Mapping[str, Any], secrets: Sequence[str] = ()):
     """The `Answer` of one output or error line (OpenAI's layout and vLLM's `run_batch`'s)."""
-    from llm_calls.ledger import Answer
 
     response = line.get("response") or None
     status = response.get("status_code") if isinstance(response, Mapping) else None
@@ -322,7 +322,6 @@ def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str
     (the file may be imported again). The second pass stores the results, `chunk` rows a commit;
     each row is a whole call, so a run stopped midway leaves stored rows and pending ones, and
     importing the file again completes it."""
-    from llm_calls.ledger import _UPSERT
 
     path = Path(path)
     run_id = run_id or f"batch-import-{uuid.uuid4().hex[:12]}"
@@ -384,10 +383,10 @@ def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str
             answered += answer.ok
             failed += not answer.ok
             if len(rows) >= chunk:
-                writer.upsert("llm.calls", rows, _UPSERT)
+                CallStore(writer).save(rows)
                 rows = []
         if rows:
-            writer.upsert("llm.calls", rows, _UPSERT)
+            CallStore(writer).save(rows)
         batches = sorted({pending[k][1] for k in first})
         left = 0
         for bid in batches:
@@ -446,13 +445,12 @@ async def run_api(ledger: Any, ep: Endpoint, identity: str, purpose: str,
     not created again."""
     import openai
 
-    from llm_calls.ledger import _UPSERT, Answer, _tls_context
 
     lines = prepare(ep, todo)
     prefix = batch_id(ep.name, purpose, (p.key for p in lines))
     client = openai.AsyncOpenAI(
         base_url=ep.base_url, api_key=ep.api_key or "not-needed", max_retries=max(0, ledger.config.max_attempts - 1),
-        timeout=ledger.config.timeout_s, http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()))
+        timeout=ledger.config.timeout_s, http_client=openai.DefaultAsyncHttpxClient(verify=tls_context()))
     created = _now()
     try:
         earlier = await asyncio.to_thread(writer.query,
@@ -523,7 +521,7 @@ async def run_api(ledger: Any, ep: Endpoint, identity: str, purpose: str,
         row["endpoint_host"] = f"{ep.host} batch {provider_id or bid}"
         out[p.key] = result
         rows.append(row)
-    await asyncio.to_thread(writer.upsert, "llm.calls", rows, _UPSERT)
+    await asyncio.to_thread(CallStore(writer).save, rows)
     n_ok = sum(r.ok for r in out.values())
     await asyncio.to_thread(_update, writer, bid, status="read", output_file=",".join(f for f, _ in texts) or None,
                             n_ok=n_ok, n_failed=len(out) - n_ok, error=error, finished_at=_now())

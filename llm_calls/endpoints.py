@@ -97,7 +97,7 @@ def model_messages(m: ModelConfig, messages: Sequence[Mapping[str, str]]) -> lis
 
 def chat_body(served_model: str, messages: Sequence[Mapping[str, str]], sent: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON body of one chat completion request, `sent` being its parameters as sent
-    (`ledger.sent_params`), every one at the top level: a live call posts it, a batch line carries it."""
+    (`records.sent_params`), every one at the top level: a live call posts it, a batch line carries it."""
     return {"model": served_model, "messages": [dict(m) for m in messages], **sent}
 
 

@@ -59,7 +59,6 @@ import asyncio
 import contextlib
 import contextvars
 import itertools
-import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
@@ -71,7 +70,10 @@ import openai
 
 from llm_calls import batch
 from llm_calls.endpoints import default_sampling
+from llm_calls.records import CallStore, keyed_request
 from llm_calls.totals import TOTALS
+from llm_calls.transport import HEALTH, Progress, endpoint_unreachable, tls_context
+from warehouse.per_process import PerProcess
 
 T = TypeVar("T")
 
@@ -145,8 +147,6 @@ class Lane:
     def keyed(self, request: Any) -> tuple[Any, dict[str, Any], str]:
         """The request as this model is asked it (its system prompt or prefill), its parameters
         with the model's defaults, and its key: `Ledger.complete`'s, the one definition."""
-        from llm_calls.ledger import keyed_request
-
         return keyed_request(self.config, self.identity, self.defaults, request)
 
     def submit(self, ask: _Ask) -> None:
@@ -165,26 +165,24 @@ class Lane:
         """Resolve the endpoint (starting the embedded server if it is one), check a down one is
         back, then hand what was asked meanwhile to the endpoint's workers. A failure fails every
         call queued and to come."""
-        from llm_calls.ledger import _DOWN, _Progress, _tls_context, endpoint_unreachable
-
         ledger = self.session.ledger
         try:
             ep = await asyncio.to_thread(ledger.registry.endpoint, self.model)
-            if ep.base_url in _DOWN:  # down for an earlier run or batch: back now?
+            if ep.base_url in HEALTH.down:  # down for an earlier run or batch: back now?
                 why = await asyncio.to_thread(endpoint_unreachable, ep.base_url)
                 if why is None:
-                    _DOWN.pop(ep.base_url, None)
+                    HEALTH.down.pop(ep.base_url, None)
                 else:
-                    _DOWN[ep.base_url] = f"still unreachable: {why}"
+                    HEALTH.down[ep.base_url] = f"still unreachable: {why}"
             self.ep = ep
             self.secrets = ledger.registry.secrets()
-            self.shared = ledger._slots(ep)  # SlotsError: the slots' database unset or unreachable
+            self.shared = ledger.slots_for(ep)  # SlotsError: the slots' database unset or unreachable
             # a commit costs a few ms of CPU whatever its size: by default one commit takes a whole wave
             unsaved = ledger.config.max_unsaved or 2 * ep.concurrency
             self.enough = max(1, unsaved // 2)
             self.unsaved = asyncio.Semaphore(ep.concurrency + unsaved)  # requested but not yet committed
-            self.progress = _Progress(ep.name, total=0, cached=0, run_id=ledger.run_id)
-            self.client = _Clients.take(ep, ledger.config.timeout_s, _tls_context)
+            self.progress = Progress(ep.name, total=0, cached=0, run_id=ledger.run_id)
+            self.client = _Clients.take(ep, ledger.config.timeout_s, tls_context)
         except BaseException as exc:  # no call of this lane can be sent: each fails, none waits forever
             self._failed = exc
             for ask in self._early:
@@ -211,7 +209,7 @@ class Lane:
         ledger, session = self.session.ledger, self.session
         await self.unsaved.acquire()
         try:
-            result, row = await ledger._call(self.client, self.ep, self.identity, ask.purpose, ask.key,
+            result, row = await ledger.send(self.client, self.ep, self.identity, ask.purpose, ask.key,
                                              ask.request, ask.params, self.secrets, self.shared, self.pool.pause)
         except Exception as exc:  # not a failed call (that is a result): a fault, which the flow raises
             self.unsaved.release()
@@ -462,8 +460,6 @@ class Session:
             raise
 
     async def _db_loop(self) -> None:
-        from llm_calls.ledger import _UPSERT
-
         while True:
             if not self._lookups and not self._rows:
                 if self._closing:
@@ -491,7 +487,7 @@ class Session:
                 rows, self._rows = self._rows, []
                 fresh = not any(r["key"] in self._known for r, _ in rows)
                 async with self._lock:
-                    await asyncio.to_thread(self._writer.upsert, "llm.calls", [r for r, _ in rows], _UPSERT, fresh)
+                    await asyncio.to_thread(CallStore(self._writer).save, [r for r, _ in rows], fresh)
                 for r, lane in rows:
                     self._known.add(r["key"])
                     lane.unsaved.release()
@@ -521,7 +517,7 @@ class Session:
         self._lookup_lanes = set()
         self._looking = len(asks)
         async with self._lock:
-            found, known = await asyncio.to_thread(self.ledger._cached, [a.key for a in asks], self._writer)
+            found, known = await asyncio.to_thread(CallStore(self._writer).lookup, [a.key for a in asks])
         self._looking = 0
         self._room.set()
         self._known |= known
@@ -560,7 +556,7 @@ class Session:
                 todo = {a.key: (a.request, a.params) for a in asks}
                 try:
                     async with self._lock:
-                        out = await self.ledger._batch(model, lane.identity, purpose, todo, self._known, self._writer)
+                        out = await self.ledger.batch_turn(model, lane.identity, purpose, todo, self._known, self._writer)
                 except batch.BatchPending as exc:
                     self._pending.append(exc)
                     for a in asks:
@@ -664,21 +660,19 @@ class _Clients:
         await client.close()
 
 
-_call_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
-_call_loop_lock = threading.Lock()
+_call_loop = PerProcess()  # "loop" -> the process's call loop
 
 
 def call_loop() -> asyncio.AbstractEventLoop:
     """The process's event loop for model calls, running in a daemon thread of its own (started
     on first use; a forked child starts its own)."""
-    global _call_loop
-    with _call_loop_lock:
-        if _call_loop is None or _call_loop[0] != os.getpid():
+    with _call_loop.lock:
+        if "loop" not in _call_loop.here():
             loop = asyncio.new_event_loop()
             loop.set_default_executor(ThreadPoolExecutor(_LOOP_THREADS, thread_name_prefix="benchsmith-calls-io"))
             threading.Thread(target=loop.run_forever, name="benchsmith-calls", daemon=True).start()
-            _call_loop = (os.getpid(), loop)
-        return _call_loop[1]
+            _call_loop["loop"] = loop
+        return _call_loop["loop"]
 
 
 def run_in_call_loop(coro: Coroutine[Any, Any, T]) -> T:

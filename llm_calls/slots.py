@@ -38,6 +38,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from warehouse.per_process import PerProcess
+
 
 class SlotsError(RuntimeError):
     """The shared slots cannot be used (the Postgres database unreachable, the variable unset)."""
@@ -185,9 +187,7 @@ class PostgresSlots(Slots):
         self._execute("SELECT pg_advisory_unlock(%s, %s)", k)
 
 
-_ALL: dict[tuple[str, str, str], Slots] = {}
-_ALL_LOCK = threading.Lock()
-_ALL_PID = os.getpid()
+_ALL = PerProcess()  # (how, where, endpoint) -> this process's slots of it
 
 
 def default_dir() -> Path:
@@ -197,7 +197,6 @@ def default_dir() -> Path:
 
 def for_endpoint(endpoint: str, how: str, directory: Path | None = None, dsn_env: str = "") -> Slots | None:
     """This process's slots of `endpoint` (a base URL) for `ledger.endpoint_slots` = `how`."""
-    global _ALL_PID
     if how == "run":
         where = ""
     elif how == "postgres":
@@ -207,10 +206,8 @@ def for_endpoint(endpoint: str, how: str, directory: Path | None = None, dsn_env
                              "(ledger.slots_env) is not set; it holds a libpq connection string")
     else:
         where = str(directory or default_dir())
-    with _ALL_LOCK:
-        if os.getpid() != _ALL_PID:  # a forked child holds none of its parent's locks
-            _ALL.clear()
-            _ALL_PID = os.getpid()
+    with _ALL.lock:
+        _ALL.here()  # a forked child holds none of its parent's locks
         key = (how, where, endpoint)
         if key not in _ALL:
             _ALL[key] = (PostgresSlots(endpoint, where) if how == "postgres" else ProcessSlots(endpoint) if how == "run"

@@ -37,9 +37,7 @@ from typing import Any
 from configuration import Config, ModelConfig
 from configuration.families import FAMILIES
 from evaluations.calls import Query, protocol_of
-from llm_calls import CallRequest
-from llm_calls.endpoints import default_sampling, model_identity, model_messages
-from llm_calls.ledger import probe_request
+from llm_calls import CallRequest, default_sampling, model_identity, model_messages, probe_request
 from validators.s1 import count_tokens
 from warehouse import Warehouse
 
@@ -157,7 +155,7 @@ def _stored_requests(wh: Warehouse | None, purpose: str) -> tuple[float, float |
 
 def batched(m: ModelConfig, purpose: str) -> bool:
     """Whether `m`'s calls of `purpose` go through a provider's Batch API (the probe asks live)."""
-    from llm_calls.batch import LIVE_PURPOSES
+    from llm_calls import LIVE_PURPOSES
 
     return m.batch is not None and m.batch.mode == "api" and not purpose.startswith(LIVE_PURPOSES)
 

@@ -124,7 +124,7 @@ def _built(wh: Warehouse | None) -> set[tuple[str, str | None]]:
 def stored_calls(cfg: Config, wh: Warehouse | None, runs: set[str] | None = None) -> dict[tuple[str, str], int]:
     """Answered calls in the ledger per (model, purpose), for the configured models' identities;
     with `runs`, only the calls those Dagster runs made (see `selected_runs`)."""
-    from llm_calls.endpoints import model_identity
+    from llm_calls import model_identity
 
     if wh is None or not wh.exists():
         return {}
@@ -172,7 +172,7 @@ def stored_latency(cfg: Config, wh: Warehouse | None
 
 
 def _latencies(cfg: Config, wh: Warehouse | None) -> dict[tuple[str, str | None], tuple[float, int]]:
-    from llm_calls.endpoints import model_identity
+    from llm_calls import model_identity
 
     if wh is None or not wh.exists():
         return {}

@@ -12,7 +12,7 @@ from typing import Any
 from configuration import Config
 from configuration.families import BY_KEY, FAMILIES, KEYS, title
 from evaluations.calls import protocol_of
-from llm_calls.totals import TOTALS
+from llm_calls import TOTALS
 from warehouse import Warehouse
 from warehouse.sql import in_list
 

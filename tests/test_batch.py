@@ -372,7 +372,7 @@ def test_a_run_killed_between_creating_its_batch_and_recording_it_finds_the_batc
         ledger, _ = _ledger(stub, tmp_path, batch={"mode": "api", "poll_s": 0.01})
         asked = [CallRequest(user(f"Question {i}")) for i in range(2)]
         # what the killed run did: the `creating` row, then the batch at the provider, then nothing
-        identity, keyed, _ = ledger._keys("stub", asked)
+        identity, keyed, _ = ledger.keys("stub", asked)
         ep = offline_endpoint(ledger.registry, "stub")
         lines = prepare(ep, keyed)
         bid = batch_id("stub", "t.ask", keyed)
@@ -495,7 +495,7 @@ def test_a_batch_the_provider_no_longer_knows_fails_its_calls_and_the_next_run_b
     with StubServer(batch_polls=0) as stub:
         ledger, _ = _ledger(stub, tmp_path, batch={"mode": "api", "poll_s": 0.01})
         asked = [CallRequest(user(f"Question {i}")) for i in range(2)]
-        identity, keyed, _ = ledger._keys("stub", asked)
+        identity, keyed, _ = ledger.keys("stub", asked)
         ep = offline_endpoint(ledger.registry, "stub")
         writer = ledger.warehouse.writer()
         _record(writer, batch_id("stub", "t.ask", keyed), ep, identity, "t.ask", "api", prepare(ep, keyed),

@@ -3,7 +3,8 @@ plus the pitfalls of the authors' code."""
 
 import pytest
 
-from validators.read import NONE, is_correct, read_options
+from validators.read import is_correct, read_options
+from validators.reply_text import NONE
 
 GOLD = frozenset({1, 3})
 

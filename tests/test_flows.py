@@ -15,6 +15,7 @@ from evaluations.ib import FOLLOW_UP, Item, Runner
 from evaluations.waken import STIMULATION, Pipeline
 from evaluations.waken import Item as WakenItem
 from llm_calls import CallRequest, Ledger, ModelRegistry
+from llm_calls.records import CallStore
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config, user
 from tests.test_waken_pipeline import scripted
@@ -166,13 +167,13 @@ def test_a_steps_flows_start_as_its_requests_go_out_not_all_before_the_first(tmp
     first 64 flows have started, the last flow starts only once most requests have gone out (all
     started at once, none would have), and every flow still runs once."""
     started_when_sent: list[int] = []
-    call = Ledger._call
+    call = Ledger.send
 
     async def first_calls_counted(self, *args, **kwargs):
         started_when_sent.append(len(sent_when_started))
         return await call(self, *args, **kwargs)
 
-    monkeypatch.setattr(Ledger, "_call", first_calls_counted)
+    monkeypatch.setattr(Ledger, "send", first_calls_counted)
     with StubServer(delay_s=0.01) as stub:
         cfg = stub_config(stub, tmp_path, models={"stub": {"base_url": stub.base_url, "model": "stub-model",
                                                            "concurrency": 4}})
@@ -305,13 +306,13 @@ def test_a_partly_cached_batch_looks_up_each_answered_key_once(stub, stub_ledger
     requests = [CallRequest(user(f"q {k}")) for k in range(10)]
     stub_ledger.complete("stub", requests[:6])
     looked_up: list[str] = []
-    cached = Ledger._cached
+    cached = CallStore.lookup
 
-    def counting(self, keys, writer):
+    def counting(self, keys):
         looked_up.extend(keys)
-        return cached(self, keys, writer)
+        return cached(self, keys)
 
-    monkeypatch.setattr(Ledger, "_cached", counting)
+    monkeypatch.setattr(CallStore, "lookup", counting)
     results = stub_ledger.complete("stub", requests)
     assert [r.cached for r in results] == [True] * 6 + [False] * 4
     assert len(looked_up) == 10 + 4 and len(_chat(stub)) == 10
@@ -323,7 +324,7 @@ def test_a_fault_while_sending_fails_the_flow_instead_of_hanging_it(stub, stub_l
     async def broken(*args, **kwargs):
         raise RuntimeError("the send broke")
 
-    monkeypatch.setattr(Ledger, "_call", broken)
+    monkeypatch.setattr(Ledger, "send", broken)
 
     async def flow(s):
         return await s.ask("stub", CallRequest(user("q")), "t")
@@ -539,13 +540,13 @@ def test_asks_wait_for_their_lookup_together_only_while_their_endpoint_has_a_wav
     `_LOOKUP_GATHER_S`); at concurrency 10, nothing queued, each is looked up as it is asked (a
     worker would otherwise idle)."""
     looked_up: list[list[str]] = []
-    cached = Ledger._cached
+    cached = CallStore.lookup
 
-    def recording(self, keys, writer):
+    def recording(self, keys):
         looked_up.append(list(keys))
-        return cached(self, keys, writer)
+        return cached(self, keys)
 
-    monkeypatch.setattr(Ledger, "_cached", recording)
+    monkeypatch.setattr(CallStore, "lookup", recording)
     late = [CallRequest(user(f"late {i} [[stub: delay=0.05]]")) for i in range(8)]
 
     async def first(s, k):
@@ -565,7 +566,7 @@ def test_asks_wait_for_their_lookup_together_only_while_their_endpoint_has_a_wav
         with ModelRegistry(cfg) as reg:
             ledger = Ledger(Warehouse(cfg.warehouse_path()), reg)
             out = ledger.run_flows(lambda s: [*(first(s, k) for k in range(5)), spaced(s)])
-            late_keys = set(ledger._keys("stub", late)[2])
+            late_keys = set(ledger.keys("stub", late)[2])
         assert out[-1] == [True] * 8 and len(_chat(stub)) == 13
     lookups_with_late = [keys for keys in looked_up if late_keys & set(keys)]
     assert sum(len(late_keys & set(keys)) for keys in lookups_with_late) == 8

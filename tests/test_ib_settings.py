@@ -8,7 +8,7 @@ from evaluations.ib import EXAMPLES, FOLLOW_UP, MEANINGS, SETTINGS, Item, Runner
 from llm_calls import Ledger, ModelRegistry
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config
-from validators.read import NONE
+from validators.reply_text import NONE
 from warehouse import Warehouse
 
 JUDGING = Item("j:complete", "judging", "sparse", "complete", ("True", "False", "Unknown"), frozenset({3}),

@@ -381,7 +381,7 @@ def test_adding_a_model_evaluates_only_its_slices_and_the_first_models_rows_stay
 def test_the_progress_line_counts_steps_and_calls_and_bounds_the_time_left():
     import io
 
-    from llm_calls.ledger import TOTALS
+    from llm_calls.totals import TOTALS
     from reporting.summary import Progress
 
     out = io.StringIO()  # not a terminal: a line per step, none in between

@@ -3,7 +3,8 @@ the step that decided each reading (`validators.read`)."""
 
 import pytest
 
-from validators.read import UNKNOWN, normalise_gold_label, read_label, read_options
+from validators.read import normalise_gold_label, read_label, read_options
+from validators.reply_text import UNKNOWN
 
 CASES = [
     # (reply, label, method)

@@ -515,11 +515,11 @@ def test_on_the_lake_a_failure_is_recorded_replaced_by_the_next_success_and_neve
             assert wh.rows("SELECT status, attempts, total_attempts FROM llm.calls") == [
                 {"status": "ok", "attempts": 1, "total_attempts": 4}]
     # a late failure for the same key (another run's) leaves the success as it was
-    from llm_calls.ledger import _UPSERT
+    from llm_calls.records import UPSERT
 
     stored = wh.rows("SELECT * FROM llm.calls")[0]
     wh.writer().upsert("llm.calls", [{**stored, "status": "failed", "response_text": None, "error": "late", "attempts": 2}],
-                       _UPSERT)
+                       UPSERT)
     after = wh.rows("SELECT status, response_text, error, total_attempts FROM llm.calls")
     assert after == [{"status": "ok", "response_text": stored["response_text"], "error": None, "total_attempts": 4}]
 

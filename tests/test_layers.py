@@ -95,3 +95,46 @@ def test_families_never_import_each_other():
 def test_a_family_module_is_known_by_its_name():
     assert _family_of("evaluations.waken_metrics") == "waken" and _family_of("warehouse.ib") == "ib"
     assert _family_of("generators.fld") is None and _family_of("reporting.panels") is None
+
+
+def test_no_private_name_crosses_a_module_no_import_cycle_no_probe_no_global():
+    """The house's structure (`benchmarks/house.py`): no `_name` imported from another module of ours,
+    no cycle among our modules (imports inside functions count), no module looked up by a family's
+    key or probed for a part, and process state in objects rather than `global` statements."""
+    from benchmarks.house import measure
+
+    found = measure(ROOT)["_detail"]
+    assert found == {"private": [], "cycles": [], "probes": [], "globals": []}
+
+
+def test_the_structure_measure_finds_each_kind_of_finding(tmp_path):
+    """The measure itself: a private import, a cycle through an import inside a function, a probe
+    by a family's key and a `global` are each found."""
+    from benchmarks.house import measure
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("import importlib\nfrom pkg.b import _hidden\n_state = 0\n\n\ndef f(key):\n"
+                              "    global _state\n    return importlib.import_module(f'pkg.{key}')\n")
+    (pkg / "b.py").write_text("_hidden = 1\n\n\ndef g():\n    from pkg import a\n    return hasattr(module, 'X')\n")
+    found = measure(tmp_path)["_detail"]
+    assert [p.split(" ")[-1] for p in found["private"]] == ["pkg.b._hidden"]
+    assert found["cycles"] == [["pkg.a", "pkg.b"]]
+    assert sorted(p.split(" ")[-1] for p in found["probes"]) == ["hasattr", "import_module"]
+    assert len(found["globals"]) == 1
+
+
+def test_outside_the_call_engine_code_reaches_it_through_its_door():
+    """Assets, evaluations, generators, validators and reports import the engine from `llm_calls`
+    (its public names, `llm_calls/__init__.py`), never from the modules behind it."""
+    wrong = []
+    for folder in OURS - {"llm_calls"}:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("llm_calls."):
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} from {node.module}")
+                elif isinstance(node, ast.Import):
+                    wrong += [f"{path.relative_to(ROOT)}:{node.lineno} import {a.name}" for a in node.names
+                              if a.name.startswith("llm_calls.")]
+    assert wrong == []

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from llm_calls import CallRequest, Ledger, ModelRegistry, call_key
-from llm_calls.ledger import LITERAL_KEYS, Answer, backoff_delay, lookup_sql, retry_after_seconds
+from llm_calls.ledger import backoff_delay, retry_after_seconds
+from llm_calls.records import LITERAL_KEYS, Answer, lookup_sql
 from llm_calls.stub_server import StubServer
 from tests.conftest import stub_config, user
 from warehouse import Warehouse

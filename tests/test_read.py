@@ -9,7 +9,8 @@ import pytest
 
 from llm_calls import CallRequest
 from validators.judge import Judge, OptionsCase
-from validators.read import NONE, answer_part, read_label, read_number, read_options
+from validators.read import read_label, read_number, read_options
+from validators.reply_text import NONE, answer_part
 
 
 def cli(kind: str, reply: str, *args: str) -> dict:

@@ -11,9 +11,9 @@ import pytest
 
 from configuration import parse_config
 from llm_calls import CallRequest, Ledger, ModelRegistry, embedded
-from llm_calls import ledger as ledger_module
 from llm_calls.embedded import EmbeddedModelError, EmbeddedServer, describe_exit
-from llm_calls.ledger import TOTALS
+from llm_calls.totals import TOTALS
+from llm_calls.transport import HEALTH
 from tests.conftest import user, write_config
 from warehouse import Warehouse
 
@@ -24,10 +24,10 @@ MODEL = "smollm2-135m-instruct"
 def fresh_process_state(tmp_path, monkeypatch):
     """Each test is a run of its own: no server, crash or down endpoint remembered from another."""
     monkeypatch.setenv("BENCHSMITH_RUN_DIR", str(tmp_path / "run"))
-    for state in (embedded._BROKEN, embedded._DEATHS, ledger_module._DOWN):
+    for state in (embedded._BROKEN, embedded._DEATHS, HEALTH.down):
         state.clear()
     yield
-    for state in (embedded._BROKEN, embedded._DEATHS, ledger_module._DOWN):
+    for state in (embedded._BROKEN, embedded._DEATHS, HEALTH.down):
         state.clear()
 
 

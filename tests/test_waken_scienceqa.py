@@ -242,7 +242,7 @@ def test_a_draft_the_question_and_options_alone_decide_is_rejected():
     """The verifier asks the judge twice per draft; a Yes from the question and options alone rejects
     the draft whatever the cut context gives."""
     from validators.judge import _verdict
-    from validators.read import Reading
+    from validators.reply_text import Reading
 
     no, yes = Reading(False, "judge", "No"), Reading(True, "judge", "Yes")
     assert _verdict(no, yes)[0] == "rejected" and "alone decide" in _verdict(no, yes)[1]

@@ -22,11 +22,15 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from llm_calls import CallRequest, Ledger
+from llm_calls import CallRequest
 from validators.outcomes import JUDGE_FAILED
-from validators.read import NONE, Reading, read_label, read_options
+from validators.read import read_label, read_options
+from validators.reply_text import NONE, Reading
+
+if TYPE_CHECKING:  # annotations only: importing the ledger loads the HTTP client
+    from llm_calls import Ledger
 
 NO_ANSWER = "NO_ANSWER"
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from validators.read import INT_MAX, Reading, answer_part, plain, text_to_read
+from validators.reply_text import INT_MAX, Reading, answer_part, plain, text_to_read
 
 Answer = tuple[Any, ...]  # a canonical solution, or ("invalid", description)
 

@@ -40,77 +40,11 @@ import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from validators.muso_read import ParsedAnswer, read_confidence, read_subsets, read_timetables  # MuSoBench's own
 from validators.outcomes import NEEDS_JUDGE
-
-# -- the reading and the reply's parts ---------------------------------------------------------
-
-NONE = "none"  # the answer "no option is correct"
-UNKNOWN = "Unknown"
-LABELS = ("True", "False", "Unknown")
-INT_MAX = 2**31 - 1  # numbers above this are read as out of range, never stored as integers
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What a reply answers (`answer`, None when it gives none), how that was read (`method`),
-    and the text that decided it (`evidence`)."""
-
-    answer: Any
-    method: str
-    evidence: str | None = None
-    call_key: str | None = None  # the judge call that made this reading, when a judge did
-
-    @property
-    def decided(self) -> bool:
-        return self.answer is not None
-
-
-# s1.1 thinks after "<|im_start|>think" and answers after "<|im_start|>answer"; EXAONE-Deep closes with
-# "</thought>"; some models close with "</reason>" (paper 002's authors split replies at each of these).
-END_OF_THINKING = ("</think>", "</thinking>", "<|end_of_thought|>", "</thought>", "◁/think▷", "</reasoning>",
-                   "<|/think|>", "</reason>", "</ reason>", "</ think>", "<|im_start|>answer")
-OPEN_THINKING = re.compile(r"<think>|<thinking>|<\|begin_of_thought\|>|<thought>|◁think▷|<reasoning>|<reason>|"
-                           r"<\|im_start\|>think", re.I)
-
-
-def answer_part(reply: str | None, reasoning: str | None = None) -> tuple[str, str, bool]:
-    """(thinking, answer text, finished): the reply split at its last end-of-thinking marker.
-    `finished` is False when thinking was opened and never closed (a reply cut while thinking)."""
-    text = reply or ""
-    cut = max(((text.rfind(m), m) for m in END_OF_THINKING), key=lambda x: x[0])
-    if cut[0] >= 0:
-        thinking = OPEN_THINKING.sub("", text[:cut[0]]).strip()
-        return ((reasoning or "") + "\n" + thinking).strip(), text[cut[0] + len(cut[1]):].strip(), True
-    opened = OPEN_THINKING.search(text)
-    if opened:
-        return ((reasoning or "") + "\n" + text[opened.end():]).strip(), text[:opened.start()].strip(), False
-    return (reasoning or "").strip(), text.strip(), True
-
-
-_MARKDOWN = re.compile(r"\*\*|__|`+|^#+\s*|^>\s*|(?<!\w)\*(?=\S)|(?<=\S)\*(?!\w)", re.M)
-_LATEX_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|operatorname)\s*\{([^{}]*)\}")
-
-
-def plain(text: str) -> str:
-    """Markdown emphasis, headers, code ticks and LaTeX text wrappers removed; `$` dropped."""
-    text = _LATEX_WRAP.sub(r"\1", text)
-    text = text.replace("$", "").replace("\\(", "").replace("\\)", "").replace("\\[", "").replace("\\]", "")
-    text = text.replace("\\{", "{").replace("\\}", "}")
-    return _MARKDOWN.sub("", text)
-
-
-def text_to_read(reply: str | None, reasoning: str | None = None) -> tuple[str | None, Reading | None]:
-    """The plain answer text to read, or the reading when there is nothing to read."""
-    if (reply is None or not reply.strip()) and not reasoning:
-        return None, Reading(None, "empty")
-    _, answer, finished = answer_part(reply, reasoning)
-    if not answer:
-        return None, Reading(None, "empty" if finished else "unfinished_thinking")
-    return plain(answer), None
-
+from validators.reply_text import INT_MAX, NONE, UNKNOWN, Reading, plain, text_to_read
 
 # -- explicit answers and concluding statements -------------------------------------------------
 
@@ -524,8 +458,6 @@ KINDS = ("label", "choice", "choices", "subsetsum", "timetabling", "number", "co
 
 
 def _jsonable(reading: Any) -> dict[str, Any]:
-    from validators.muso_read import ParsedAnswer
-
     if isinstance(reading, ParsedAnswer):
         answers = [list(a) if a[0] != "invalid" else {"invalid": a[1]} for a in reading.answers]
         # "final_block" with nothing in it means the reply stated no solution
@@ -542,8 +474,6 @@ def read(kind: str, reply: str | None, *, options: int | Sequence[str] | None = 
          problem: Mapping[str, Any] | None = None) -> Any:
     """One reply read as `kind`, exactly as the pipeline reads it (no judge is asked): a `Reading`,
     or for the MuSoBench kinds a `validators.muso_read.ParsedAnswer`."""
-    from validators.muso_read import read_confidence, read_subsets, read_timetables  # MuSoBench's own
-
     if kind == "label":
         return read_label(reply, options=options if not isinstance(options, int) else None)
     if kind in ("choice", "choices"):

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from validators.read import END_OF_THINKING, OPEN_THINKING, answer_part, plain
+from validators.reply_text import END_OF_THINKING, OPEN_THINKING, answer_part, plain
 
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _NEGATION_ZH = "不没非未否别"

@@ -21,11 +21,8 @@ __all__ = ["OnConflict", "Warehouse", "WarehouseLockTimeout", "SCHEMAS", "open_w
 def open_warehouse(cfg: Config) -> Warehouse:
     """The warehouse the configuration names: the DuckDB file at `warehouse.path`, or the DuckLake
     of `warehouse.lake` (its reports still go beside `warehouse.path`)."""
-    lake = cfg.warehouse.lake
-    if lake is None:
+    if cfg.warehouse.lake is None:
         return Warehouse(cfg.warehouse_path(), cfg.warehouse.lock_timeout_s)
-    from warehouse.lake import open_lake
+    from warehouse.lake import open_configured
 
-    data = lake.data_path if "://" in lake.data_path else str(cfg.beside(lake.data_path))
-    return open_lake(lake.catalog, lake.catalog_env, cfg.beside(lake.catalog_path) if lake.catalog_path else None,
-                     data, cfg.warehouse_path().parent, cfg.warehouse.lock_timeout_s)
+    return open_configured(cfg)

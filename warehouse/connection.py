@@ -37,6 +37,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from warehouse.per_process import PerProcess
 from warehouse.rows import arrow_schema, frame
 from warehouse.schema import ITEM_KEYS, MADE_ON, TABLES, create_schema
 
@@ -271,7 +272,7 @@ class Warehouse:
         """An empty staging copy of `table` (`<table>__staging`) to append to while rows are made, so
         that they need not all be held in memory; `replace_partitions(..., staged=[table])` then
         swaps them in with the rest, in one transaction."""
-        _check_ident(table)
+        check_ident(table)
         with self.connect() as con:
             con.execute(f"CREATE OR REPLACE TABLE {table}__staging AS SELECT * FROM {table} LIMIT 0")
 
@@ -290,7 +291,7 @@ class Warehouse:
         partition = dict(partition or {})
         prepared: dict[str, pa.Table] = {}
         for table, rows in tables.items():
-            _check_ident(table)
+            check_ident(table)
             if table in ITEM_KEYS:
                 rows = stamp_items(rows.to_pylist() if isinstance(rows, pa.Table) else rows)
             data = rows if isinstance(rows, pa.Table) else _typed(table, rows)
@@ -311,12 +312,12 @@ class Warehouse:
                 for table, data in prepared.items():
                     con.execute(f"DELETE FROM {table}{where}", params)
                     if data.num_rows:
-                        _insert(con, table, data)
+                        insert_rows(con, table, data)
                     if table in MADE_ON:
                         _stamp_replies(con, table, partition)
                 counts = {t: d.num_rows for t, d in prepared.items()}
                 for table in staged:
-                    _check_ident(table)
+                    check_ident(table)
                     con.execute(f"DELETE FROM {table}{where}", params)
                     counts[table] = con.execute(f"SELECT count(*) FROM {table}__staging").fetchall()[0][0]
                     con.execute(f"INSERT INTO {table} SELECT * FROM {table}__staging")
@@ -338,14 +339,14 @@ class Warehouse:
 
     def upsert(self, table: str, rows: Sequence[Mapping[str, Any]] | pa.Table, conflict: OnConflict | None = None) -> int:
         """Insert rows (what a stored key does: `conflict`). One transaction."""
-        _check_ident(table)
+        check_ident(table)
         data = rows if isinstance(rows, pa.Table) else _typed(table, rows)
         if not data.num_rows:
             return 0
         with self.connect() as con:
             con.execute("BEGIN TRANSACTION")
             try:
-                _insert(con, table, data, conflict, merge=self.is_lake)
+                insert_rows(con, table, data, conflict, merge=self.is_lake)
                 con.execute("COMMIT")
             except BaseException:
                 _rollback(con)
@@ -353,7 +354,7 @@ class Warehouse:
         return data.num_rows
 
 
-_CATALOG = "benchsmith"
+CATALOG = "benchsmith"
 _KEEP_IDLE = 4  # idle DuckDB instances kept per process (one per warehouse file)
 
 
@@ -365,11 +366,14 @@ class _Instance:
     threads: int | None = None  # as set by `duckdb_threads` (None: DuckDB's default, one per core)
 
 
-_instances: dict[Path, _Instance] = {}
-_instances_lock = threading.Lock()
+class _Instances(PerProcess):
+    """This process's DuckDB instances, one per warehouse file, and the threads they work with."""
+
+    threads: int | None = None  # as `duckdb_threads` sets it (None: DuckDB's default, one per core)
+
+
+_instances = _Instances()
 _schema_lock = threading.Lock()
-_instances_pid = os.getpid()
-_threads: int | None = None
 
 
 @contextmanager
@@ -378,12 +382,11 @@ def duckdb_threads(n: int | None) -> Iterator[None]:
     default, one per core), from each file's next attach on. For a process that leaves cores to
     others: while `generators.ahead`'s worker generates MuSoBench levels on one of two cores, a
     write on two threads slowed its generation by a fifth (benchmarks/muso_build.py)."""
-    global _threads
-    before, _threads = _threads, n
+    before, _instances.threads = _instances.threads, n
     try:
         yield
     finally:
-        _threads = before
+        _instances.threads = before
 
 
 def _attach(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -393,23 +396,20 @@ def _attach(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     one about 4 ms, so each process keeps one in-memory instance per warehouse file and attaches
     the file to it only while someone uses it (`_release` detaches it, which frees DuckDB's own
     file lock for other processes). Threads of one process that read at once share the attach."""
-    global _instances_pid
-    with _instances_lock:
-        if os.getpid() != _instances_pid:  # a forked child must not touch its parent's instances
-            _instances.clear()
-            _instances_pid = os.getpid()
-        inst = _instances.get(path)
+    with _instances.lock:
+        inst = _instances.here().get(path)  # a forked child must not touch its parent's instances
         if inst is None:
             inst = _instances[path] = _Instance(duckdb.connect())
             idle = [p for p, i in _instances.items() if i.users == 0 and p != path]
             for p in idle[: max(0, len(_instances) - 1 - _KEEP_IDLE)]:
                 _instances.pop(p).base.close()
         if inst.users == 0:
-            if inst.threads != _threads:
-                inst.base.execute("RESET threads" if _threads is None else f"SET threads = {int(_threads)}")
-                inst.threads = _threads
+            threads = _instances.threads
+            if inst.threads != threads:
+                inst.base.execute("RESET threads" if threads is None else f"SET threads = {int(threads)}")
+                inst.threads = threads
             quoted = str(path).replace("'", "''")
-            inst.base.execute(f"ATTACH '{quoted}' AS {_CATALOG}" + (" (READ_ONLY)" if read_only else ""))
+            inst.base.execute(f"ATTACH '{quoted}' AS {CATALOG}" + (" (READ_ONLY)" if read_only else ""))
             inst.read_only = read_only
         elif inst.read_only != read_only:
             raise RuntimeError(f"{path}: already attached {'read-only' if inst.read_only else 'for writing'} "
@@ -417,7 +417,7 @@ def _attach(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         inst.users += 1
     con = inst.base.cursor()
     try:
-        con.execute(f"USE {_CATALOG}")
+        con.execute(f"USE {CATALOG}")
     except BaseException:
         _release(path, con)
         raise
@@ -429,13 +429,13 @@ def _release(path: Path, con: duckdb.DuckDBPyConnection) -> None:
     try:
         con.close()
     finally:
-        with _instances_lock:
+        with _instances.lock:
             inst = _instances.get(path)
             if inst is not None and inst.users > 0:
                 inst.users -= 1
                 if inst.users == 0:
                     try:
-                        inst.base.execute(f"DETACH {_CATALOG}")
+                        inst.base.execute(f"DETACH {CATALOG}")
                     except duckdb.Error:
                         _instances.pop(path).base.close()  # closing the instance detaches too
 
@@ -511,15 +511,12 @@ class _WriterLock:
             self.cond.wait_for(lambda: self.let_gos != seen, timeout)
 
 
-_writer_locks: dict[Path, _WriterLock] = {}
-_writer_locks_lock = threading.Lock()
+_writer_locks = PerProcess()
 
 
 def _writer_lock(path: Path) -> _WriterLock:
-    with _writer_locks_lock:
-        if os.getpid() != _instances_pid:  # a forked child holds none of its parent's locks
-            _writer_locks.clear()
-        return _writer_locks.setdefault(path, _WriterLock())
+    with _writer_locks.lock:  # a forked child holds none of its parent's locks
+        return _writer_locks.here().setdefault(path, _WriterLock())
 
 
 # how often a process polls a sidecar lock another holds: from 5 ms, doubling, up to 200 ms
@@ -549,8 +546,8 @@ class Writer:
         """Insert `rows` (what a stored key does: `conflict`) in one transaction. With
         `insert_first`, a plain INSERT is tried first (several times cheaper in DuckDB) and the
         conflict clause is used only if a key already exists."""
-        _check_ident(table)
-        data = _declared(table, rows)
+        check_ident(table)
+        data = as_declared(table, rows)
         if not data.num_rows:
             return 0
         con = self._connection()
@@ -566,7 +563,7 @@ class Writer:
                 time.sleep(0.005 * k * random.random())  # two writers that met do not meet again
             con.execute("BEGIN TRANSACTION")
             try:
-                _insert(con, table, data, clause)
+                insert_rows(con, table, data, clause)
                 con.execute("COMMIT")
                 break
             except BaseException as exc:
@@ -645,7 +642,7 @@ def backoff_sleep(delay: float, cap: float) -> float:
     return min(delay * 2, cap)
 
 
-def _check_ident(table: str) -> None:
+def check_ident(table: str) -> None:
     if not _IDENT.match(table):
         raise ValueError(f"not a schema-qualified table name: {table!r}")
 
@@ -686,7 +683,7 @@ def _to_arrow(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist([dict(r) for r in rows])
 
 
-def _declared(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+def as_declared(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Rows of many small commits (the ledger's) as Arrow, typed by `table`'s declared columns
     (0.2 ms for 32 ledger rows; inferring the types takes 1.2). Used when every row has the same
     fields and each is a column of the table, else the rows are converted as they are. A value
@@ -741,7 +738,7 @@ def _delete_and_insert(con: duckdb.DuckDBPyConnection, table: str, conflict: OnC
             pass
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, conflict: OnConflict | None = None,
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table, conflict: OnConflict | None = None,
             merge: bool = False) -> None:
     """Insert the rows of `data`; a key stored already is handled as `conflict` says, by ON CONFLICT
     on the file or (`merge`) by a delete and insert on a lake."""

@@ -45,16 +45,18 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from configuration import Config, ConfigError
 from warehouse.connection import (
-    _CATALOG,
+    CATALOG,
     OnConflict,
     Warehouse,
     WarehouseLockTimeout,
-    _check_ident,
-    _declared,
-    _insert,
+    as_declared,
     backoff_sleep,
+    check_ident,
+    insert_rows,
 )
+from warehouse.per_process import PerProcess
 
 EXTENSION_PACKAGE = {"ducklake": "duckdb-ext-ducklake", "postgres_scanner": "duckdb-ext-postgres",
                      "sqlite_scanner": "duckdb-ext-sqlite", "httpfs": "duckdb-ext-httpfs"}
@@ -164,15 +166,15 @@ class LakeWarehouse(Warehouse):
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         if (self._catalog, self.data_path) in _lakes:
-            base = _attached(self._catalog, self.data_path, self.label)
+            base = attached(self._catalog, self.data_path, self.label)
         else:  # the first attach of a new catalog creates DuckLake's own tables: one process at a time
             self._lock.acquire(time.monotonic() + self.lock_timeout_s, self.label)
             try:
-                base = _attached(self._catalog, self.data_path, self.label)
+                base = attached(self._catalog, self.data_path, self.label)
             finally:
                 self._lock.release()
         con = base.cursor()
-        con.execute(f"USE {_CATALOG}")
+        con.execute(f"USE {CATALOG}")
         return con
 
     def writer(self, max_hold_s: float = 1.0) -> LakeWriter:
@@ -182,7 +184,7 @@ class LakeWarehouse(Warehouse):
     def files(self) -> int:
         """Parquet data files the lake's current tables reference."""
         with self.connect(read_only=True) as con:
-            return con.execute(f"SELECT count(*) FROM __ducklake_metadata_{_CATALOG}.ducklake_data_file "
+            return con.execute(f"SELECT count(*) FROM __ducklake_metadata_{CATALOG}.ducklake_data_file "
                                "WHERE end_snapshot IS NULL").fetchall()[0][0]
 
     def compact(self, keep_days: float = 7.0) -> tuple[int, int]:
@@ -194,11 +196,11 @@ class LakeWarehouse(Warehouse):
         the data files before and after."""
         before = self.files()
         with self.connect() as con:
-            con.execute(f"CALL ducklake_flush_inlined_data('{_CATALOG}')")
-            con.execute(f"CALL ducklake_merge_adjacent_files('{_CATALOG}')")
-            con.execute(f"CALL ducklake_expire_snapshots('{_CATALOG}', older_than => now() - INTERVAL ({float(keep_days)} * 86400) SECOND)")
-            con.execute(f"CALL ducklake_cleanup_old_files('{_CATALOG}', cleanup_all => true)")
-            con.execute(f"CALL ducklake_delete_orphaned_files('{_CATALOG}', cleanup_all => true)")
+            con.execute(f"CALL ducklake_flush_inlined_data('{CATALOG}')")
+            con.execute(f"CALL ducklake_merge_adjacent_files('{CATALOG}')")
+            con.execute(f"CALL ducklake_expire_snapshots('{CATALOG}', older_than => now() - INTERVAL ({float(keep_days)} * 86400) SECOND)")
+            con.execute(f"CALL ducklake_cleanup_old_files('{CATALOG}', cleanup_all => true)")
+            con.execute(f"CALL ducklake_delete_orphaned_files('{CATALOG}', cleanup_all => true)")
         return before, self.files()
 
 
@@ -207,22 +209,22 @@ class LakeWriter:
     by key (`OnConflict.merge`); between them the lock is free, so writers in other processes and on
     other machines commit in turn while this one's calls are in flight."""
 
-    def __init__(self, warehouse: LakeWarehouse):
-        self.wh = warehouse
-        if not warehouse._schema_ready:  # the first read (the ledger's cache lookup) finds the tables
-            with warehouse.connect():
+    def __init__(self, lake: LakeWarehouse):
+        self.wh = lake
+        if not lake._schema_ready:  # the first read (the ledger's cache lookup) finds the tables
+            with lake.connect():
                 pass
 
     def upsert(self, table: str, rows: Sequence[Mapping[str, Any]] | pa.Table, conflict: OnConflict | None = None,
                insert_first: bool = False) -> int:
-        _check_ident(table)
-        data = rows if isinstance(rows, pa.Table) else _declared(table, rows)
+        check_ident(table)
+        data = rows if isinstance(rows, pa.Table) else as_declared(table, rows)
         if not data.num_rows:
             return 0
         with self.wh.connect() as con:
             con.execute("BEGIN TRANSACTION")
             try:
-                _insert(con, table, data, conflict, merge=True)
+                insert_rows(con, table, data, conflict, merge=True)
                 con.execute("COMMIT")
             except BaseException:
                 with contextlib.suppress(duckdb.Error):  # a failed commit has no transaction left to roll back
@@ -259,18 +261,16 @@ INLINED = (("llm", "calls"),)
 def _inline_ledger(con: duckdb.DuckDBPyConnection) -> None:
     """Set the inlining limit on the ledger's tables (once per catalog: the option is stored in it)."""
     have = {entry for (entry,) in con.execute(
-        f"SELECT scope_entry FROM {_CATALOG}.options() WHERE option_name = 'data_inlining_row_limit' AND value = ?",
+        f"SELECT scope_entry FROM {CATALOG}.options() WHERE option_name = 'data_inlining_row_limit' AND value = ?",
         [str(INLINE_ROWS)]).fetchall()}
     for schema, table in INLINED:
         if f"{schema}.{table}" not in have:
-            con.execute(f"CALL {_CATALOG}.set_option('data_inlining_row_limit', {INLINE_ROWS}, "
+            con.execute(f"CALL {CATALOG}.set_option('data_inlining_row_limit', {INLINE_ROWS}, "
                         f"schema => '{schema}', table_name => '{table}')")
 
 # -- one attached lake per process ---------------------------------------------------------------
 
-_lakes: dict[tuple[str, str], duckdb.DuckDBPyConnection] = {}
-_lakes_lock = threading.Lock()
-_lakes_pid = os.getpid()
+_lakes = PerProcess()  # (catalog, data path) -> its attached DuckDB instance
 
 
 _PASSWORD_KV = re.compile(r"(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", re.I)
@@ -302,15 +302,11 @@ def _without_password(catalog: str) -> str:
     return f"{kind}:{dsn}"
 
 
-def _attached(catalog: str, data_path: str, label: str) -> duckdb.DuckDBPyConnection:
+def attached(catalog: str, data_path: str, label: str) -> duckdb.DuckDBPyConnection:
     """This process's DuckDB instance with the lake attached as `benchsmith` (attached once: unlike
     the file, the lake has no file lock to hand back, and attaching costs a catalog round trip)."""
-    global _lakes_pid
-    with _lakes_lock:
-        if os.getpid() != _lakes_pid:  # a forked child opens its own
-            _lakes.clear()
-            _lakes_pid = os.getpid()
-        base = _lakes.get((catalog, data_path))
+    with _lakes.lock:
+        base = _lakes.here().get((catalog, data_path))  # a forked child opens its own
         if base is None:
             base = duckdb.connect()
             if "://" not in data_path:
@@ -322,7 +318,7 @@ def _attached(catalog: str, data_path: str, label: str) -> duckdb.DuckDBPyConnec
                 attach = _without_password(catalog)
                 quoted = attach.replace("'", "''")
                 where = data_path.replace("'", "''")
-                base.execute(f"ATTACH 'ducklake:{quoted}' AS {_CATALOG} (DATA_PATH '{where}')")
+                base.execute(f"ATTACH 'ducklake:{quoted}' AS {CATALOG} (DATA_PATH '{where}')")
             except duckdb.Error as exc:
                 base.close()
                 # the error may quote the catalog string, which may hold a password: name it instead
@@ -425,24 +421,30 @@ def open_lake(catalog: str, catalog_env: str, catalog_path: Path | None, data_pa
     return LakeWarehouse(f"sqlite:{catalog_path}", data_path, f"sqlite catalog {catalog_path}", folder, lock_timeout_s)
 
 
+def open_configured(cfg: Config) -> LakeWarehouse:
+    """The lake `warehouse.lake` names (its reports still go beside `warehouse.path`)."""
+    lake = cfg.warehouse.lake
+    if lake is None:
+        raise ConfigError("warehouse.lake is not set: the warehouse is the DuckDB file")
+    data = lake.data_path if "://" in lake.data_path else str(cfg.beside(lake.data_path))
+    return open_lake(lake.catalog, lake.catalog_env, cfg.beside(lake.catalog_path) if lake.catalog_path else None,
+                     data, cfg.warehouse_path().parent, cfg.warehouse.lock_timeout_s)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m warehouse.lake compact [--keep-days N]`: the configured lake's maintenance."""
     import argparse
     import sys
 
-    from configuration import ConfigError, load_config
-    from warehouse import open_warehouse
+    from configuration import load_config
 
     parser = argparse.ArgumentParser(prog="python -m warehouse.lake", description="Maintenance of the configured lake.")
     parser.add_argument("command", choices=["compact"])
     parser.add_argument("--keep-days", type=float, default=7.0, help="snapshots younger than this stay (time travel)")
     args = parser.parse_args(argv)
     try:
-        wh = open_warehouse(load_config())
-        # `python -m` runs this file as __main__, whose LakeWarehouse is not open_warehouse's: ask the object
-        if not wh.is_lake:
-            raise ConfigError("warehouse.lake is not set: the warehouse is the DuckDB file")
-        before, after = wh.compact(args.keep_days)  # type: ignore[attr-defined]
+        wh = open_configured(load_config())
+        before, after = wh.compact(args.keep_days)
     except (ConfigError, LakeError) as exc:
         print(f"warehouse.lake: {exc}", file=sys.stderr)
         return 2

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from configuration import ConfigError, load_config
 from warehouse import open_warehouse
-from warehouse.connection import Warehouse, _insert
-from warehouse.lake import LakeError, LakeWarehouse, _attached
+from warehouse.connection import Warehouse, insert_rows
+from warehouse.lake import LakeError, LakeWarehouse, attached
 from warehouse.schema import TABLES
 
 
@@ -67,7 +67,7 @@ def copy(source: Warehouse, dest: Warehouse, replace: bool = False) -> Copied:
                 with source.connect(read_only=True) as inp:
                     data = inp.sql(f"SELECT * FROM {table}").to_arrow_table()
                 if data.num_rows:
-                    _insert(out, table, data)
+                    insert_rows(out, table, data)
                 counts[table] = data.num_rows
             out.execute("COMMIT")
         except BaseException:
@@ -83,7 +83,7 @@ def differences(lake: LakeWarehouse, file: Path, tables: Sequence[str],
                 leave_out: Callable[[str], bool] = lambda column: False) -> list[str]:
     """The tables whose rows differ between the lake and the file (the file attached read-only
     beside the lake), `EXCEPT ALL` both ways over the file's columns but those `leave_out` names."""
-    base = _attached(lake._catalog, lake.data_path, lake.label)
+    base = attached(lake._catalog, lake.data_path, lake.label)
     con = base.cursor()
     quoted = str(file).replace("'", "''")
     con.execute(f"ATTACH '{quoted}' AS migrated_file (READ_ONLY)")
