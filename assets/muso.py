@@ -35,164 +35,167 @@ RESPONSES_VERSION, METRICS_VERSION = "muso-responses-1", "muso-metrics-1"
 
 
 def build_assets(cfg: Config) -> list[dg.AssetsDefinition]:
-    partitions_def = items_partitions(cfg, "muso")
-    check_docs = {
-        "quota_met": "the level holds the configured number of instances",
-        "counts_in_bin": "every instance's solution count lies in the level's bin and equals its stored solutions",
-        "enumerators_agree": "CP-SAT re-enumerates (a sample of) the instances and finds exactly the stored solutions",
-        "no_duplicate_instances": "no two instances of a task share a problem or an id",
-    }
+    """The three MuSoBench assets: instances per level, responses per (level, model) slice, metrics."""
+    levels = items_partitions(cfg, "muso")
+    slices = by_model("level", levels, cfg)
+    instances = dg.asset(
+        muso_instances, name="muso_instances", group_name=GROUP, metadata=column_schema("muso.instances"),
+        partitions_def=levels, kinds={"duckdb"}, code_version=code_version(gen.GENERATOR_VERSION, cfg, "muso"),
+        check_specs=[dg.AssetCheckSpec(n, asset="muso_instances", partitions_def=levels, description=d)
+                     for n, d in _INSTANCE_CHECKS.items()])
+    responses = dg.asset(
+        muso_responses, name="muso_responses", group_name=GROUP, metadata=column_schema("muso.responses"),
+        partitions_def=slices, deps=[instances], kinds={"duckdb"},
+        code_version=code_version(RESPONSES_VERSION, cfg, "muso"), check_specs=reply_check_specs("muso_responses", slices))
+    metrics = dg.asset(
+        muso_metrics, name="muso_metrics", group_name=GROUP, metadata=column_schema("muso.metrics"), deps=[responses],
+        kinds={"duckdb"}, code_version=code_version(METRICS_VERSION, cfg, "muso"),
+        check_specs=[dg.AssetCheckSpec("every_model_task_level", asset="muso_metrics",
+                                       description="every evaluated model has metrics for every configured bin, "
+                                                   "and none for a bin no longer configured")])
+    return [instances, responses, metrics]
 
-    @dg.asset(
-        name="muso_instances", group_name=GROUP, metadata=column_schema("muso.instances"), partitions_def=partitions_def, kinds={"duckdb"},
-        code_version=code_version(gen.GENERATOR_VERSION, cfg, "muso"),
-        check_specs=[dg.AssetCheckSpec(n, asset="muso_instances", partitions_def=partitions_def, description=d)
-                     for n, d in check_docs.items()],
-    )
-    def muso_instances(context: dg.AssetExecutionContext, settings: SettingsResource,
-                       warehouse: WarehouseResource) -> dg.MaterializeResult:
-        """TimeTabling or SubsetSum instances of one complexity level, with every solution
-        (paper appendix A.1), into `muso.instances` and `muso.solutions`. Seeded per
-        (seed, task, bin); counted with early stop, parameters steered toward the bin;
-        every solution re-checked by a validator independent of the enumerators."""
-        cfg = settings.load()
-        pk = context.partition_key
-        task, level, b = partitions(cfg)[pk]
-        quota = cfg.muso.quota.at(cfg.scale)
-        clock = _Clock()
-        released = released_tables(cfg, "muso", pk)
-        if released is not None:  # a release read back: its instances, checked below as built ones are
-            inst_rows, sol_rows = released["muso.instances"], released["muso.solutions"]
-            clock.lap("generation")
+
+_INSTANCE_CHECKS = {
+    "quota_met": "the level holds the configured number of instances",
+    "counts_in_bin": "every instance's solution count lies in the level's bin and equals its stored solutions",
+    "enumerators_agree": "CP-SAT re-enumerates (a sample of) the instances and finds exactly the stored solutions",
+    "no_duplicate_instances": "no two instances of a task share a problem or an id",
+}
+
+
+def muso_instances(context: dg.AssetExecutionContext, settings: SettingsResource,
+                   warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """TimeTabling or SubsetSum instances of one complexity level, with every solution
+    (paper appendix A.1), into `muso.instances` and `muso.solutions`. Seeded per
+    (seed, task, bin); counted with early stop, parameters steered toward the bin;
+    every solution re-checked by a validator independent of the enumerators."""
+    cfg = settings.load()
+    pk = context.partition_key
+    task, level, b = partitions(cfg)[pk]
+    quota = cfg.muso.quota.at(cfg.scale)
+    clock = _Clock()
+    released = released_tables(cfg, "muso", pk)
+    if released is not None:  # a release read back: its instances, checked below as built ones are
+        inst_rows, sol_rows = released["muso.instances"], released["muso.solutions"]
+        clock.lap("generation")
+    else:
+        # built ahead by `materialize_all`'s worker process while earlier levels were written, or here
+        job = gen.level_job(cfg, pk)
+        built = ahead.take(gen.build_level, job)
+        if built is not None:
+            clock.lap("waited")
         else:
-            # built ahead by `materialize_all`'s worker process while earlier levels were written, or here
-            job = gen.level_job(cfg, pk)
-            built = ahead.take(gen.build_level, job)
-            if built is not None:
-                clock.lap("waited")
-            else:
-                built = gen.build_level(job)
-                clock.restart()
-            clock.seconds.update(built.seconds)
-            inst_rows, sol_rows = built.instances, built.solutions
-        gen.check_solution_rows(inst_rows, sol_rows)
-        clock.lap("validation")
-        wh = warehouse.get()
-        wh.replace_partitions({"muso.instances": inst_rows, "muso.solutions": sol_rows}, {"partition_key": pk})
-        version = dg.DataVersion(wh.item_set_version("muso.instances", {"partition_key": pk}))
-        clock.lap("write")
-        checks = check_results(_level_checks(wh, cfg, pk, task, b, quota))
-        clock.lap("checks")
-        return dg.MaterializeResult(
-            data_version=version,
-            metadata={
-                "dagster/row_count": len(inst_rows),
-                "solutions": len(sol_rows),
-                "solution_counts": dg.MetadataValue.json([r["solution_count"] for r in inst_rows]),
-                "candidates_drawn": inst_rows[-1]["candidate_index"] + 1 if inst_rows else 0,
-                "from_release": released is not None,
-                "generated_ahead": "waited" in clock.seconds,
-                "generation_seconds": round(clock.seconds["generation"], 3),
-                # where the step's time went: generation (or reading the release), the rows, every
-                # solution's independent validation, the write, the quality checks (CP-SAT re-enumeration
-                # included); generated ahead, the first two were the worker's, `waited` this step's wait for it
-                "build_seconds": dg.MetadataValue.json({k: round(v, 3) for k, v in clock.seconds.items()}),
-            },
-            check_results=checks,
-        )
+            built = gen.build_level(job)
+            clock.restart()
+        clock.seconds.update(built.seconds)
+        inst_rows, sol_rows = built.instances, built.solutions
+    gen.check_solution_rows(inst_rows, sol_rows)
+    clock.lap("validation")
+    wh = warehouse.get()
+    wh.replace_partitions({"muso.instances": inst_rows, "muso.solutions": sol_rows}, {"partition_key": pk})
+    version = dg.DataVersion(wh.item_set_version("muso.instances", {"partition_key": pk}))
+    clock.lap("write")
+    checks = check_results(_level_checks(wh, cfg, pk, task, b, quota))
+    clock.lap("checks")
+    return dg.MaterializeResult(
+        data_version=version,
+        metadata={
+            "dagster/row_count": len(inst_rows),
+            "solutions": len(sol_rows),
+            "solution_counts": dg.MetadataValue.json([r["solution_count"] for r in inst_rows]),
+            "candidates_drawn": inst_rows[-1]["candidate_index"] + 1 if inst_rows else 0,
+            "from_release": released is not None,
+            "generated_ahead": "waited" in clock.seconds,
+            "generation_seconds": round(clock.seconds["generation"], 3),
+            # where the step's time went: generation (or reading the release), the rows, every
+            # solution's independent validation, the write, the quality checks (CP-SAT re-enumeration
+            # included); generated ahead, the first two were the worker's, `waited` this step's wait for it
+            "build_seconds": dg.MetadataValue.json({k: round(v, 3) for k, v in clock.seconds.items()}),
+        },
+        check_results=checks,
+    )
 
-    slices = by_model("level", partitions_def, cfg)
 
-    @dg.asset(name="muso_responses", group_name=GROUP, metadata=column_schema("muso.responses"), partitions_def=slices,
-              deps=[muso_instances],
-              kinds={"duckdb"}, code_version=code_version(RESPONSES_VERSION, cfg, "muso"),
-              check_specs=reply_check_specs("muso_responses", slices))
-    def muso_responses(context: dg.AssetExecutionContext, settings: SettingsResource,
-                       warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
-        """One evaluated model's answers to this level's instances (partition `level|model`) through
-        the three-turn protocol (solve, confidence, recheck; paper section 3, appendix A.3), per
-        paradigm and variant (exploration cue, self-consistency when configured), parsed and scored
-        into `muso.responses`. Failed calls are rows with status `call_failed`."""
-        cfg = settings.load()
-        pk, model = model_slice(context, "level")
-        wh = warehouse.get()
-        items = load_items(wh, pk)
-        ledger = llm.ledger(context, wh)
-        m = cfg.muso
-        rows = []
-        waiting = Waiting()  # in batch-files mode every run writes its files in one round
-        for paradigm in m.paradigms_for(model):
-            for variant in protocol.variants(cfg):
-                for temperature in m.temperatures:
-                    with waiting.part():
-                        rows += protocol.run(
-                            ledger, model, items, paradigm, variant, temperature=temperature,
-                            solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
-                            confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
-                            paths=max(1, m.self_consistency.at(cfg.scale)),
-                        )
-        if m.reflection_checkpoints and "long_cot" in m.paradigms_for(model):
+def muso_responses(context: dg.AssetExecutionContext, settings: SettingsResource,
+                   warehouse: WarehouseResource, llm: LLMResource) -> dg.MaterializeResult:
+    """One evaluated model's answers to this level's instances (partition `level|model`) through
+    the three-turn protocol (solve, confidence, recheck; paper section 3, appendix A.3), per
+    paradigm and variant (exploration cue, self-consistency when configured), parsed and scored
+    into `muso.responses`. Failed calls are rows with status `call_failed`."""
+    cfg = settings.load()
+    pk, model = model_slice(context, "level")
+    wh = warehouse.get()
+    items = load_items(wh, pk)
+    ledger = llm.ledger(context, wh)
+    m = cfg.muso
+    rows = []
+    waiting = Waiting()  # in batch-files mode every run writes its files in one round
+    for paradigm in m.paradigms_for(model):
+        for variant in protocol.variants(cfg):
             for temperature in m.temperatures:
                 with waiting.part():
-                    rows += protocol.checkpoints(
-                        ledger, model, items, m.reflection_checkpoints, temperature=temperature,
+                    rows += protocol.run(
+                        ledger, model, items, paradigm, variant, temperature=temperature,
                         solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
                         confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
-                        continue_params=cfg.model(model).prefill_params)
-        waiting.done()
-        for r in rows:
-            r["partition_key"] = pk
-        wh.replace_partition("muso.responses", rows, {"partition_key": pk, "model": model})
-        scored = [r for r in rows if r["status"] == "ok" and r["variant"] != "sc_path"]
-        conversations = [r for r in rows if r["variant"] not in ("sc_vote", "sc_median")]  # aggregates call nothing
-        checks = reply_check_results(
-            wh, cfg.reply_checks, context.partition_key, total=len(conversations),
-            failed=sum(r["status"] == CALL_FAILED for r in conversations),
-            # a reply without a readable solution is scored (recall 0); undecided is a reply with no answer text at all
-            undecided=sum(outcomes.undecided(r["parse_method"], r["status"]) for r in conversations),
-            call_keys=[k for r in conversations for k in json.loads(r["call_keys"])])
-        return dg.MaterializeResult(check_results=checks, metadata={
-            "dagster/row_count": len(rows),
-            "failed_calls": sum(r["status"] == CALL_FAILED for r in rows),
-            "parse_failures": sum(r["parse_error"] is not None for r in scored),
-            "truncated": sum(r["truncated"] for r in rows),
-            "mean_recall": rounded(scoring.mean([r["recall"] for r in scored])),
-            "recheck_outcomes": dg.MetadataValue.json(dict(Counter(str(r["recheck"]) for r in scored))),
-        })
+                        paths=max(1, m.self_consistency.at(cfg.scale)),
+                    )
+    if m.reflection_checkpoints and "long_cot" in m.paradigms_for(model):
+        for temperature in m.temperatures:
+            with waiting.part():
+                rows += protocol.checkpoints(
+                    ledger, model, items, m.reflection_checkpoints, temperature=temperature,
+                    solve_max_tokens=m.solve_max_tokens.at(cfg.scale),
+                    confidence_max_tokens=m.confidence_max_tokens.at(cfg.scale),
+                    continue_params=cfg.model(model).prefill_params)
+    waiting.done()
+    for r in rows:
+        r["partition_key"] = pk
+    wh.replace_partition("muso.responses", rows, {"partition_key": pk, "model": model})
+    scored = [r for r in rows if r["status"] == "ok" and r["variant"] != "sc_path"]
+    conversations = [r for r in rows if r["variant"] not in ("sc_vote", "sc_median")]  # aggregates call nothing
+    checks = reply_check_results(
+        wh, cfg.reply_checks, context.partition_key, total=len(conversations),
+        failed=sum(r["status"] == CALL_FAILED for r in conversations),
+        # a reply without a readable solution is scored (recall 0); undecided is a reply with no answer text at all
+        undecided=sum(outcomes.undecided(r["parse_method"], r["status"]) for r in conversations),
+        call_keys=[k for r in conversations for k in json.loads(r["call_keys"])])
+    return dg.MaterializeResult(check_results=checks, metadata={
+        "dagster/row_count": len(rows),
+        "failed_calls": sum(r["status"] == CALL_FAILED for r in rows),
+        "parse_failures": sum(r["parse_error"] is not None for r in scored),
+        "truncated": sum(r["truncated"] for r in rows),
+        "mean_recall": rounded(scoring.mean([r["recall"] for r in scored])),
+        "recheck_outcomes": dg.MetadataValue.json(dict(Counter(str(r["recheck"]) for r in scored))),
+    })
 
-    @dg.asset(name="muso_metrics", group_name=GROUP, metadata=column_schema("muso.metrics"), deps=[muso_responses], kinds={"duckdb"},
-              code_version=code_version(METRICS_VERSION, cfg, "muso"),
-              check_specs=[dg.AssetCheckSpec("every_model_task_level", asset="muso_metrics",
-                                           description="every evaluated model has metrics for every configured bin, "
-                                                       "and none for a bin no longer configured")])
-    def muso_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
-        """Precision, recall, ECE against precision and against recall (10 equal-width bins),
-        retention, correction and discovery (paper appendix A.2) per model x paradigm x variant x
-        temperature x task x bin (level 0 = all levels), into `muso.metrics`; a recall-confidence
-        reliability diagram in the metadata; views `muso.table1`, `muso.table2`."""
-        cfg = settings.load()
-        wh = warehouse.get()
-        responses = wh.rows(f"SELECT * FROM {current('muso.responses')} "
-                            "ORDER BY partition_key, model, paradigm, variant, instance_id, path")
-        bins = {task: [(b.lo, b.hi) for b in task_bins(cfg, task)] for task in gen.TASKS}
-        rows = protocol.metric_rows(responses, bins)
-        wh.replace_partition("muso.metrics", rows)
-        # what the configuration builds, not what the warehouse happens to hold
-        built = {(task, b.lo, b.hi) for task, _, b in partitions(cfg).values()}
-        shown = [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
-                  if k in ("model", "paradigm", "variant", "task", "level_label", "n_scored", "precision",
-                           "recall", "mean_confidence", "ece_recall")} for r in rows if r["level"] == 0]
-        return dg.MaterializeResult(
-            metadata={
-                "dagster/row_count": len(rows), **headline(wh, "muso"),
-                "overall": table(shown),
-                "reliability_diagram": _reliability_plot(responses),
-            },
-            check_results=check_results([protocol.coverage(cfg.evaluate, built, rows)]),
-        )
 
-    return [muso_instances, muso_responses, muso_metrics]
-
+def muso_metrics(settings: SettingsResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """Precision, recall, ECE against precision and against recall (10 equal-width bins),
+    retention, correction and discovery (paper appendix A.2) per model x paradigm x variant x
+    temperature x task x bin (level 0 = all levels), into `muso.metrics`; a recall-confidence
+    reliability diagram in the metadata; views `muso.table1`, `muso.table2`."""
+    cfg = settings.load()
+    wh = warehouse.get()
+    responses = wh.rows(f"SELECT * FROM {current('muso.responses')} "
+                        "ORDER BY partition_key, model, paradigm, variant, instance_id, path")
+    bins = {task: [(b.lo, b.hi) for b in task_bins(cfg, task)] for task in gen.TASKS}
+    rows = protocol.metric_rows(responses, bins)
+    wh.replace_partition("muso.metrics", rows)
+    # what the configuration builds, not what the warehouse happens to hold
+    built = {(task, b.lo, b.hi) for task, _, b in partitions(cfg).values()}
+    shown = [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
+              if k in ("model", "paradigm", "variant", "task", "level_label", "n_scored", "precision",
+                       "recall", "mean_confidence", "ece_recall")} for r in rows if r["level"] == 0]
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": len(rows), **headline(wh, "muso"),
+            "overall": table(shown),
+            "reliability_diagram": _reliability_plot(responses),
+        },
+        check_results=check_results([protocol.coverage(cfg.evaluate, built, rows)]),
+    )
 
 
 class _Clock:

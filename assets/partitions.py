@@ -8,7 +8,7 @@ key reads `fld|smollm2` (dimensions in name order: `dataset|model`, `level|model
 The keys are the configuration's (`Config.item_partitions`, crossed with `evaluate` here): the
 asset definitions and the run command's steps read them from this module. Dagster is imported
 only where a definition is built, so that the command can plan its steps, and find them all up
-to date, without importing it (assets/materialize_all.py).
+to date, without importing it (runner/command.py).
 """
 
 from __future__ import annotations

@@ -39,8 +39,8 @@ class WarehouseResource(dg.ConfigurableResource):
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """Before a run writes anything, its steps are marked started in `runs.steps`, wherever it
         was launched, so the command's next run does not take what reads them for up to date
-        (assets/up_to_date.py)."""
-        from assets import up_to_date
+        (runner/up_to_date.py)."""
+        from assets import step_records
 
         run = context.run
         if run is None:  # a resource built outside a run (a test, a script)
@@ -50,7 +50,7 @@ class WarehouseResource(dg.ConfigurableResource):
             keys = [s.key for s in context.instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id).steps]
         tags = run.tags
         first, last = tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")
-        up_to_date.started(self.get(), keys or [], tags.get("dagster/partition"), run.run_id,
+        step_records.started(self.get(), keys or [], tags.get("dagster/partition"), run.run_id,
                            f"{first}...{last}" if first is not None else None)
 
 

@@ -3,8 +3,8 @@
 One partitioned asset with one check that does nothing (a metadata entry and a passed check), run
 with `execute_in_process` as `python -m assets.materialize_all` runs each step, one partition per
 run, into two Dagster instances in two fresh folders: Dagster's own SQLite storage (what the UI
-opens from dagster.yaml) and `assets.instance_storage.LocalSqliteStorage` (what
-`assets.compute_logs.open_instance` opens for the command). Both capture compute logs with the
+opens from dagster.yaml) and `runner.instance_storage.LocalSqliteStorage` (what
+`runner.compute_logs.open_instance` opens for the command). Both capture compute logs with the
 project's `ThreadComputeLogManager`, so only the storage of the runs' records and events differs.
 The runs alternate between the two, so the machine's drift falls on both alike; the first run of
 each is left out (the index file and the first run file are made then).
@@ -31,7 +31,7 @@ def instances(folder: Path) -> dict[str, object]:
     import dagster as dg
     from dagster._core.instance.ref import InstanceRef
 
-    from assets.compute_logs import ThreadComputeLogManager, open_instance
+    from runner.compute_logs import ThreadComputeLogManager, open_instance
 
     out = {}
     for name in ("dagster", "project"):
@@ -54,8 +54,8 @@ def main() -> int:
     args = parser.parse_args()
     import dagster as dg
 
-    from assets.instance_storage import RunEventLogStorage, RunStorage
-    from assets.materialize_all import QUIET  # the command's run configuration: the events stored, not printed
+    from runner.command import QUIET  # the command's run configuration: the events stored, not printed
+    from runner.instance_storage import RunEventLogStorage, RunStorage
 
     keys = [str(i) for i in range(args.runs + 1)]
 

@@ -67,7 +67,7 @@ def build(job, instance, keys: list[str], config_file: Path) -> tuple[float, Cou
     """One build of every level (one run each) into the warehouse `config_file` names: its wall
     time, the seconds per phase summed over the levels, the solutions, and whether every level was
     generated ahead."""
-    from assets.materialize_all import QUIET
+    from runner.command import QUIET
 
     os.environ["BENCHSMITH_CONFIG"] = str(config_file)
     phases: Counter = Counter()
@@ -101,11 +101,11 @@ def main() -> int:
 
     import dagster as dg
 
-    from assets.compute_logs import open_instance
     from assets.definitions import build_definitions
-    from assets.materialize_all import levels_ahead
     from configuration import load_config
     from configuration.muso import build_order
+    from runner.command import levels_ahead
+    from runner.compute_logs import open_instance
 
     cfg = load_config()
     defs = build_definitions()

@@ -21,7 +21,7 @@ judge and polisher, so every call shares one budget. For each family, on a fresh
   through the client's plain POST, the path the ledger takes, so the project's own cost beyond
   the very same HTTP path is printed too;
 - a rerun of one partition (`--partition fld`), nothing changed: every step up to date
-  (assets/up_to_date.py), none run; then the same with `--all`: every step runs again, every call
+  (runner/up_to_date.py), none run; then the same with `--all`: every step runs again, every call
   from the cache, the run's own time.
 
 Printed per family: calls, bound, wall, bound / wall, the span from the first request to the last

@@ -58,7 +58,7 @@ from llm_calls.transport import tls_context
 from warehouse import OnConflict
 
 if TYPE_CHECKING:  # `openai` is imported where a batch is sent or read: the run command reads
-    import openai  # `exported` and `EXPORT_ENV` without it (assets/materialize_all.py)
+    import openai  # `exported` and `EXPORT_ENV` without it (runner/command.py)
 
 URL = "/v1/chat/completions"
 # `materialize_all --export-batch DIR` sets this: every model of the run writes batch files under DIR

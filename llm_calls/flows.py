@@ -677,7 +677,7 @@ def call_loop() -> asyncio.AbstractEventLoop:
 
 def run_in_call_loop(coro: Coroutine[Any, Any, T]) -> T:
     """`coro` run in the process's call loop, in the caller's context (its context variables: a
-    Dagster run's captured output, `assets/compute_logs.py`); waits for its end and returns its
+    Dagster run's captured output, `runner/compute_logs.py`); waits for its end and returns its
     result or raises its error. Interrupted while waiting (Ctrl-C), it cancels `coro`, waits until
     that has wound down (the calls in flight answered and committed, as a cancelled session
     does) and raises the interruption."""

@@ -1,5 +1,5 @@
 """What the run command prints: the progress line, the end-of-run summary, what the demo scale
-leaves out, the item partitions stored (plain Python; `assets/materialize_all.py` runs the steps)."""
+leaves out, the item partitions stored (plain Python; `runner/command.py` runs the steps)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class Done:
     failed_checks: list[str] = field(default_factory=list)
     warned_checks: list[str] = field(default_factory=list)
     started: float | None = None  # time.monotonic() at its start: steps that ran at once overlap
-    skipped: bool = False  # up to date (assets/up_to_date.py): not run again
+    skipped: bool = False  # up to date (runner/up_to_date.py): not run again
 
 
 def elapsed(done: list[Done]) -> float:

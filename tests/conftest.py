@@ -87,7 +87,7 @@ def materialize(defs: Any, keys: list[str], partition: str | None = None, instan
     each asset in the order given and, when partitioned by model, once per evaluated model."""
     import dagster as dg
 
-    from assets.materialize_all import raw_assets
+    from runner.command import raw_assets
 
     results = []
     for key in keys:

@@ -1,4 +1,4 @@
-"""Compute logs captured per run (assets/compute_logs.py), so that the command's steps can execute at
+"""Compute logs captured per run (runner/compute_logs.py), so that the command's steps can execute at
 once in one process: each run's files hold its own output, and no helper process is started."""
 
 import subprocess
@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 from dagster._core.storage.local_compute_log_manager import LocalComputeLogManager
 
-from assets.compute_logs import ThreadComputeLogManager, open_instance
+from runner.compute_logs import ThreadComputeLogManager, open_instance
 
 
 def _job(barrier: threading.Barrier) -> dg.JobDefinition:
@@ -93,7 +93,7 @@ def test_the_instance_is_opened_one_process_at_a_time_under_its_lock(tmp_path):
     import os
     import threading
 
-    from assets.compute_logs import INSTANCE_LOCK
+    from runner.compute_logs import INSTANCE_LOCK
 
     fd = os.open(tmp_path / INSTANCE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)  # another process setting the instance up
@@ -112,9 +112,9 @@ def test_the_instance_is_opened_one_process_at_a_time_under_its_lock(tmp_path):
 
 def test_a_run_whose_warehouse_is_gone_at_the_end_exits_1(tmp_path, capsys):
     """A warehouse removed while the run went on: the summary said so, the exit code said 0."""
-    from assets.materialize_all import _finish
     from configuration import parse_config
     from reporting.summary import Done
+    from runner.command import _finish
     from warehouse import Warehouse
 
     cfg = parse_config({"warehouse": {"path": str(tmp_path / "wh.duckdb")}}, str(tmp_path / "cfg.yaml"))

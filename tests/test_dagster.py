@@ -14,8 +14,8 @@ import dagster as dg
 import pytest
 
 from assets.definitions import build_definitions
-from assets.materialize_all import raw_assets
 from assets.resources import WarehouseResource
+from runner.command import raw_assets
 from tests.conftest import stub_config
 from warehouse import Warehouse
 

@@ -1,4 +1,4 @@
-"""assets/instance_storage.py: the command's Dagster runs write the files Dagster writes (each run's
+"""runner/instance_storage.py: the command's Dagster runs write the files Dagster writes (each run's
 events, the runs' records), with engines and connections kept instead of one per statement."""
 
 import sqlite3
@@ -13,9 +13,9 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventL
 from dagster._core.storage.runs.sqlite import sqlite_run_storage
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 
-from assets import instance_storage
-from assets.compute_logs import open_instance
-from assets.instance_storage import RunEventLogStorage, RunStorage
+from runner import instance_storage
+from runner.compute_logs import open_instance
+from runner.instance_storage import RunEventLogStorage, RunStorage
 
 ROOT = Path(__file__).resolve().parent.parent
 # no compute logs, and no telemetry (Dagster would write it under $DAGSTER_HOME, the repository under `make test`)
@@ -103,8 +103,8 @@ def test_the_files_kept_open_are_closed_when_the_process_exits_leaving_no_write_
     (tmp_path / "dagster.yaml").write_text(NOOP_LOGS)
     code = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]]\n"
             "from test_instance_storage import _job\n"
-            "from assets.compute_logs import open_instance\n"
-            "from assets.materialize_all import exit_fast\n"
+            "from runner.compute_logs import open_instance\n"
+            "from runner.command import exit_fast\n"
             "instance, _ = open_instance(sys.argv[3])\n"
             "assert _job(['a']).execute_in_process(instance=instance, partition_key='a').success\n"
             "exit_fast(0)\n")

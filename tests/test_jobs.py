@@ -12,11 +12,12 @@ import dagster as dg
 import pytest
 
 from assets.definitions import build_definitions
-from assets.jobs import FAMILIES, SelectionError, Step, job_names, plan_steps, waits_for
-from assets.materialize_all import chain_length, raw_assets, run_steps
+from assets.jobs import FAMILIES, Step, job_names, waits_for
 from configuration import CONFIG_ENV_VAR, ConfigError
 from llm_calls.stub_server import StubServer
 from reporting.summary import Done
+from runner.command import chain_length, raw_assets, run_steps
+from runner.steps import SelectionError, plan_steps
 from tests.conftest import stub_config
 from warehouse import Warehouse
 
@@ -130,9 +131,9 @@ def test_the_first_figure_is_drawn_once_the_process_waits_on_an_endpoint_and_nev
     once a model's whole concurrency is out, `tests/test_flows.py`): not while nothing, only the
     cache or a model has answered (a call answered early is the models probe's, beside the items),
     once the process waits, and not at all when the run ends first."""
-    from assets import materialize_all
     from llm_calls.totals import TOTALS
     from reporting import figures
+    from runner import command as materialize_all
 
     drawn, result = [], []
     monkeypatch.setattr(figures, "warm_up", lambda: drawn.append(TOTALS.answered))
@@ -167,7 +168,7 @@ def test_the_commands_heap_is_frozen_once_its_code_is_loaded_and_a_process_with_
     where the collector is on (a test calling `main`), nothing is frozen."""
     import gc
 
-    from assets import materialize_all
+    from runner import command as materialize_all
 
     before = gc.get_freeze_count()
     materialize_all.settle_heap()
@@ -199,7 +200,7 @@ def test_the_run_builds_musobench_s_levels_with_the_tasks_alternating_and_everyt
     """`start_order` (what `run_steps` tries first) changes only the MuSoBench levels: they take one
     another's places so that TimeTabling and SubsetSum alternate, each task's levels still in their
     bins' order; the worker that generates them ahead is given them in that order."""
-    from assets.materialize_all import _levels_to_build, start_order
+    from runner.command import _levels_to_build, start_order
 
     cfg = two_models(stub, tmp_path, ib=IB, waken=WAKEN, scale="paper")
     steps = plan_steps(cfg)
@@ -246,7 +247,7 @@ def test_the_commands_exit_joins_its_threads_runs_the_atexit_handlers_and_flushe
     script = tmp_path / "ends.py"
     script.write_text(f"""
 import atexit, sys, threading, time
-from assets.materialize_all import exit_fast
+from runner.command import exit_fast
 out = {str(tmp_path)!r}
 atexit.register(lambda: open(out + "/atexit", "w").write("ran"))
 def late():
@@ -403,7 +404,6 @@ def test_the_progress_line_counts_steps_and_calls_and_bounds_the_time_left():
 def test_the_summary_has_a_row_per_family_the_headline_and_where_to_look(tmp_path):
     from assets.jobs import Step
     from reporting.summary import Done, summary
-
     wh = Warehouse(tmp_path / "wh.duckdb")
     wh.upsert("ib.items", [{"dataset": "fld", "item_id": f"i{k}", "base_id": f"b{k}", "form": "judging",
                             "label_type": "tense", "variant": "complete", "options": "[]", "gold": "[1]",
@@ -444,7 +444,7 @@ def test_model_run_rebuilds_items_the_warehouse_does_not_hold_whatever_the_insta
 
 def test_a_warehouse_that_cannot_be_read_ends_the_run_with_one_line_not_a_traceback(stub, monkeypatch, capsys,
                                                                                      tmp_path):
-    from assets import materialize_all
+    from runner import command as materialize_all
 
     def unreadable(*args, **kwargs):
         raise OSError("Permission denied: wh.duckdb")
@@ -464,7 +464,7 @@ def test_a_ui_launch_of_one_slice_gets_the_tags_the_command_gives_that_step(tmp_
     command (already tagged) and a run of several families' assets get nothing."""
     from dagster._core.storage.dagster_run import DagsterRun
 
-    from assets.ui_runs import ui_tags
+    from runner.ui_runs import ui_tags
 
     with StubServer(responder=lambda body: "Answer: 1") as stub:
         cfg = two_models(stub, tmp_path, ib=IB)

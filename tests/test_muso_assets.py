@@ -98,8 +98,8 @@ def test_a_level_generated_ahead_in_the_worker_is_stored_exactly_as_one_built_in
     """`materialize_all` generates the levels it will build in a worker process
     (`levels_ahead`); the step takes its level from there and stores the same rows, with the same
     data version, as when it generates the level itself. A level not planned is built inline."""
-    from assets.materialize_all import levels_ahead
     from configuration import load_config
+    from runner.command import levels_ahead
 
     cfg = stub_config(perfect_stub, tmp_path, muso=MUSO)
     defs = build_definitions(cfg.source)

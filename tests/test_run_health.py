@@ -8,9 +8,9 @@ import pytest
 from dagster._core.definitions.data_version import StaleStatus
 
 from assets.definitions import build_definitions
-from assets.materialize_all import raw_assets
 from configuration import CONFIG_ENV_VAR
 from llm_calls.stub_server import StubServer
+from runner.command import raw_assets
 from tests.conftest import materialize, stub_config
 from warehouse import Warehouse
 

