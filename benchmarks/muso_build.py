@@ -7,7 +7,7 @@ speed drifts; both are printed and the ratio uses their mean).
 The build: the `build_muso` job for each level, one Dagster run per level as
 `python -m assets.materialize_all` runs it (in process, against a fresh warehouse and Dagster
 instance), twice: with the levels generated ahead in a worker process as `materialize_all` does
-(`levels_ahead`), then inline, each into a warehouse of its own. Each run's `build_seconds`
+(`built_ahead`), then inline, each into a warehouse of its own. Each run's `build_seconds`
 metadata says where its time went: generation, the rows (the solutions' JSON, the question and
 reference answer texts), the validation (every solution re-checked from its text by the
 independent validator), the write (one transaction, DuckDB's checkpoint when the file is
@@ -104,7 +104,7 @@ def main() -> int:
     from assets.definitions import build_definitions
     from configuration import load_config
     from configuration.muso import build_order
-    from runner.command import levels_ahead
+    from runner.command import built_ahead
     from runner.compute_logs import open_instance
 
     cfg = load_config()
@@ -120,7 +120,7 @@ def main() -> int:
     # as `materialize_all` builds them: each level generated ahead in a worker process (started here,
     # inside the timed build) while this process runs the levels before it, its DuckDB on one thread
     t0 = time.perf_counter()
-    with levels_ahead(cfg, keys):
+    with built_ahead(cfg, {"muso": keys}):
         wall, phases, solutions, every_ahead = build(job, instance, keys, configs["ahead"])
     ahead_wall = time.perf_counter() - t0  # with the worker's shutdown
     peak_ahead = peak_mib()

@@ -12,10 +12,11 @@ object of its layer's contract type, whose fields say what the cross-family code
 | `assets` | `build_assets(cfg)`: its Dagster assets and checks | a function (`assets/<key>.py`) |
 | `panel` | `panel(wh, model, writer)`: its part of a model's report | a function (`reporting.panels`) |
 | `release` | its release's texts and tables; None: the family is never released | `releases.Release` |
+| `ahead` | items built ahead, in a worker process, while the run's earlier steps run | `generators.ahead.ItemsAhead` |
 
 Optional parts are `None` (a field of the part, or `release`), never looked for. Each layer loads the
 parts it reads with `load(ref)` and checks their type (`warehouse.parts.of`, `evaluations.calls.protocol_of`,
-`releases.release_of`), so a wrong or missing part fails naming the family and the reference.
+`releases.spec`, `generators.ahead.ahead_of`), so a wrong or missing part fails naming the family and the reference.
 Adding a fifth family means its modules and one `Family(...)` entry below (with the import of its
 section); `tests/test_families.py` checks every entry's parts, and runs such a family
 (`tests/fixtures/fifth_family`) end to end. The order here is the order the command runs the families in,
@@ -44,14 +45,16 @@ class Parts:
     assets: str
     panel: str
     release: str | None = None
+    ahead: str | None = None  # items the run command builds ahead in a worker process
 
     @classmethod
-    def of(cls, key: str, *, release: bool) -> Parts:
+    def of(cls, key: str, *, release: bool, ahead: bool = False) -> Parts:
         """The parts laid out as the four families lay them out: `warehouse/<key>.py: PARTS`,
         `evaluations/<key>.py: PROTOCOL`, `assets/<key>.py: build_assets`, `reporting/panels/<key>.py:
-        panel` and, with `release`, `releases/<key>.py: RELEASE`."""
+        panel`; with `release`, `releases/<key>.py: RELEASE`; with `ahead`, `generators/<key>.py: AHEAD`."""
         return cls(f"warehouse.{key}:PARTS", f"evaluations.{key}:PROTOCOL", f"assets.{key}:build_assets",
-                   f"reporting.panels.{key}:panel", f"releases.{key}:RELEASE" if release else None)
+                   f"reporting.panels.{key}:panel", f"releases.{key}:RELEASE" if release else None,
+                   f"generators.{key}:AHEAD" if ahead else None)
 
 
 def load(ref: str) -> Any:
@@ -95,7 +98,7 @@ class Family:
 
 FAMILIES: tuple[Family, ...] = (
     Family("muso", "MuSoBench", "task level", "muso_instances", "muso_responses", "muso_metrics",
-           "muso.instances", "partition_key", MusoConfig, Parts.of("muso", release=True)),
+           "muso.instances", "partition_key", MusoConfig, Parts.of("muso", release=True, ahead=True)),
     Family("waken", "WakenLLM", "dataset", "waken_items", "waken_outcomes", "waken_metrics",
            "waken.items", "dataset", WakenConfig, Parts.of("waken", release=True)),
     Family("ib", "Instruction Boundary", "dataset", "ib_items", "ib_responses", "ib_metrics",

@@ -27,7 +27,7 @@ def build_order(keys: list[str]) -> list[str]:
     `TASKS` order (TimeTabling 1-50, SubsetSum 1-50, TimeTabling 51-100, SubsetSum 51-100, ...).
 
     A run generates its levels ahead, in a worker process, while its steps store them
-    (`assets.materialize_all.levels_ahead`). A large TimeTabling level costs the worker more than
+    (`runner.command.built_ahead`). A large TimeTabling level costs the worker more than
     its step costs (the 451-500 level: 2.9 s of generation and rows, against about 2 s to validate,
     write, check and record it); a SubsetSum level less (0.1-1 s against 0.6-0.8 s). Alternating them
     keeps both busy; in the configuration's order the run ended on seven SubsetSum steps queued

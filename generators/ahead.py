@@ -37,10 +37,33 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 PROJECT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class ItemsAhead:
+    """A family whose item partitions the run command builds ahead (its registry entry's optional
+    `Parts.ahead`, e.g. `generators/muso.py: AHEAD`): the order the run builds its partitions in, the
+    job of one partition as the configuration sets it, and the build (a module-level function: the
+    worker imports it by name)."""
+
+    order: Callable[[list[str]], list[str]]  # partition keys -> the order they are built in
+    job: Callable[[Any, str], Any]  # (configuration, partition key) -> a picklable job
+    build: Callable[[Any], Any]  # job -> its result, what the partition's step stores
+
+
+def ahead_of(family: Any) -> ItemsAhead:
+    """A family's `ItemsAhead` part, checked to be one."""
+    from configuration.families import load  # here: the worker process never needs the registry
+
+    part = load(family.parts.ahead)
+    if not isinstance(part, ItemsAhead):
+        raise TypeError(f"{family.key}: {family.parts.ahead} is a {type(part).__name__}, not an ItemsAhead")
+    return part
 
 
 class WorkerDied(RuntimeError):

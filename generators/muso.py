@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from configuration import Config, MusoSubsetSum, MusoTimetabling, derived_seed
-from configuration.muso import TASKS, bin_label, level_key
+from configuration.muso import TASKS, bin_label, build_order, level_key
+from generators.ahead import ItemsAhead
 from solvers import subsetsum as ss
 from solvers import timetabling as tt
 from validators.checks import Check
@@ -444,3 +445,6 @@ def left_out_at_demo(cfg: Config) -> list[str]:
                        f"{cfg.muso.demo_levels}; scale: paper builds every level)")
     return out
 
+
+# the levels the run command builds ahead, in a worker process (configuration/families.py: Parts.ahead)
+AHEAD = ItemsAhead(build_order, level_job, build_level)

@@ -12,7 +12,7 @@ and the per-model reports. A step starts as soon as the steps it reads have ende
 (`assets.jobs.waits_for`), up to `--parallel` (8) at once, each in a thread: every slice of every
 family starts once its items are built and shares its models' concurrency with the others; items
 are built one at a time (MuSoBench's levels generated ahead, in their order, by a worker process
-while the steps before them run: `levels_ahead`). Each step is a run of a named job (`evaluate_waken`, ...), tagged with
+while the steps before them run: `built_ahead`). Each step is a run of a named job (`evaluate_waken`, ...), tagged with
 the family, partition, models and configuration, recorded in the instance named by DAGSTER_HOME,
 so the UI's Runs page and each job's page show it. `--model` evaluates only that model's slices
 (items already built are not rebuilt) and refreshes the metrics and reports. A step that is up to
@@ -48,15 +48,17 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assets import step_records
 from assets.jobs import FAMILIES, LAST, Step, run_tags, stage_of, waits_for
+from configuration.families import BY_KEY
+from configuration.families import FAMILIES as FAMILY_LIST
 from generators import ahead
 from llm_calls import EXPORT_ENV, TOTALS, BatchImportError, exported, import_file, round_files
 from reporting.summary import Done, Progress, clock, left_out_at_demo, stored_items, summary
@@ -152,51 +154,57 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         now = time.monotonic()
         return _finish([Done(s, True, 0.0, (0, 0, 0), started=now, skipped=True) for s in steps_planned], [], wh,
                        config)
-    # MuSoBench's levels generated in a worker process while the steps before each run (started
-    # first: the worker's start overlaps Dagster's imports)
-    with levels_ahead(config, _levels_to_build(config, steps_planned, skip)):
+    # items built ahead (MuSoBench's levels) in a worker process while the steps before each run
+    # (started first: the worker's start overlaps Dagster's imports)
+    with built_ahead(config, _to_build_ahead(config, steps_planned, skip)):
         return _run_steps(args, parser, config, wh, digest, exporting, (steps_planned, skip))
 
 
-def _levels_to_build(config, steps: Sequence[Step], skip: Collection[int]) -> list[str]:
-    """The MuSoBench levels the run builds, in the order their steps start (items steps run one at
-    a time, in `start_order`): those not up to date, when no release is read instead
-    (`assets.release.released_tables`)."""
-    if config.release.load.get("muso"):
-        return []
-    return [steps[i].partition for i in start_order(steps) if i not in skip and _muso_level(steps[i])]
+def _to_build_ahead(config, steps: Sequence[Step], skip: Collection[int]) -> dict[str, list[str]]:
+    """Per family whose items are built ahead (its `Parts.ahead`), the partitions the run builds, in
+    the order their steps start (items steps run one at a time, in `start_order`): those not up to
+    date, when no release is read instead (`assets.release.released_tables`)."""
+    order = start_order(steps)
+    return {f.key: [steps[i].partition for i in order if i not in skip and _items_of(steps[i], f.key)]
+            for f in FAMILY_LIST if f.parts.ahead and not config.release.load.get(f.key)}
 
 
-def _muso_level(step: Step) -> bool:
-    return step.family == "muso" and stage_of(step) == "items"
+def _items_of(step: Step, family: str) -> bool:
+    return step.family == family and stage_of(step) == "items"
 
 
 def start_order(steps: Sequence[Step]) -> list[int]:
-    """The order `run_steps` tries the steps in (by index): the plan's, with MuSoBench's levels
-    taking one another's places in `configuration.muso.build_order` (the two tasks alternating, so
-    that the worker generating them ahead and the steps storing them are both kept busy)."""
-    from configuration.muso import build_order
-
-    places = [i for i, s in enumerate(steps) if _muso_level(s)]
-    index = {steps[i].partition: i for i in places}
+    """The order `run_steps` tries the steps in (by index): the plan's, with the items steps of a
+    family built ahead taking one another's places in its `ItemsAhead.order` (MuSoBench's two tasks
+    alternating, so that the worker generating them ahead and the steps storing them are both kept
+    busy)."""
     order = list(range(len(steps)))
-    for place, key in zip(places, build_order([steps[i].partition for i in places])):
-        order[place] = index[key]
+    for f in FAMILY_LIST:
+        if f.parts.ahead is None:
+            continue
+        places = [i for i, s in enumerate(steps) if _items_of(s, f.key)]
+        index = {steps[i].partition: i for i in places}
+        for place, key in zip(places, ahead.ahead_of(f).order([steps[i].partition for i in places])):
+            order[place] = index[key]
     return order
 
 
 @contextmanager
-def levels_ahead(config, levels: Sequence[str]) -> Iterator[None]:
-    """MuSoBench's `levels` generated, with their rows, in a worker process (`generators.ahead`)
-    while the block runs their steps, each step taking its level from it; this process's DuckDB
-    leaves the worker a core meanwhile. Nothing started when there are no levels."""
-    from generators import muso
+def built_ahead(config, partitions: Mapping[str, Sequence[str]]) -> Iterator[None]:
+    """Each family's `partitions` (family key -> partition keys, in build order) built, with their
+    rows, in a worker process (`generators.ahead`) while the block runs their steps, each step
+    taking its partition's result from it; this process's DuckDB leaves the workers a core
+    meanwhile. Nothing started where there are no partitions."""
     from llm_calls import usable_cores
 
-    jobs = [muso.level_job(config, key) for key in levels]
-    with ahead.building_ahead(muso.build_level, jobs) as worker:
-        with duckdb_threads(max(1, usable_cores() - 1)) if worker is not None else nullcontext():
-            yield
+    with ExitStack() as stack:
+        workers = []
+        for key, keys in partitions.items():
+            part = ahead.ahead_of(BY_KEY[key])
+            workers.append(stack.enter_context(ahead.building_ahead(part.build, [part.job(config, k) for k in keys])))
+        if any(w is not None for w in workers):
+            stack.enter_context(duckdb_threads(max(1, usable_cores() - 1)))
+        yield
 
 
 def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config, wh: Warehouse, digest: str,

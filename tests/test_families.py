@@ -18,6 +18,7 @@ def test_every_family_s_parts_are_its_layers_contract_types():
     """Each registry entry names its parts; each loads as its layer's contract type (or a function for
     the assets and the panel), and the release part is there exactly when the family has a release."""
     from evaluations.calls import Protocol, protocol_of
+    from generators.ahead import ItemsAhead, ahead_of
     from releases import Release, spec
     from warehouse import parts
 
@@ -28,6 +29,9 @@ def test_every_family_s_parts_are_its_layers_contract_types():
         assert (f.release is not None) == (f.parts.release is not None)
         if f.parts.release:
             assert isinstance(spec(f.key), Release)
+        if f.parts.ahead:
+            assert isinstance(ahead_of(f), ItemsAhead)
+    assert [f.key for f in FAMILIES if f.parts.ahead] == ["muso"]
 
 
 def test_a_part_that_is_missing_or_of_the_wrong_type_fails_naming_the_family_and_its_reference():

@@ -200,7 +200,7 @@ def test_the_run_builds_musobench_s_levels_with_the_tasks_alternating_and_everyt
     """`start_order` (what `run_steps` tries first) changes only the MuSoBench levels: they take one
     another's places so that TimeTabling and SubsetSum alternate, each task's levels still in their
     bins' order; the worker that generates them ahead is given them in that order."""
-    from runner.command import _levels_to_build, start_order
+    from runner.command import _to_build_ahead, start_order
 
     cfg = two_models(stub, tmp_path, ib=IB, waken=WAKEN, scale="paper")
     steps = plan_steps(cfg)
@@ -215,9 +215,9 @@ def test_the_run_builds_musobench_s_levels_with_the_tasks_alternating_and_everyt
             s.partition for s in steps if s.assets == ("muso_instances",) and s.partition.startswith(task)]
     moved = {i for i, j in enumerate(order) if i != j}
     assert moved and all(steps[i].assets == ("muso_instances",) for i in moved)
-    assert _levels_to_build(cfg, steps, set()) == levels
-    assert _levels_to_build(cfg, steps, {steps.index(next(s for s in steps if s.partition == "subsetsum_1-50"))}) == [
-        k for k in levels if k != "subsetsum_1-50"]
+    assert _to_build_ahead(cfg, steps, set()) == {"muso": levels}
+    skip = {steps.index(next(s for s in steps if s.partition == "subsetsum_1-50"))}
+    assert _to_build_ahead(cfg, steps, skip) == {"muso": [k for k in levels if k != "subsetsum_1-50"]}
 
     ran: list[str] = []
 

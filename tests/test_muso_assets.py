@@ -96,10 +96,10 @@ def test_rematerialising_a_level_replaces_it(perfect_stub, tmp_path):
 @pytest.mark.slow
 def test_a_level_generated_ahead_in_the_worker_is_stored_exactly_as_one_built_inline(perfect_stub, tmp_path):
     """`materialize_all` generates the levels it will build in a worker process
-    (`levels_ahead`); the step takes its level from there and stores the same rows, with the same
+    (`built_ahead`); the step takes its level from there and stores the same rows, with the same
     data version, as when it generates the level itself. A level not planned is built inline."""
     from configuration import load_config
-    from runner.command import levels_ahead
+    from runner.command import built_ahead
 
     cfg = stub_config(perfect_stub, tmp_path, muso=MUSO)
     defs = build_definitions(cfg.source)
@@ -115,7 +115,7 @@ def test_a_level_generated_ahead_in_the_worker_is_stored_exactly_as_one_built_in
 
     inline = build("timetabling_51-100")
     assert inline[0].metadata["generated_ahead"].value is False
-    with levels_ahead(load_config(cfg.source), ["timetabling_51-100"]):
+    with built_ahead(load_config(cfg.source), {"muso": ["timetabling_51-100"]}):
         ahead_built = build("timetabling_51-100")
         other = build("subsetsum_51+")  # not planned: built here
     assert ahead_built[0].metadata["generated_ahead"].value is True

@@ -98,7 +98,7 @@ def test_after_a_run_the_plan_finds_the_exact_steps_cached(small):
 
     cfg = small
     assert materialize_all(["--select", "muso", "--select", "ib"]) == 0
-    # the run's MuSoBench levels were generated ahead, in the worker process (assets.materialize_all.levels_ahead)
+    # the run's MuSoBench levels were generated ahead, in the worker process (runner.command.built_ahead)
     with dg.DagsterInstance.get() as instance:
         records = instance.fetch_materializations(dg.AssetKey("muso_instances"), limit=100).records
         ahead = {r.partition_key: r.asset_materialization.metadata["generated_ahead"].value for r in records}

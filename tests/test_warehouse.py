@@ -508,7 +508,7 @@ def test_a_reader_of_the_same_process_gets_in_while_two_writers_keep_writing(wh)
 
 def test_duckdb_threads_holds_this_process_s_duckdb_to_n_threads_while_its_block_runs(tmp_path):
     """While a worker process generates MuSoBench levels, the steps' DuckDB leaves it a core
-    (`assets.materialize_all.levels_ahead`); afterwards DuckDB has its default again."""
+    (`runner.command.built_ahead`); afterwards DuckDB has its default again."""
     from warehouse.connection import duckdb_threads
 
     wh = Warehouse(tmp_path / "wh.duckdb")
