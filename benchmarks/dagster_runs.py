@@ -39,7 +39,7 @@ def instances(folder: Path) -> dict[str, object]:
         home.mkdir()
         (home / "dagster.yaml").write_text(
             f"storage:\n  sqlite:\n    base_dir: {home / 'storage'}\n"
-            f"compute_logs:\n  module: assets.compute_logs\n  class: {ThreadComputeLogManager.__name__}\n"
+            f"compute_logs:\n  module: runner.compute_logs\n  class: {ThreadComputeLogManager.__name__}\n"
             f"  config:\n    base_dir: {home / 'logs'}\ntelemetry:\n  enabled: false\n")
         if name == "dagster":
             out[name] = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))

@@ -44,7 +44,7 @@ what lets the session tell that every flow waits on a batch.
 One event loop per process (`call_loop`): `Ledger.run_flows`, called from any thread (the steps
 that `materialize_all` runs at once each run in a thread of their own), runs its session in the
 process's call loop, a daemon thread, and waits for it (`run_in_call_loop`). The sessions of one
-loop share one `openai` client per endpoint (`_Clients`), so every call of the process to an
+loop share one HTTP client per endpoint (`_Clients`), so every call of the process to an
 endpoint goes through one connection pool. Measured at 6,000 calls, concurrency 64, against the
 stub (0.2 s): eight sessions, each in a thread with its own loop and client, took 1.8-2.5 ms of
 CPU per call where one client alone took 1.4-1.9; the same eight sessions in one loop with one
@@ -66,9 +66,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-import openai
-
 from llm_calls import batch
+from llm_calls import http_client as http
 from llm_calls.endpoints import default_sampling
 from llm_calls.records import CallStore, keyed_request
 from llm_calls.totals import TOTALS
@@ -141,7 +140,7 @@ class Lane:
         self._starting: asyncio.Task | None = None
         self.pool: _Pool | None = None
         self.progress = None
-        self.client: openai.AsyncOpenAI | None = None
+        self.client: http.Client | None = None
         self._failed: BaseException | None = None
 
     def keyed(self, request: Any) -> tuple[Any, dict[str, Any], str]:
@@ -628,7 +627,7 @@ class Session:
 
 
 class _Clients:
-    """One `openai` client per endpoint (URL, key, timeout) per event loop, for every session's
+    """One HTTP client (`llm_calls/http_client.py`) per endpoint (URL, key, timeout) per event loop, for every session's
     lane in that loop; closed when the last lane using it closes. A client belongs to its loop
     (its connections are that loop's sockets), so each loop has its own."""
 
@@ -636,20 +635,19 @@ class _Clients:
     _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, list]] = weakref.WeakKeyDictionary()
 
     @classmethod
-    def take(cls, ep: Any, timeout_s: float, tls: Callable[[], Any]) -> openai.AsyncOpenAI:
+    def take(cls, ep: Any, timeout_s: float, tls: Callable[[], Any]) -> http.Client:
         with cls._lock:
             ours = cls._by_loop.setdefault(asyncio.get_running_loop(), {})
         key = (ep.base_url, ep.api_key, timeout_s)
         entry = ours.get(key)
         if entry is None:
-            client = openai.AsyncOpenAI(base_url=ep.base_url, api_key=ep.api_key or "not-needed", max_retries=0,
-                                        timeout=timeout_s, http_client=openai.DefaultAsyncHttpxClient(verify=tls()))
+            client = http.Client(ep.base_url, ep.api_key, timeout_s, tls() if ep.base_url.startswith("https") else None)
             entry = ours[key] = [client, 0, key]
         entry[1] += 1
         return entry[0]
 
     @classmethod
-    async def give_back(cls, client: openai.AsyncOpenAI) -> None:
+    async def give_back(cls, client: http.Client) -> None:
         ours = cls._by_loop.get(asyncio.get_running_loop(), {})
         entry = next((e for e in ours.values() if e[0] is client), None)
         if entry is not None:

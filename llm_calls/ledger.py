@@ -54,12 +54,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
-import httpx2
-import openai
-
 from configuration import LedgerConfig
 from llm_calls import batch, flows
 from llm_calls.endpoints import Endpoint, ModelRegistry, chat_body, default_sampling
+from llm_calls.http_client import Client, HttpConnectionError, HttpStatusError, HttpTimeout
 from llm_calls.records import (
     Answer,
     CallRequest,
@@ -76,6 +74,7 @@ from warehouse import Warehouse
 
 T = TypeVar("T")
 _RETRY_AFTER_CAP_S = 600.0
+_JSON = json.JSONEncoder(ensure_ascii=False)  # a request body, built once
 _UNSUPPORTED = re.compile(r"unsupported (?:parameter|value):\s*'([\w.]+)'|'([\w.]+)' is not supported with this model"
                           r"|'([\w.]+)' does not support", re.I)
 
@@ -90,7 +89,7 @@ def _unsendable(ep: Endpoint, sent: Mapping[str, Any]) -> str | None:
     return f"{refused[min(both)]}; no request sent" if both else None
 
 
-def refused_parameter(exc: openai.APIStatusError) -> str | None:
+def refused_parameter(exc: HttpStatusError) -> str | None:
     """The parameter an HTTP 400 says the model does not take (OpenAI's `code` unsupported_parameter
     or unsupported_value with its `param`, or the same words in the message), else None."""
     code, param = getattr(exc, "code", None), getattr(exc, "param", None)
@@ -238,7 +237,7 @@ class Ledger:
     # -- requests ----------------------------------------------------------------
 
     async def send(
-        self, client: openai.AsyncOpenAI, ep: Endpoint, identity: str,
+        self, client: Client, ep: Endpoint, identity: str,
         purpose: str, key: str, req: CallRequest, params: dict[str, Any], secrets: Sequence[str] = (),
         shared: Slots | None = None, pause: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> tuple[CallResult, dict[str, Any]]:
@@ -246,7 +245,7 @@ class Ledger:
         another worker use the slot meanwhile)."""
         sent = sent_params(ep, key, params)
         messages = [{"role": m["role"], "content": m["content"]} for m in req.messages]
-        body = chat_body(ep.served_model, messages, sent)
+        body = _JSON.encode(chat_body(ep.served_model, messages, sent)).encode()
         created = datetime.now(UTC).replace(tzinfo=None)
 
         attempts, latency = 0, None
@@ -265,16 +264,12 @@ class Ledger:
                         break
                     t0 = time.monotonic()
                     try:
-                        # the client's plain POST (its README's "undocumented requests"): the same
-                        # request, headers, timeout and typed errors as `chat.completions.create`,
-                        # without its typed layer - walking the parameters against their TypedDicts
-                        # and building the reply's pydantic objects - which cost ~0.5 ms of CPU a call
-                        # (benchmarks/paper_calls.py replays both ways); `Answer.of` reads the JSON
-                        resp = await client.post("/chat/completions", cast_to=httpx2.Response, body=body)
-                    except openai.APIConnectionError as exc:
+                        # the JSON as bytes through `llm_calls/http_client.py` (aiohttp): `Answer.of` reads it
+                        content = await client.post(body)
+                    except HttpConnectionError as exc:
                         # an embedded server that died: said while this call still holds its turn, so no
                         # call waiting for one is sent to the dead port
-                        if ep.server_death is None or isinstance(exc, openai.APITimeoutError):
+                        if ep.server_death is None:
                             raise
                         died = await asyncio.to_thread(ep.server_death)
                         if died is None:
@@ -283,7 +278,7 @@ class Ledger:
                         raise _ServerDied(died) from exc
                     finally:
                         latency = time.monotonic() - t0
-                got = Answer.of(_json_body(resp), secrets)
+                got = Answer.of(_json_body(content), secrets)
                 ok, error = got.ok, got.error
                 break
             except (Malformed, _ServerDied) as exc:
@@ -297,35 +292,36 @@ class Ledger:
                 await pause(
                     backoff_delay(attempts, self.config.backoff_base_s, self.config.backoff_max_s, exc.retry_after, self._rng)
                 )
-            except openai.RateLimitError as exc:  # 429
-                if attempts >= self.config.max_attempts:
+            except HttpStatusError as exc:
+                if exc.status != 429:
+                    error = f"HTTP {exc.status} {brief(exc)}"
+                    param = refused_parameter(exc) if exc.status == 400 else None
+                    if param is not None and param in sent:
+                        error = self._refused(ep, param, error)
+                        break
+                    if exc.status < 500 and exc.status not in (408, 409):
+                        break  # 4xx other than 408/409/429: asking again will not help
+                    if attempts >= self.config.max_attempts:
+                        error = f"retries spent after {attempts} attempts; last: {error}"
+                        break
+                    await pause(backoff_delay(
+                        attempts, self.config.backoff_base_s, self.config.backoff_max_s,
+                        retry_after_seconds(exc.headers), self._rng,
+                    ))
+                    continue
+                if attempts >= self.config.max_attempts:  # 429
                     error = f"retries spent after {attempts} attempts; last: HTTP 429 {brief(exc)}"
                     break
                 wait = backoff_delay(attempts, self.config.backoff_base_s, self.config.backoff_max_s,
-                                     retry_after_seconds(exc.response.headers), self._rng)
+                                     retry_after_seconds(exc.headers), self._rng)
                 TOTALS.rate_limited(ep.name, wait)  # the progress line says who waits, and how long
                 if wait >= 5:
                     self.log.info(f"llm [{ep.name}]: rate limited (HTTP 429), waiting {wait:.0f} s before "
                                   f"attempt {attempts + 1}")
                 await pause(wait)
                 error = f"HTTP 429 {brief(exc)}"
-            except openai.APIStatusError as exc:
-                error = f"HTTP {exc.status_code} {brief(exc)}"
-                param = refused_parameter(exc) if exc.status_code == 400 else None
-                if param is not None and param in sent:
-                    error = self._refused(ep, param, error)
-                    break
-                if exc.status_code < 500 and exc.status_code not in (408, 409):
-                    break  # 4xx other than 408/409/429: asking again will not help
-                if attempts >= self.config.max_attempts:
-                    error = f"retries spent after {attempts} attempts; last: {error}"
-                    break
-                await pause(backoff_delay(
-                    attempts, self.config.backoff_base_s, self.config.backoff_max_s,
-                    retry_after_seconds(exc.response.headers), self._rng,
-                ))
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                kind = "timeout" if isinstance(exc, openai.APITimeoutError) else "connection error"
+            except (HttpTimeout, HttpConnectionError) as exc:
+                kind = "timeout" if isinstance(exc, HttpTimeout) else "connection error"
                 error = f"{kind} ({ep.host}): {brief(exc)}"
                 if attempts >= self.config.max_attempts:
                     error = f"retries spent after {attempts} attempts; last: {error}"
@@ -368,11 +364,11 @@ class Ledger:
 
     # -- persistence and progress --------------------------------------------------
 
-def _json_body(resp: httpx2.Response) -> Any:
+def _json_body(content: bytes) -> Any:
     """The reply's JSON; a body that is not JSON is a failed call that says what came instead."""
     try:
-        return json.loads(resp.content)
+        return json.loads(content)
     except ValueError:
-        raise Malformed(f"malformed response: the body is not JSON: {resp.text[:200]!r}") from None
+        raise Malformed(f"malformed response: the body is not JSON: {content[:200].decode('utf-8', 'replace')!r}") from None
 
 

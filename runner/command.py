@@ -212,7 +212,6 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
     """Run the selected steps that are not up to date, each as a run of its Dagster job, and print the
     summary. `planned`: the steps and those up to date (by index), when `_run` has them (not with
     `--model`)."""
-    import dagster as dg
 
     from assets.definitions import build_definitions
     from runner.compute_logs import open_instance
@@ -222,20 +221,9 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
         os.environ["DAGSTER_HOME"] = str(Path(config.source).resolve().parent)
         print(f"DAGSTER_HOME not set: recording runs in {os.environ['DAGSTER_HOME']}", file=sys.stderr)
     instance, concurrent = open_instance(os.environ["DAGSTER_HOME"]) if planned is None else (None, True)
-    materialized = {}
     if planned is None:  # --model: the items the instance has materialised are not built again
-        stored = stored_items(wh)
-        for name, family in FAMILIES.items():
-            key = dg.AssetKey(family[0])
-            if config.item_partitions(name) is None:
-                recorded = {""} if instance.get_latest_materialization_event(key) else set()
-            else:
-                recorded = set(instance.get_materialized_partitions(key))
-            # built only if the instance remembers it AND the warehouse holds it (a deleted or new
-            # warehouse file has no items, whatever the instance says)
-            materialized[family[0]] = recorded & stored[name]
         try:
-            steps = plan_steps(config, args.select, args.partition, args.model, materialized)
+            steps = plan_steps(config, args.select, args.partition, args.model, _items_built(config, wh, instance))
         except SelectionError as exc:
             parser.error(str(exc))
         planned = (steps, up_to_date.skipped(steps, wh, digest, args.all or exporting))
@@ -273,6 +261,23 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
         recorder.shutdown(wait=True)
         progress.stop()
     return _finish(done, run_ids, wh, config)
+
+
+def _items_built(config, wh: Warehouse, instance) -> dict[str, set[str]]:
+    """Per family's items asset, the partitions built: those the Dagster instance remembers AND the
+    warehouse holds (a deleted or new warehouse file has no items, whatever the instance says)."""
+    import dagster as dg
+
+    stored = stored_items(wh)
+    built = {}
+    for name, family in FAMILIES.items():
+        key = dg.AssetKey(family[0])
+        if config.item_partitions(name) is None:
+            recorded = {""} if instance.get_latest_materialization_event(key) else set()
+        else:
+            recorded = set(instance.get_materialized_partitions(key))
+        built[family[0]] = recorded & stored[name]
+    return built
 
 
 def settle_heap() -> None:

@@ -22,7 +22,7 @@ still commits. After each commit to a run's file the log is checkpointed into th
 never waiting for a reader): the UI streams a running run's events by watching `<run id>.db` itself
 for changes (Dagster's `SqliteEventLogStorageWatchdog`), which a log left open would never touch (the
 same test file watches as the UI does). The connections close when the storage is disposed of,
-when the process exits (`assets.materialize_all.exit_fast` runs the atexit handlers) or when a file
+when the process exits (`runner.command.exit_fast` runs the atexit handlers) or when a file
 leaves the last `ENGINES`, so a finished run leaves each `.db` file alone, as Dagster's does. A killed
 process leaves `-wal` files beside them; SQLite reads them back at the next open.
 

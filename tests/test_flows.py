@@ -445,18 +445,16 @@ def test_steps_running_at_once_in_threads_share_the_call_loop_and_one_client(tmp
     call goes through one client (one connection pool), closed when the last session ends."""
     import contextvars
 
-    import openai
+    from llm_calls import http_client
 
-    from llm_calls import flows
+    made: list[http_client.Client] = []
 
-    made: list[openai.AsyncOpenAI] = []
-
-    class Counted(openai.AsyncOpenAI):
+    class Counted(http_client.Client):
         def __init__(self, *a, **k):
             super().__init__(*a, **k)
             made.append(self)
 
-    monkeypatch.setattr(flows.openai, "AsyncOpenAI", Counted)
+    monkeypatch.setattr(http_client, "Client", Counted)
     step = contextvars.ContextVar("step", default=None)
     start = threading.Barrier(4)
     seen: dict[int, list[tuple[str, int | None]]] = {}

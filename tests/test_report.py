@@ -163,7 +163,7 @@ def test_in_a_browser_the_report_shows_its_plots_and_the_ui_links_it(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     # the instance's run coordinator, as the project's dagster.yaml sets it
-    (home / "dagster.yaml").write_text("run_coordinator:\n  module: assets.ui_runs\n  class: TaggedRunCoordinator\n"
+    (home / "dagster.yaml").write_text("run_coordinator:\n  module: runner.ui_runs\n  class: TaggedRunCoordinator\n"
                                        "  config:\n    max_concurrent_runs: 4\n")
     served = _free_port()
 
