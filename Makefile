@@ -66,3 +66,5 @@ bench: bytecode
 	$(BIN)/python benchmarks/muso_build.py
 	$(BIN)/python benchmarks/cache_lookup.py
 	$(BIN)/python benchmarks/dagster_runs.py
+	$(BIN)/python -m benchmarks.peer_calls --inspect
+	$(BIN)/python -m benchmarks.house

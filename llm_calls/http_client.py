@@ -68,8 +68,8 @@ class Client:
                    "Authorization": f"Bearer {api_key or 'not-needed'}"}
         connector = aiohttp.TCPConnector(limit=0, ssl=tls if self.url.startswith("https") else False,
                                          enable_cleanup_closed=True)
-        self._session = aiohttp.ClientSession(
-            connector=connector, headers=headers, skip_auto_headers=("Accept-Encoding",),
+        self._session = aiohttp.ClientSession(  # trust_env: HTTP(S)_PROXY and NO_PROXY, as httpx reads them
+            connector=connector, headers=headers, skip_auto_headers=("Accept-Encoding",), trust_env=True,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout_s, sock_read=timeout_s))
 
     async def post(self, body: bytes) -> bytes:

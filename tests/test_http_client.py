@@ -1,0 +1,54 @@
+"""The live calls' HTTP path (llm_calls/http_client.py): errors mean what the `openai` client made them mean."""
+
+import asyncio
+import json
+
+import pytest
+
+from llm_calls.http_client import Client, HttpConnectionError, HttpStatusError, HttpTimeout, _error_fields
+
+
+def test_openai_error_bodies_give_their_message_code_and_param():
+    body = json.dumps({"error": {"message": "Unsupported parameter: 'max_tokens'", "type": "invalid_request_error",
+                                 "param": "max_tokens", "code": "unsupported_parameter"}}).encode()
+    assert _error_fields(body) == ("Unsupported parameter: 'max_tokens'", "unsupported_parameter", "max_tokens")
+    assert _error_fields(b'{"error": "model not loaded"}') == ("model not loaded", None, None)  # vLLM's and others'
+    assert _error_fields(b"<html>502 Bad Gateway</html>") == ("<html>502 Bad Gateway</html>", None, None)
+    error = HttpStatusError(429, {"retry-after": "2"}, b'{"error": {"message": "slow down"}}')
+    assert error.status == 429 and error.headers["retry-after"] == "2" and str(error) == "Error code: 429 - slow down"
+
+
+def _serve(handler):
+    """A loopback server whose connections `handler(reader, writer)` answers; (server, port)."""
+    async def start():
+        server = await asyncio.start_server(handler, "127.0.0.1", 0)
+        return server, server.sockets[0].getsockname()[1]
+    return start()
+
+
+@pytest.mark.parametrize("how", ["cut", "silent", "refused"])
+def test_a_cut_reply_is_a_connection_error_and_a_silent_one_a_timeout(how):
+    async def handler(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        if how == "cut":
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{\"choices\"")
+            await writer.drain()
+            writer.close()
+        else:
+            await asyncio.sleep(5)
+
+    async def main():
+        server, port = await _serve(handler)
+        if how == "refused":
+            server.close()
+            await server.wait_closed()
+        client = Client(f"http://127.0.0.1:{port}/v1", "key", 0.3, None)
+        try:
+            await client.post(b"{}")
+        finally:
+            await client.close()
+            server.close()
+
+    expected = HttpTimeout if how == "silent" else HttpConnectionError
+    with pytest.raises(expected):
+        asyncio.run(main())
