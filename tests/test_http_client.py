@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from llm_calls.http_client import Client, HttpConnectionError, HttpStatusError, HttpTimeout, _error_fields
+from llm_calls.http_client import Client, HttpConnectionError, HttpStatusError, HttpTimeout, _error_fields, proxy_for
 
 
 def test_openai_error_bodies_give_their_message_code_and_param():
@@ -52,3 +52,14 @@ def test_a_cut_reply_is_a_connection_error_and_a_silent_one_a_timeout(how):
     expected = HttpTimeout if how == "silent" else HttpConnectionError
     with pytest.raises(expected):
         asyncio.run(main())
+
+
+def test_the_proxy_comes_from_the_environment_unless_no_proxy_covers_the_host(monkeypatch):
+    for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert proxy_for("https://api.openai.com/v1/chat/completions") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", "gpu-box,127.0.0.1")
+    assert proxy_for("https://api.openai.com/v1/chat/completions") == "http://proxy.internal:3128"
+    assert proxy_for("https://gpu-box:8000/v1/chat/completions") is None
+    assert proxy_for("http://127.0.0.1:8000/v1/chat/completions") is None  # no HTTP_PROXY either
