@@ -96,7 +96,7 @@ def serve(port: int, delay: float) -> None:
 
     async def main() -> None:
         server = await asyncio.get_running_loop().create_server(_Http, "127.0.0.1", port, backlog=1024)
-        print("ready", flush=True)
+        print(f"ready {server.sockets[0].getsockname()[1]}", flush=True)  # port 0: a free one
         async with server:
             await server.serve_forever()
 
@@ -241,11 +241,13 @@ def main() -> int:
         for setting in args.settings:
             delay, concurrency = float(setting.split(":")[0]), int(setting.split(":")[1])
             bound = args.n * delay / concurrency
-            port = 18900 + int(delay * 1000) % 97
             server = subprocess.Popen([sys.executable, "-m", "benchmarks.peer_calls", "--serve", str(delay),
-                                       "--port", str(port)], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                                       "--port", "0"], stdout=subprocess.PIPE, text=True, cwd=ROOT,
                                       env={**os.environ, "PYTHONPATH": str(ROOT)})
-            assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+            assert server.stdout is not None
+            ready, _, port_text = server.stdout.readline().strip().partition(" ")
+            assert ready == "ready", ready
+            port = int(port_text)
             try:
                 for side in sides:
                     with tempfile.TemporaryDirectory() as folder:
