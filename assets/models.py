@@ -4,24 +4,16 @@
 from datetime import UTC, datetime
 
 import dagster as dg
-import openai
 
 from assets.metadata import table
 from assets.resources import LLMResource, SettingsResource, WarehouseResource
 from configuration import ConfigError
-from llm_calls import EmbeddedModelError, probe_request, redact
+from llm_calls import EmbeddedModelError, HttpError, probe_request, redact, served_ids
 
 GROUP = "llm"
 
 
-def _served_ids(base_url: str, api_key: str | None) -> list[str]:
-    client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", max_retries=0, timeout=15)
-    try:
-        return [m.id for m in client.models.list().data]
-    finally:
-        client.close()
-
-
+_LIST_TIMEOUT_S = 15.0  # the models list, before the probe call
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, code_version="models-1")
 def models(
     context: dg.AssetExecutionContext, settings: SettingsResource, warehouse: WarehouseResource, llm: LLMResource
@@ -46,13 +38,13 @@ def models(
         try:
             ep = llm.registry.endpoint(name)
             row["endpoint_host"] = ep.host
-            row["served_ids"] = _served_ids(ep.base_url, ep.api_key)
+            row["served_ids"] = served_ids(ep.base_url, ep.api_key, _LIST_TIMEOUT_S)
             row["reachable"] = True
             probe = ledger.complete(name, [probe_request(cfg.probe_prompt)], purpose="models.probe")[0]
             row.update(probe_answer=probe.text, probe_latency_s=probe.latency_s, probe_cached=probe.cached)
             if not probe.ok:
                 row["error"] = f"probe failed: {probe.error}"
-        except (ConfigError, EmbeddedModelError, openai.OpenAIError, OSError) as exc:
+        except (ConfigError, EmbeddedModelError, HttpError, OSError) as exc:
             where = f" ({ep.host})" if ep is not None else ""
             row["error"] = f"{type(exc).__name__}{where}: {exc}"
         # a server's 401 reply may echo the key: nothing leaves this step unredacted

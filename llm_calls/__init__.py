@@ -23,6 +23,8 @@ _WHERE = {  # each public name -> the submodule that defines it
     "model_identity": "endpoints", "default_sampling": "endpoints", "model_messages": "endpoints",
     "EmbeddedServer": "embedded", "EmbeddedModelError": "embedded", "embedded_model_path": "embedded",
     "usable_cores": "embedded",
+    # an endpoint's served models (the models probe), and the errors of a request that got no reply
+    "served_ids": "http_client", "HttpError": "http_client",
     # batch mode, for the run command: files written, read back, and what waits on them
     "EXPORT_ENV": "batch", "LIVE_PURPOSES": "batch", "Waiting": "batch", "BatchImportError": "batch",
     "exported": "batch", "round_files": "batch", "import_file": "batch",

@@ -63,3 +63,62 @@ def test_the_proxy_comes_from_the_environment_unless_no_proxy_covers_the_host(mo
     assert proxy_for("https://api.openai.com/v1/chat/completions") == "http://proxy.internal:3128"
     assert proxy_for("https://gpu-box:8000/v1/chat/completions") is None
     assert proxy_for("http://127.0.0.1:8000/v1/chat/completions") is None  # no HTTP_PROXY either
+
+
+def _listing(handler):
+    """`served_ids` against a loopback server answering with `handler` (in a thread of its own)."""
+    import threading
+
+    from llm_calls.http_client import served_ids
+
+    loop = asyncio.new_event_loop()
+    server, port = loop.run_until_complete(_serve(handler))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        return served_ids(f"http://127.0.0.1:{port}/v1", "sk-listing", 0.5)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        server.close()
+
+
+def _answer(status: str, body: bytes):
+    async def handler(reader, writer):
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"GET /v1/models ") and b"Bearer sk-listing" in head
+        writer.write(b"HTTP/1.1 " + status.encode() + b"\r\ncontent-length: " + str(len(body)).encode()
+                     + b"\r\nconnection: close\r\n\r\n" + body)
+        await writer.drain()
+        writer.close()
+    return handler
+
+
+def test_the_models_list_gives_the_served_ids_and_its_failures_the_post_errors():
+    from llm_calls.http_client import HttpError
+
+    listed = json.dumps({"object": "list", "data": [{"id": "m-1", "object": "model"}, {"id": "m-2"}]}).encode()
+    assert _listing(_answer("200 OK", listed)) == ["m-1", "m-2"]
+    with pytest.raises(HttpStatusError) as denied:
+        _listing(_answer("401 Unauthorized", b'{"error": {"message": "bad key", "code": "invalid_api_key"}}'))
+    assert denied.value.status == 401 and denied.value.code == "invalid_api_key"
+    with pytest.raises(HttpError, match="not OpenAI's layout"):  # an answer that lists nothing is no list
+        _listing(_answer("200 OK", b'{"models": ["m-1"]}'))
+
+    async def silent(reader, writer):
+        await asyncio.sleep(3)
+
+    with pytest.raises(HttpTimeout):
+        _listing(silent)
+
+
+def test_a_refused_models_list_is_a_connection_error():
+    import socket
+
+    from llm_calls.http_client import served_ids
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(HttpConnectionError):
+        served_ids(f"http://127.0.0.1:{port}/v1", None, 0.5)
