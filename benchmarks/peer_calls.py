@@ -17,10 +17,12 @@ are its own), and then again in a second fresh process (the cached rerun):
   a virtual environment of its own (`~/.cache/benchsmith/peer-venv`, Inspect AI 0.3.285), never into
   the project's.
 
-Printed per setting and side: the wall time of the calls, bound / wall (bound = n x delay /
-concurrency, the least any client can take), the whole process's CPU time per call (imports
-included), its peak resident memory, and the rerun's wall (the whole process: start, imports, the
-lookups). `--busy N` runs N CPU-bound processes beside it all (a loaded machine), to be read beside a
+Printed per setting and side: the wall time of the calls (for Benchsmith from `Ledger.complete`'s call
+to its return: the lookups, the calls and their commits; the fresh warehouse's file and schema are
+made before, as a user's warehouse exists before a run), the calls per second that makes, bound /
+wall (bound = n x delay / concurrency, the least any client can take), the whole process's CPU time
+per call (imports and the schema included), its peak resident memory, and the rerun's wall (the whole
+process: start, imports, the lookups). `--busy N` runs N CPU-bound processes beside it all (a loaded machine), to be read beside a
 quiet run.
 """
 
@@ -148,7 +150,10 @@ def _benchsmith(port: int, n: int, concurrency: int, folder: str, checkout: Path
                         "ledger": {"endpoint_slots": "run", "progress_interval_s": 3600}}, str(Path(folder) / "peer.yaml"))
     requests = [CallRequest([{"role": "user", "content": question(k)}]) for k in range(n)]
     with ModelRegistry(cfg) as registry:
-        ledger = Ledger(Warehouse(cfg.warehouse_path()), registry)
+        warehouse = Warehouse(cfg.warehouse_path())
+        with warehouse.connect():  # set-up, outside the calls' time: the warehouse file and its schema
+            pass
+        ledger = Ledger(warehouse, registry)
         t0 = time.perf_counter()
         results = ledger.complete("peer", requests, purpose="peer.mcq")
         wall = time.perf_counter() - t0
@@ -236,7 +241,7 @@ def main() -> int:
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
     try:
         print(f"{args.n} multiple-choice calls per side; {os.cpu_count()} CPUs; {args.busy} CPU-bound processes beside")
-        print(f"{'delay':>6} {'conc':>5} {'side':>11} {'wall s':>8} {'bound/wall':>10} {'CPU ms/call':>11} "
+        print(f"{'delay':>6} {'conc':>5} {'side':>11} {'wall s':>8} {'calls/s':>8} {'bound/wall':>10} {'CPU ms/call':>11} "
               f"{'peak MiB':>8} {'rerun s':>8}")
         for setting in args.settings:
             delay, concurrency = float(setting.split(":")[0]), int(setting.split(":")[1])
@@ -255,7 +260,8 @@ def main() -> int:
                         kind = "benchsmith" if side == "baseline" else side
                         first = _measure(kind, port, args.n, concurrency, folder, checkout)
                         rerun = _measure(kind, port, args.n, concurrency, folder, checkout) if side != "raw" else None
-                    print(f"{delay:>6} {concurrency:>5} {side:>11} {first['wall']:>8.2f} {bound / first['wall']:>10.2f} "
+                    print(f"{delay:>6} {concurrency:>5} {side:>11} {first['wall']:>8.2f} {args.n / first['wall']:>8.0f} "
+                          f"{bound / first['wall']:>10.2f} "
                           f"{first['cpu_ms']:>11.2f} {first['peak_mib']:>8.0f} "
                           f"{rerun['process_s'] if rerun else float('nan'):>8.2f}", flush=True)
             finally:
@@ -265,7 +271,7 @@ def main() -> int:
         for p in busy:
             p.kill()
     print(textwrap.dedent("""
-        wall: the calls alone (imports and set-up left out); CPU ms/call: the side's whole process (imports
+        wall: the calls alone (imports and set-up, the warehouse's schema among it, left out); CPU ms/call: the side's whole process (imports
         included) over the calls; peak MiB: the side's process's largest resident set; rerun s: a second fresh
         process asking the same calls, answered from its cache, start to end."""))
     return 0

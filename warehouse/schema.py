@@ -616,18 +616,19 @@ def column_docs(columns_ddl: str) -> dict[str, str]:
 
 def comment_schema(con: duckdb.DuckDBPyConnection, view_columns: bool = True) -> None:
     """COMMENT ON every table, view and column, so DESCRIBE and any SQL client explain the warehouse
-    (a DuckLake has no comments on view columns: `view_columns` False)."""
+    (a DuckLake has no comments on view columns: `view_columns` False). The statements go to DuckDB
+    as one script: one at a time, their round trips were 0.23 s of a fresh file's 0.3 s schema."""
+    statements = []
     for name, columns in TABLES.items():
-        con.execute(f"COMMENT ON TABLE {name} IS {literal(TABLE_DOCS.get(name, ''))}")
-        for col, doc in column_docs(columns).items():
-            if doc:
-                con.execute(f"COMMENT ON COLUMN {name}.{col} IS {literal(doc)}")
-    for name in VIEWS:
-        con.execute(f"COMMENT ON VIEW {name} IS {literal(TABLE_DOCS.get(name, ''))}")
-        if not view_columns:
-            continue
-        schema, view = name.split(".")
-        for (col,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? "
-                                  "AND database_name = current_database()", [schema, view]).fetchall():
-            quoted = '"' + col.replace('"', '""') + '"'
-            con.execute(f"COMMENT ON COLUMN {name}.{quoted} IS {literal(_view_column_doc(col))}")
+        statements.append(f"COMMENT ON TABLE {name} IS {literal(TABLE_DOCS.get(name, ''))}")
+        statements += [f"COMMENT ON COLUMN {name}.{col} IS {literal(doc)}"
+                       for col, doc in column_docs(columns).items() if doc]
+    statements += [f"COMMENT ON VIEW {name} IS {literal(TABLE_DOCS.get(name, ''))}" for name in VIEWS]
+    if view_columns:
+        listed = con.execute("SELECT schema_name || '.' || table_name, column_name FROM duckdb_columns() "
+                             "WHERE database_name = current_database() ORDER BY ALL").fetchall()
+        for name, col in listed:
+            if name in VIEWS:
+                quoted = '"' + col.replace('"', '""') + '"'
+                statements.append(f"COMMENT ON COLUMN {name}.{quoted} IS {literal(_view_column_doc(col))}")
+    con.execute(";\n".join(statements))
