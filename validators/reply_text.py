@@ -59,10 +59,15 @@ _LATEX_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|operatorname)\s*\{([^{
 
 def plain(text: str) -> str:
     """Markdown emphasis, headers, code ticks and LaTeX text wrappers removed; `$` dropped."""
-    text = _LATEX_WRAP.sub(r"\1", text)
-    text = text.replace("$", "").replace("\\(", "").replace("\\)", "").replace("\\[", "").replace("\\]", "")
-    text = text.replace("\\{", "{").replace("\\}", "}")
-    return _MARKDOWN.sub("", text)
+    latex = "\\" in text  # every LaTeX wrapper and escape starts with a backslash
+    if latex:
+        text = _LATEX_WRAP.sub(r"\1", text)
+    text = text.replace("$", "")
+    if latex:
+        text = text.replace("\\(", "").replace("\\)", "").replace("\\[", "").replace("\\]", "")
+        text = text.replace("\\{", "{").replace("\\}", "}")
+    # each of `_MARKDOWN`'s marks holds one of these characters: a text without them has none to remove
+    return _MARKDOWN.sub("", text) if any(c in text for c in "*_`#>") else text
 
 
 def text_to_read(reply: str | None, reasoning: str | None = None) -> tuple[str | None, Reading | None]:

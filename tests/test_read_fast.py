@@ -1,0 +1,86 @@
+"""The reader's fast forms for ASCII text (validators/read.py, "the same patterns, faster on ASCII
+text") read every text as the patterns as written do: the echoed label lists removed, the labels
+named, the answer cues and concluding cues found, `plain`'s marks removed. Checked on texts built
+from the words, separators, openings and cases that decide those patterns, and on hand-picked
+texts where a careless fast form would differ (an opening far before its list, a letter glued to
+a label, spacing inside "is not proved")."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from validators import read as R
+from validators import reply_text
+
+PIECES = [
+    "true", "True", "TRUE", "false", "False", "unknown", "Unknown", "proved", "proven", "disproved", "uncertain",
+    "undetermined", "indeterminate", "cannot be determined", "can not be determined", "can't be determined",
+    "not determinable", "neither true nor false", "neither proved nor disproven", "cannot be proved or disproved",
+    "can't be proven or disproved", "insufficient", "not enough information", "cannot be concluded",
+    "not", "is", "isn't", "wasn't", "was", "be", "been", "could", "would", "can", "cannot", "or", "and", "nor",
+    "untrue", "xtrue", "truex", "answer", "Answer:", "Final answer:", "option", "label", "verdict", "conclusion",
+    "Conclusion:", "so", "So,", "thus", "Therefore", "hence", "overall", "in conclusion", "as a result",
+    "(a)", "(B)", "c)", "1.", "2)", "(3)", "a.", "A)", ",", "/", "|", ";", ".", "!", "?", ":", "-", "**", "__", "`",
+    "#", ">", "$", "\\(", "\\text{True}", "\\boxed{2}", "the", "cat", "sat", "1", "4", "x",
+]
+SPACES = [" ", " ", " ", "", "  ", "\t", "\n", "\n\n", " \n ", "\x0b", "\x1c"]
+
+
+@st.composite
+def texts(draw) -> str:
+    parts = draw(st.lists(st.tuples(st.sampled_from(PIECES), st.sampled_from(SPACES)), min_size=1, max_size=24))
+    return "".join(p + s for p, s in parts)
+
+
+def plain_as_written(text: str) -> str:
+    """`reply_text.plain` without its shortcuts."""
+    text = reply_text._LATEX_WRAP.sub(r"\1", text)
+    text = text.replace("$", "").replace("\\(", "").replace("\\)", "").replace("\\[", "").replace("\\]", "")
+    text = text.replace("\\{", "{").replace("\\}", "}")
+    return reply_text._MARKDOWN.sub("", text)
+
+
+def assert_same(text: str) -> None:
+    assert text.isascii()
+    low = text.lower()
+    assert R._fast_echo_removed(low) == R._ECHO_LIST.sub(" ", text).lower(), text
+    for weak in (True, False):
+        assert R._fast_label_mentions(low, weak) == R._any_label_mentions(text, weak), (text, weak)
+        echoless = R._ECHO_LIST.sub(" ", text)
+        assert R._fast_label_mentions(echoless.lower(), weak) == R._any_label_mentions(echoless, weak), (text, weak)
+    assert [m.span() for m in R._FAST_CUE_WORD.finditer(low)] == [m.span() for m in R._CUE_WORD.finditer(text)]
+    assert [m.span() for m in R._FAST_CONCLUDING.finditer(low)] == [m.span() for m in R._CONCLUDING.finditer(text)]
+    assert reply_text.plain(text) == plain_as_written(text), text
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts())
+def test_the_fast_forms_read_generated_texts_as_the_patterns_as_written(text):
+    assert_same(text)
+
+
+@pytest.mark.parametrize("text", [
+    "(a)      True, (b)\tFalse or (c) Unknown",  # an opening far before its list's first label
+    "x(a) True / False",  # the opening glued to a word: the list starts at the label
+    "(a)(b) True False",
+    "1.\n\nTRUE | FALSE | UNKNOWN", "untrue or false", "TrueFalse Unknown", "true,false;unknown",
+    "It is   not\tproved, so the answer is:\nFalse", "It cannot be proved or disproved.", "Isn't TRUE",
+    "It is not proven or disproven", "it can not be proved", "been not proved", "not true, not false",
+    "Neither true nor false: Unknown.", "Answer: **True**", "`False` # heading > quote",
+    "Therefore, the answer is (B) true; thus false.", "in  conclusion: insufficient information",
+])
+def test_the_fast_forms_read_the_hard_cases_as_the_patterns_as_written(text):
+    assert_same(text)
+
+
+def test_a_text_that_is_not_ascii_is_read_by_the_patterns_as_written():
+    """Ignoring case is not lowercasing beyond ASCII (the Kelvin sign matches k, the long s matches s):
+    such a text, and any CJK one, takes the patterns as written."""
+    assert R._label_mentions("the answer is unknown\u212a", False) == R._any_label_mentions("the answer is unknown\u212a", False)
+    assert R._label_mentions("fal\u017fe", False) == {"False"}  # 'ſ' folds to 's' under re.IGNORECASE
+    assert R.read_label("答案：正确").answer == "True"
+    assert re.fullmatch(R._LABEL_RE["False"], "FAL\u017fE")
