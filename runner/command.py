@@ -244,8 +244,9 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
     progress.start()
     run_ended = threading.Event()
     if any(s not in skip and (stage_of(s) == "metrics" or s.job == LAST[0]) for s in steps):  # they draw figures
-        threading.Thread(target=warm_figures_while_waiting, args=(run_ended,), name="figures-warm-up",
-                         daemon=True).start()
+        releasing = any(s not in skip and stage_of(s) == "metrics" for s in steps)  # and write releases
+        threading.Thread(target=warm_figures_while_waiting, args=(run_ended,), kwargs={"releases": releasing},
+                         name="figures-warm-up", daemon=True).start()
     # each step's record is written beside the steps that follow it: a write waits while another
     # step's ledger holds the file, and the next step need not wait with it
     recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="record")
@@ -299,9 +300,10 @@ def settle_heap() -> None:
     gc.enable()
 
 
-def warm_figures_while_waiting(ended: threading.Event, poll_s: float = 0.1) -> bool:
+def warm_figures_while_waiting(ended: threading.Event, poll_s: float = 0.1, *, releases: bool = False) -> bool:
     """Once the process waits on an endpoint (`TOTALS.waiting`: a model has its whole concurrency
-    out), draw a first figure (`reporting.figures.warm_up`), unless `ended` is set first; whether
+    out), draw a first figure (`reporting.figures.warm_up`), and with `releases` import what a
+    family's release is written with (`releases.warm_up`), unless `ended` is set first; whether
     it did. The 0.3 s a process's first figure costs are so taken from time the interpreter lock
     is free (the first wave's wait for its replies), not from after the last answer, where the
     metrics and report steps draw theirs. Drawn at the first answer instead (the models probe's,
@@ -317,7 +319,11 @@ def warm_figures_while_waiting(ended: threading.Event, poll_s: float = 0.1) -> b
 
             try:
                 figures.warm_up()
-            except Exception:  # noqa: BLE001 (the steps that draw report it)
+                if releases and not ended.is_set():
+                    import releases as written
+
+                    written.warm_up()
+            except Exception:  # noqa: BLE001 (the steps that draw or write report it)
                 return False
             return True
     return False

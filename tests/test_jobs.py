@@ -162,6 +162,38 @@ def test_the_first_figure_is_drawn_once_the_process_waits_on_an_endpoint_and_nev
         TOTALS.reset()
 
 
+def test_a_run_that_writes_releases_imports_their_libraries_while_it_waits_and_one_that_does_not_leaves_them(monkeypatch):
+    """With `releases` (a score step will write a family's release), the wait on the endpoint also
+    imports what a release is written with (`releases.warm_up`), after the first figure."""
+    import releases
+    from llm_calls.totals import TOTALS
+    from reporting import figures
+    from runner import command as materialize_all
+
+    done = []
+    monkeypatch.setattr(figures, "warm_up", lambda: done.append("figure"))
+    monkeypatch.setattr(releases, "warm_up", lambda: done.append("release"))
+    ended = threading.Event()
+    TOTALS.reset()
+    TOTALS.waiting.set()
+    try:
+        assert materialize_all.warm_figures_while_waiting(ended, 0.01, releases=True) is True
+        assert done == ["figure", "release"]
+        assert materialize_all.warm_figures_while_waiting(ended, 0.01) is True
+        assert done == ["figure", "release", "figure"]
+    finally:
+        ended.set()
+        TOTALS.reset()
+
+
+def test_the_release_warm_up_imports_the_card_and_croissant_libraries():
+    code = ("import sys, releases; before = 'mlcroissant' in sys.modules or 'datasets' in sys.modules; "
+            "releases.warm_up(); print(before, 'mlcroissant' in sys.modules and 'datasets' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.stdout.split() == ["False", "True"]
+
+
 def test_the_commands_heap_is_frozen_once_its_code_is_loaded_and_a_process_with_the_collector_on_is_left_alone():
     """`settle_heap`: in the command's process (its `__main__` turns the collector off while it
     imports) the objects alive move to the permanent generation and the collector is on again;
