@@ -41,6 +41,7 @@ import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from validators.muso_read import ParsedAnswer, read_confidence, read_subsets, read_timetables  # MuSoBench's own
@@ -249,57 +250,53 @@ def _label_mentions(text: str, weak: bool) -> set[str]:
     """Labels a text names. Unknown phrases ("neither true nor false") are read first and masked;
     negations flip ("not true" is False); "not proved" names no label but makes the text ambiguous ('?')."""
     if text.isascii():
-        return _fast_label_mentions(text.lower(), weak)
-    return _any_label_mentions(text, weak)
+        return _mentions(text.lower(), weak, _FAST_FORMS)
+    return _mentions(text, weak, _FORMS)
 
 
-def _any_label_mentions(text: str, weak: bool) -> set[str]:
-    """`_label_mentions` of any text, with the patterns as written."""
+@dataclass(frozen=True)
+class _Forms:
+    """The patterns `_mentions` reads labels with: as written, or the fast forms for ASCII text."""
+
+    unknown: re.Pattern[str]
+    not_proved: re.Pattern[str]
+    negated: tuple[re.Pattern[str], ...]  # each with the negated label as its one matched group
+    true: re.Pattern[str]
+    false: re.Pattern[str]
+    weak: re.Pattern[str]
+
+
+_FORMS = _Forms(_LABEL_RE["Unknown"], _NOT_PROVED, (_NEGATED, _NEGATED_ZH), _LABEL_RE["True"], _LABEL_RE["False"],
+                _WEAK_RE)
+_FAST_FORMS = _Forms(_FAST_LABEL["Unknown"], _FAST_NOT_PROVED, (_FAST_NEGATED,), _FAST_LABEL["True"],
+                     _FAST_LABEL["False"], _FAST_WEAK)
+
+
+def _mentions(text: str, weak: bool, forms: _Forms) -> set[str]:
+    """`_label_mentions` with `forms` (the fast ones take lowercased ASCII text)."""
     found: set[str] = set()
 
     def mask(m: re.Match[str]) -> str:
         return " " * len(m.group(0))
 
-    if _LABEL_RE["Unknown"].search(text):
+    if forms.unknown.search(text):
         found.add("Unknown")
-        text = _LABEL_RE["Unknown"].sub(mask, text)
-    if _NOT_PROVED.search(text):
+        text = forms.unknown.sub(mask, text)
+    if forms.not_proved.search(text):
         found.add("?")
-        text = _NOT_PROVED.sub(mask, text)
-    for pattern in (_NEGATED, _NEGATED_ZH):
-        for m in pattern.finditer(text):
-            found.add("False" if m.group(1).lower() in ("true", "真", "正确") else "True")
-        text = pattern.sub(mask, text)
-    for label in ("True", "False"):
-        if _LABEL_RE[label].search(text):
-            found.add(label)
-    if weak and _WEAK_RE.search(text):
-        found.add("Unknown")
-    return found
-
-
-def _fast_label_mentions(low: str, weak: bool) -> set[str]:
-    """`_label_mentions` of lowercased ASCII text, step by step with the fast forms."""
-    found: set[str] = set()
-
-    def mask(m: re.Match[str]) -> str:
-        return " " * len(m.group(0))
-
-    if _FAST_LABEL["Unknown"].search(low):
-        found.add("Unknown")
-        low = _FAST_LABEL["Unknown"].sub(mask, low)
-    if _FAST_NOT_PROVED.search(low):
-        found.add("?")
-        low = _FAST_NOT_PROVED.sub(mask, low)
-    negated = list(_FAST_NEGATED.finditer(low))
-    for m in negated:
-        found.add("False" if next(g for g in m.groups() if g) == "true" else "True")
-    if negated:
-        low = _FAST_NEGATED.sub(mask, low)
-    for label in ("True", "False"):
-        if _FAST_LABEL[label].search(low):
-            found.add(label)
-    if weak and _FAST_WEAK.search(low):
+        text = forms.not_proved.sub(mask, text)
+    for pattern in forms.negated:
+        negated = list(pattern.finditer(text))
+        for m in negated:
+            word = next(g for g in m.groups() if g)
+            found.add("False" if word.lower() in ("true", "真", "正确") else "True")
+        if negated:
+            text = pattern.sub(mask, text)
+    if forms.true.search(text):
+        found.add("True")
+    if forms.false.search(text):
+        found.add("False")
+    if weak and forms.weak.search(text):
         found.add("Unknown")
     return found
 
