@@ -14,6 +14,8 @@ GROUP = "llm"
 
 
 _LIST_TIMEOUT_S = 15.0  # the models list, before the probe call
+
+
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, code_version="models-1")
 def models(
     context: dg.AssetExecutionContext, settings: SettingsResource, warehouse: WarehouseResource, llm: LLMResource
