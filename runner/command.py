@@ -245,7 +245,7 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
     run_ended = threading.Event()
     if any(s not in skip and (stage_of(s) == "metrics" or s.job == LAST[0]) for s in steps):  # they draw figures
         releasing = any(s not in skip and stage_of(s) == "metrics" for s in steps)  # and write releases
-        threading.Thread(target=warm_figures_while_waiting, args=(run_ended,), kwargs={"releases": releasing},
+        threading.Thread(target=warm_figures_while_waiting, args=(run_ended,), kwargs={"writes_releases": releasing},
                          name="figures-warm-up", daemon=True).start()
     # each step's record is written beside the steps that follow it: a write waits while another
     # step's ledger holds the file, and the next step need not wait with it
@@ -300,9 +300,9 @@ def settle_heap() -> None:
     gc.enable()
 
 
-def warm_figures_while_waiting(ended: threading.Event, poll_s: float = 0.1, *, releases: bool = False) -> bool:
+def warm_figures_while_waiting(ended: threading.Event, poll_s: float = 0.1, *, writes_releases: bool = False) -> bool:
     """Once the process waits on an endpoint (`TOTALS.waiting`: a model has its whole concurrency
-    out), draw a first figure (`reporting.figures.warm_up`), and with `releases` import what a
+    out), draw a first figure (`reporting.figures.warm_up`), and with `writes_releases` import what a
     family's release is written with (`releases.warm_up`), unless `ended` is set first; whether
     it did. The 0.3 s a process's first figure costs are so taken from time the interpreter lock
     is free (the first wave's wait for its replies), not from after the last answer, where the
@@ -319,10 +319,10 @@ def warm_figures_while_waiting(ended: threading.Event, poll_s: float = 0.1, *, r
 
             try:
                 figures.warm_up()
-                if releases and not ended.is_set():
-                    import releases as written
+                if writes_releases and not ended.is_set():
+                    import releases
 
-                    written.warm_up()
+                    releases.warm_up()
             except Exception:  # noqa: BLE001 (the steps that draw or write report it)
                 return False
             return True

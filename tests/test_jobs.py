@@ -163,7 +163,7 @@ def test_the_first_figure_is_drawn_once_the_process_waits_on_an_endpoint_and_nev
 
 
 def test_a_run_that_writes_releases_imports_their_libraries_while_it_waits_and_one_that_does_not_leaves_them(monkeypatch):
-    """With `releases` (a score step will write a family's release), the wait on the endpoint also
+    """With `writes_releases` (a score step will write a family's release), the wait on the endpoint also
     imports what a release is written with (`releases.warm_up`), after the first figure."""
     import releases
     from llm_calls.totals import TOTALS
@@ -177,7 +177,7 @@ def test_a_run_that_writes_releases_imports_their_libraries_while_it_waits_and_o
     TOTALS.reset()
     TOTALS.waiting.set()
     try:
-        assert materialize_all.warm_figures_while_waiting(ended, 0.01, releases=True) is True
+        assert materialize_all.warm_figures_while_waiting(ended, 0.01, writes_releases=True) is True
         assert done == ["figure", "release"]
         assert materialize_all.warm_figures_while_waiting(ended, 0.01) is True
         assert done == ["figure", "release", "figure"]

@@ -302,8 +302,10 @@ def _mentions(text: str, weak: bool, forms: _Forms) -> set[str]:
 
 
 def _one_label(text: str, weak: bool, options: Sequence[str] | None = None) -> str | None:
-    t = _fast_echo_removed(text.lower()) if text.isascii() else _ECHO_LIST.sub(" ", text)
-    labels = _label_mentions(t, weak)
+    if text.isascii():  # lowercased once for both steps
+        labels = _mentions(_fast_echo_removed(text.lower()), weak, _FAST_FORMS)
+    else:
+        labels = _mentions(_ECHO_LIST.sub(" ", text), weak, _FORMS)
     if len(labels) == 1 and "?" not in labels:
         return labels.pop()
     if options and not labels:  # a numbered label: "Answer: 2" or "(B)"
