@@ -1,9 +1,7 @@
 """`python -m assets.materialize_all`: the run command, by the name the README and the Makefile give it.
 The command itself is `runner/command.py`, above the asset definitions."""
 
-import sys
-
-from runner.command import main
+from runner.command import run_as_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main()

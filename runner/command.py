@@ -672,6 +672,15 @@ def exit_fast(code: int) -> None:
     os._exit(code)
 
 
-if __name__ == "__main__":
-    gc.disable()  # while the command imports and plans; `settle_heap` turns it on again
+def run_as_main() -> None:
+    """The command as a program (`python -m assets.materialize_all`, `python -m runner.command`):
+    the cyclic collector off while it imports and plans (`settle_heap` turns it on again), and
+    the process ended by `exit_fast`. A module that hands the command over calls this, not
+    `sys.exit(main())`: that would leave both out, 1.1-2.2 s of a cached IB partition's rerun
+    (2 cores)."""
+    gc.disable()
     exit_fast(main())
+
+
+if __name__ == "__main__":
+    run_as_main()

@@ -273,6 +273,33 @@ def test_the_plans_chain_of_runs_follows_the_schedule_run_steps_keeps():
     assert chain_length(only_items, waits_for(only_items), 8) == 2
 
 
+def test_the_readmes_name_of_the_command_runs_it_with_the_collector_off_and_ends_it_through_exit_fast(tmp_path):
+    """The README's `python -m assets.materialize_all` is the program `runner/command.py` is:
+    `main` runs with the cyclic collector off (`settle_heap` turns it on once the code is loaded)
+    and its status leaves by `exit_fast` (a handed-over `sys.exit(main())` lost both)."""
+    module = "assets.materialize_all"
+    script = tmp_path / "as_main.py"
+    script.write_text(f"""
+import gc, runpy, sys
+import runner.command as command
+seen = {{}}
+def main(argv=None):
+    seen["collector on"] = gc.isenabled()
+    return 5
+def exit_fast(code):
+    print(seen["collector on"], code)
+    sys.stdout.flush()
+    raise SystemExit(0)
+command.main, command.exit_fast = main, exit_fast
+runpy.run_module({module!r}, run_name="__main__", alter_sys=True)
+print("not through exit_fast")
+""")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "5"]
+
+
 def test_the_commands_exit_joins_its_threads_runs_the_atexit_handlers_and_flushes_its_output(tmp_path):
     """`exit_fast` skips only the interpreter's teardown: a thread still working finishes, the
     atexit handlers run, buffered output arrives, and the exit status is the command's."""
