@@ -52,7 +52,11 @@ The project's modules are compiled to bytecode first, as `make` does before ever
 PYTHONDONTWRITEBYTECODE set (as on the machines these figures were taken on), each command would
 otherwise compile them again as it starts (0.3-0.5 s of every run and rerun here).
 
-    python benchmarks/paper_calls.py [--delay 0.5] [--concurrency 64] [--families ib waken]
+Also printed: the client's CPU per new call as the plan saw it from the pilot (`runs.commands`, the
+plan's client line) beside the paper run's own record of it. `--busy N` runs N CPU-bound processes
+beside it all (the stub, the runs, the bare client): a loaded machine.
+
+    python benchmarks/paper_calls.py [--delay 0.5] [--concurrency 64] [--families ib waken] [--busy 2]
 """
 
 from __future__ import annotations
@@ -123,6 +127,7 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     plan = subprocess.run([sys.executable, "-m", "assets.materialize_all", *SELECT[family], "--plan",
                            "--latency", str(args.delay)], cwd=ROOT, env=env, capture_output=True, text=True)
     estimate = plan_seconds(plan.stdout)
+    client = re.search(r"^The client's own work: (\d+(?:\.\d+)?) ms of CPU per new call", plan.stdout, re.M)
     cpu0, t0, began = _children_cpu(), time.monotonic(), datetime.now(UTC).replace(tzinfo=None)
     done = subprocess.run([sys.executable, "-m", "assets.materialize_all", *SELECT[family]], cwd=ROOT, env=env,
                           capture_output=True, text=True)
@@ -136,6 +141,8 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     wh = Warehouse(folder / "wh.duckdb")
     made = wh.scalar("SELECT count(*) FROM llm.calls")
     piloted = wh.scalar("SELECT count(*) FROM llm.calls WHERE created_at < ?", [began])
+    measured = wh.rows("SELECT calls_cpu_s / calls AS per_call FROM runs.commands WHERE started_at >= ? "
+                       "ORDER BY finished_at LIMIT 1", [began])  # the run's own record of its calls' CPU
     # one partition again: up to date (skipped), then run again from the cache; then, where the
     # selection is more than that partition (IB), the whole selection from the cache, for the CPU
     one = [*SELECT[family][:2], "--partition", "fld"]
@@ -161,6 +168,8 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     calls = len(rows)
     return {"family": family, "calls": calls, "piloted": piloted, "failed": sum(r["status"] != "ok" for r in rows),
             "bound": calls * args.delay / args.concurrency, "wall": wall, "span": span, "estimate": estimate,
+            "client_planned_ms": float(client.group(1)) if client else None,
+            "client_measured_ms": 1000 * measured[0]["per_call"] if measured and measured[0]["per_call"] else None,
             "cpu_ms": 1000 * cpu / calls, "rerun": reruns[0], "forced": reruns[1], "parts": parts,
             # the selection run again with `--all` does all the run's work but the requests (every
             # answer from the cache): what is left of the run's CPU is what making the calls cost
@@ -250,11 +259,13 @@ def main() -> int:
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--families", nargs="+", default=["ib", "waken"], choices=sorted(SELECT))
+    parser.add_argument("--busy", type=int, default=0, help="CPU-bound processes run beside it all (a loaded machine)")
     args = parser.parse_args()
     import compileall
 
     for package in sorted(p for p in ROOT.iterdir() if (p / "__init__.py").exists()):
         compileall.compile_dir(package, quiet=1, workers=0)
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
     proc, url = stub(args.delay)
     out = []
     try:
@@ -263,8 +274,10 @@ def main() -> int:
                 out.append(run_family(family, args, url, Path(tmp)))
     finally:
         proc.terminate()
+        for p in busy:
+            p.terminate()
     print(f"\nscale paper, one model (its own judge) at concurrency {args.concurrency}, stub {args.delay} s per call; "
-          f"{os.cpu_count()} CPUs\n")
+          f"{os.cpu_count()} CPUs; {args.busy} CPU-bound processes beside\n")
     print(f"{'family':<7}{'calls':>7}{'failed':>7}{'bound s':>9}{'wall s':>8}{'bound/wall':>11}{'span s':>8}"
           f"{'plan s':>10}{'expected s':>11}{'exp./wall':>10}{'bare s':>8}{'bare b/w':>9}{'cpu ms/call':>12}"
           f"{'bare ms/call':>13}{'rerun s':>9}{'--all s':>9}")
@@ -278,6 +291,11 @@ def main() -> int:
               f"{r['forced']:>9.1f}")
     for r in out:
         print(f"{r['family']}: the demo-scale pilot before the plan made {r['piloted']} calls (not counted above)")
+    for r in out:
+        planned, measured = r["client_planned_ms"], r["client_measured_ms"]
+        print(f"{r['family']}: the client's CPU per new call: the plan's (from the pilot) "
+              f"{'-' if planned is None else f'{planned:.2f} ms'}, the run's own (runs.commands) "
+              f"{'-' if measured is None else f'{measured:.2f} ms'}")
     for r in out:
         print(f"{r['family']}: CPU {r['cpu_ms'] * r['calls'] / 1000:.1f} s for the run; {r['cached_cpu_s']:.1f} s for the "
               f"same selection again from the cache (`--all`); the difference, the calls' own: "

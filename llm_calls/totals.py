@@ -7,6 +7,7 @@ importing it (a run whose steps are all up to date makes no call).
 from __future__ import annotations
 
 import threading
+import time
 
 
 class RunTotals:
@@ -30,10 +31,14 @@ class RunTotals:
             self.cached = self.answered = self.failed = 0
             self._held: dict[str, float] = {}  # model -> time.monotonic() its rate-limit wait ends
             self._runs: dict[str | None, list[int]] = {}
+            self.span: tuple[float, float, float, float] | None = None  # first, last: (monotonic, CPU)
             self.waiting.clear()
 
     def add(self, run_id: str | None, cached: int = 0, answered: int = 0, failed: int = 0) -> None:
+        now, cpu = time.monotonic(), time.process_time()
         with self._lock:
+            first = self.span if self.span is not None else (now, cpu)
+            self.span = (first[0], first[1], now, cpu)
             self.cached += cached
             self.answered += answered
             self.failed += failed
@@ -49,18 +54,25 @@ class RunTotals:
 
     def rate_limited(self, model: str, seconds: float) -> None:
         """A call of `model` waits `seconds` before asking again (HTTP 429, its Retry-After)."""
-        import time
-
         with self._lock:
             self._held[model] = max(self._held.get(model, 0.0), time.monotonic() + seconds)
 
     def held(self) -> dict[str, float]:
         """Models whose calls wait on a rate limit now, with the seconds left of the longest wait."""
-        import time
-
         now = time.monotonic()
         with self._lock:
             return {m: until - now for m, until in sorted(self._held.items()) if until > now}
+
+    def calls_span(self) -> tuple[float, float] | None:
+        """(seconds, CPU seconds of this process) from the first count since the last `reset` to the
+        last: the time the calls took and what the process spent meanwhile (sending, reading,
+        storing, and whatever ran beside them); None before any count. The first count is of a
+        call already done (an answer, a cache lookup), so the first call's own send is outside."""
+        with self._lock:
+            if self.span is None:
+                return None
+            t0, c0, t1, c1 = self.span
+            return t1 - t0, c1 - c0
 
     @property
     def done(self) -> int:

@@ -205,6 +205,54 @@ def probe_latency(cfg: Config, wh: Warehouse, model: str, n: int = 3) -> float |
     return statistics.median(times) if times else None
 
 
+MIN_CLIENT_CALLS = 50  # a command's calls per CPU second are read from this many calls on
+CLIENT_RUNS = 10  # the latest commands the client's CPU per call is the median of
+
+
+@dataclass(frozen=True)
+class ClientCpu:
+    """What the client's own work costs per call on this machine (`client_cpu`): CPU seconds per
+    call sent to a model (`new_s`) and per call answered from the cache (`cached_s`), each the
+    median over the latest commands whose calls were mostly of that kind (the other's where a
+    kind has none), how many commands that rests on (`basis`); and the share of one core the
+    command can count on now (`share`, from `load` on `cores`)."""
+
+    new_s: float
+    cached_s: float
+    basis: int
+    load: float | None
+    cores: int
+
+    @property
+    def share(self) -> float:
+        """The share of one core for the command's interpreter (its Python work holds one lock, so
+        one core is the most it uses): 1 on an idle machine, cores / (load + 1) where other work
+        keeps the cores busy (two CPU-bound processes on 2 cores: 2/3)."""
+        if self.load is None:
+            return 1.0
+        return min(1.0, self.cores / (self.load + 1.0))
+
+    def seconds(self, cached: float, new: float) -> float:
+        """Wall seconds the client's own work for `cached` and `new` calls takes at `share`."""
+        return (cached * self.cached_s + new * self.new_s) / self.share
+
+
+def client_cpu(wh: Warehouse | None, load: float | None, cores: int) -> ClientCpu | None:
+    """The client's CPU per call from `runs.commands` (runner/command_records.py): each command's
+    CPU over the span from its first call counted to its last, over its calls (the calls' own
+    sending, reading and storing, with whatever the process did beside them); None before any
+    command with `MIN_CLIENT_CALLS` calls. Measured on the machine and the code that ran them: a
+    warehouse copied from another machine carries that machine's figure."""
+    rows = _stored(wh, "SELECT calls, new_calls, calls_cpu_s FROM runs.commands WHERE calls >= ? AND calls_cpu_s "
+                       "IS NOT NULL ORDER BY finished_at DESC LIMIT ?", [MIN_CLIENT_CALLS, CLIENT_RUNS])
+    if not rows:
+        return None
+    live = [r["calls_cpu_s"] / r["calls"] for r in rows if r["new_calls"] * 2 >= r["calls"]]
+    cached = [r["calls_cpu_s"] / r["calls"] for r in rows if r["new_calls"] * 2 < r["calls"]]
+    new_s = statistics.median(live or cached)
+    return ClientCpu(new_s, statistics.median(cached or live), len(rows), load, cores)
+
+
 @dataclass(frozen=True)
 class Row:
     line: Line
@@ -320,13 +368,21 @@ def flow_depth(family: str) -> int | None:
 
 def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str]],
            steps: dict[tuple[str, str], tuple[float, int]] | None = None, overhead: str = "",
-           rates: Rates | None = None, steps_s: float | None = None) -> str:
+           rates: Rates | None = None, steps_s: float | None = None, client: ClientCpu | None = None) -> str:
     """The plan as text: a table of steps, then per family and model the calls and the time of
     the new ones, as a range: the exact steps alone (no reply takes a bounded branch) to every
     bound reached. With `rates` (`branch_rates`), the expected time inside that range: every
     bounded step at the rate the stored runs took it; with `steps_s`, the steps' own time
     (`overhead` says it) is added to that. A call takes the median latency of its step's stored
     calls when there are `MIN_STEP_CALLS`, else the model's.
+
+    With `client` (`client_cpu`), the client's own work for every call of the run, cached and
+    new (sending, reading, storing), at the share of a core the machine's load leaves it: where
+    that is longer than the calls' time, the client, not the endpoint, bounds the run, and the
+    expected time is the client's. On 2 cores at paper scale (design/performance.md) the client
+    took 1.8-2.2 ms of CPU a call against 0.5 s calls at concurrency 64 (7.8 ms of endpoint time
+    a call): a fifth of the bound on a quiet machine, more than the bound where the load leaves
+    the command a quarter of a core.
 
     How the time adds up follows how the command runs (`materialize_all`: every slice, of every
     family, starts once its items are built, all at once):
@@ -405,6 +461,9 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
         out += ["", f"Total for the new calls, families and slices at once: {_duration(low)} if no reply takes a "
                     f"bounded branch, at most {_duration(high)} (a model's calls run at its concurrency, shared by "
                     "every slice and family that asks it)."]
+        if client is not None:
+            out += client_lines(client, rows, scenarios[1], mid)
+            mid = max(mid, client.seconds(sum(r.cached for r in rows), sum(scenarios[1])) / 3600)
         if expected is not None and rates is not None:
             calls = sum(scenarios[1])
             with_steps = f"; with the steps below, about {_duration(mid + steps_s / 3600)}" if steps_s is not None else ""
@@ -417,6 +476,27 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
     if overhead:
         out.append(overhead)
     return "\n".join(out)
+
+
+def client_lines(client: ClientCpu, rows: Sequence[Row], new: Sequence[float], calls_h: float) -> list[str]:
+    """The plan's lines on the client's own work (see `render`): `new`, each row's expected new
+    calls; `calls_h`, the calls' expected hours at the endpoint."""
+    cached = sum(r.cached for r in rows)
+    cpu = cached * client.cached_s + sum(new) * client.new_s
+    wall = client.seconds(cached, sum(new))
+    load = f"load {client.load:.1f} on {client.cores} cores" if client.load is not None else "load unknown"
+    latest = "command" if client.basis == 1 else f"{client.basis} commands"
+    out = [f"The client's own work: {client.new_s * 1000:.2f} ms of CPU per new call, {client.cached_s * 1000:.2f} "
+           f"per cached (sending, reading, storing; median of the latest {latest} in this warehouse): {cpu:.0f} s "
+           f"for these calls; at this machine's {load} the command gets about {client.share:.0%} of a core, so at "
+           f"least {_duration(wall / 3600)}."]
+    if wall > calls_h * 3600:
+        out.append("The client, not the endpoint, bounds this run: the expected time below is the client's "
+                   "(fewer calls out than the concurrency allows while it reads and stores replies).")
+    elif wall > calls_h * 3600 / 2:
+        out.append("The client's work is more than half the calls' time: expect the run below the endpoint's "
+                   "bound (the client busy while replies wait).")
+    return out
 
 
 def _duration(h: float) -> str:

@@ -62,7 +62,7 @@ from configuration.families import FAMILIES as FAMILY_LIST
 from generators import ahead
 from llm_calls import EXPORT_ENV, TOTALS, BatchImportError, exported, import_file, round_files
 from reporting.summary import Done, Progress, clock, left_out_at_demo, stored_items, summary
-from runner import up_to_date
+from runner import command_records, up_to_date
 from runner.steps import SelectionError, plan_steps
 from warehouse import Warehouse, open_warehouse
 from warehouse.connection import WarehouseVersionError, duckdb_threads
@@ -240,6 +240,7 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
               "the process's file descriptors (compute_logs: runner.compute_logs.ThreadComputeLogManager allows "
               "steps at once)", file=sys.stderr)
     settle_heap()
+    load_avg = command_records.load_now()
     TOTALS.reset()
     progress.start()
     run_ended = threading.Event()
@@ -261,6 +262,8 @@ def _run_steps(args: argparse.Namespace, parser: argparse.ArgumentParser, config
         run_ended.set()
         recorder.shutdown(wait=True)
         progress.stop()
+    if not exporting:  # what the client's own work cost, for the plan (a batch export makes no call)
+        command_records.record(wh, done, load_avg)
     return _finish(done, run_ids, wh, config)
 
 
@@ -600,7 +603,12 @@ def _plan(args: argparse.Namespace, steps: list[Step], cfg) -> int:
     # How often replies take the bounded branches is a property of the steps, not of the runs the
     # selection would find cached: a --model or --partition plan rates them on every stored run.
     rates = plan.branch_rates(rows, answered if runs is None else plan.stored_calls(cfg, wh))
-    print(plan.render(cfg, rows, latency, by_step, text, rates, steps_s))
+    from llm_calls import usable_cores
+
+    # the calls of steps up to date are not read again: no client time where none runs (with some up
+    # to date, their cached calls are counted: an upper bound)
+    client = plan.client_cpu(wh, command_records.load_now(), usable_cores()) if running else None
+    print(plan.render(cfg, rows, latency, by_step, text, rates, steps_s, client))
     estimates = cost.estimates(cfg, wh, plan.query_of(wh), {(r.line.model, r.line.purpose) for r in rows})
     print(cost.render(cfg, cost.step_costs(cfg, rows, estimates)))
     batched = sorted({r.line.model for r in rows if cfg.model(r.line.model).batch is not None})

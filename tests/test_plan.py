@@ -364,3 +364,66 @@ def test_after_a_demo_run_the_plan_expects_the_judge_calls_the_paper_run_makes(t
 
 def _by_step(made: Counter) -> Counter:
     return Counter({purpose: n for (_, purpose), n in made.items()})
+
+
+def _commands(tmp_path, rows):
+    """A warehouse whose `runs.commands` holds `rows`: (calls, new calls, CPU seconds in the calls' span)."""
+    from datetime import datetime, timedelta
+
+    wh = Warehouse(tmp_path / "wh.duckdb")
+    start = datetime(2026, 12, 1)
+    wh.upsert("runs.commands", [
+        {"command_id": f"c{i}", "started_at": start + timedelta(hours=i), "finished_at": start + timedelta(hours=i, minutes=1),
+         "wall_s": 60.0, "cpu_s": cpu + 2.0, "steps": 3, "calls": calls, "new_calls": new, "calls_s": 50.0,
+         "calls_cpu_s": cpu, "cores": 2, "load_avg": 0.0} for i, (calls, new, cpu) in enumerate(rows)])
+    return wh
+
+
+def test_the_client_cpu_per_call_is_the_median_of_the_latest_commands_live_and_cached_apart(tmp_path):
+    """Commands mostly of new calls give the CPU per new call, those mostly cached the CPU per cached
+    call; each the median of its own; a command with too few calls counts for neither; a kind no
+    command shows takes the other's figure; nothing stored: no figure."""
+    assert plan.client_cpu(Warehouse(tmp_path / "none.duckdb"), 0.0, 2) is None
+    wh = _commands(tmp_path, [(1000, 1000, 2.0), (2000, 1900, 3.0), (1000, 990, 1.6),  # live: 2.0, 1.5, 1.6 ms
+                              (10, 10, 5.0),  # too few calls: the start's cost, not the calls'
+                              (4000, 0, 2.0), (1000, 100, 0.6)])  # cached: 0.5, 0.6 ms
+    client = plan.client_cpu(wh, 0.0, 2)
+    assert client.new_s == pytest.approx(0.0016) and client.cached_s == pytest.approx(0.00055)
+    assert client.basis == 5
+    only_live = plan.client_cpu(_commands(tmp_path / "b", [(1000, 1000, 2.0)]), None, 2)
+    assert only_live.cached_s == only_live.new_s == pytest.approx(0.002) and only_live.basis == 1
+
+
+def test_the_clients_time_is_its_cpu_at_the_share_of_a_core_the_load_leaves():
+    """Idle: the whole of one core (the interpreter uses at most one); two CPU-bound processes on 2
+    cores: two thirds; load 17 on 2 cores: a ninth; no load figure: one core."""
+    c = plan.ClientCpu(new_s=0.002, cached_s=0.0005, basis=3, load=0.3, cores=2)
+    assert c.share == 1.0 and c.seconds(cached=1000, new=1000) == pytest.approx(2.5)
+    assert plan.ClientCpu(0.002, 0.0005, 3, 2.0, 2).share == pytest.approx(2 / 3)
+    assert plan.ClientCpu(0.002, 0.0005, 3, 17.0, 2).seconds(0, 1000) == pytest.approx(18.0)
+    assert plan.ClientCpu(0.002, 0.0005, 3, None, 2).share == 1.0
+
+
+def test_where_the_clients_work_outlasts_the_calls_the_plan_expects_the_clients_time():
+    """100 new exact calls at concurrency 4, 1 s each: 25 s at the endpoint. A client of 0.1 s a
+    call on a quiet machine needs 10 s: the endpoint bounds the run (the expected time stays 25 s,
+    the line says more than half is not reached either way); at load 7 on 2 cores (a quarter of a
+    core) it needs 40 s: the client bounds the run and the expected time is its."""
+    L, R = plan.Line, plan.Row
+    rows = [R(L("ib", "m", "ib.vanilla", 100), 0), R(L("ib", "m", "ib.judge", 100, plan.AT_MOST), 0)]
+    rates = plan.branch_rates(rows, {("m", "ib.vanilla"): 20})  # the judge never taken
+    quiet = plan.render(stub_like_config(), rows, {"m": (1.0, "given")}, rates=rates, steps_s=3.0,
+                        client=plan.ClientCpu(0.1, 0.01, 2, 0.0, 2))
+    assert "The client's own work: 100.00 ms of CPU per new call, 10.00 per cached" in quiet
+    assert "10 s for these calls; at this machine's load 0.0 on 2 cores the command gets about 100% of a core, " \
+           "so at least 10 s." in quiet
+    assert "bounds this run" not in quiet and "more than half" not in quiet
+    assert "Expected: 25 s for about 100 new calls" in quiet and "with the steps below, about 28 s" in quiet
+    loaded = plan.render(stub_like_config(), rows, {"m": (1.0, "given")}, rates=rates, steps_s=3.0,
+                         client=plan.ClientCpu(0.1, 0.01, 2, 7.0, 2))
+    assert "about 25% of a core, so at least 40 s." in loaded
+    assert "The client, not the endpoint, bounds this run" in loaded
+    assert "Expected: 40 s for about 100 new calls" in loaded and "with the steps below, about 43 s" in loaded
+    half = plan.render(stub_like_config(), rows, {"m": (1.0, "given")}, rates=rates,
+                       client=plan.ClientCpu(0.15, 0.01, 2, 0.0, 2))
+    assert "more than half the calls' time" in half and "bounds this run" not in half

@@ -157,8 +157,13 @@ def test_a_rerun_asks_again_what_failed_then_with_nothing_changed_runs_no_step(t
         assert not wh.scalar("SELECT ok FROM runs.steps WHERE job = 'evaluate_ib'")  # it had failed calls
 
         stub.fail_share = 0.0  # the endpoint is healthy again; nothing else changed
+        before = len(asked)
         second = _run(cfg, home)
         assert second.returncode == 0, second.stderr[-2000:]
+        # each command that ran steps stored its own record: the second's calls are the ones it asked
+        first_rec, second_rec = wh.rows("SELECT * FROM runs.commands ORDER BY finished_at")
+        assert first_rec["new_calls"] > 0 and second_rec["new_calls"] == len(asked) - before
+        assert second_rec["calls"] >= second_rec["new_calls"] and second_rec["cpu_s"] >= second_rec["calls_cpu_s"] > 0
         assert "ib_responses [fld|alpha]" in second.stdout  # the slice ran again and asked the failed calls
         assert wh.scalar("SELECT count(*) FROM llm.calls WHERE status = 'failed'") == 0
         assert wh.scalar("SELECT count(*) FROM runs.steps WHERE NOT ok") == 0
@@ -173,6 +178,7 @@ def test_a_rerun_asks_again_what_failed_then_with_nothing_changed_runs_no_step(t
         imported = {line.rsplit("|", 1)[1].strip() for line in third.stderr.splitlines() if line.startswith("import time")}
         assert "warehouse" in imported and not imported & {"dagster", "openai", "pandas"}  # nothing runs: 1-1.5 s
         assert _runs(home) == runs and len(asked) == calls  # no Dagster run, no request
+        assert wh.scalar("SELECT count(*) FROM runs.commands") == 2  # and no record of a command that ran nothing
         assert {t: wh.rows(f"SELECT * FROM {t} ORDER BY ALL") for t in tables} == tables
         plan = _run(cfg, home, "--plan", "--latency", "1")  # the plan counts only the runs that will happen
         assert f"Besides the calls: no step to run ({steps} more up to date, not run: --all runs them)" in plan.stdout

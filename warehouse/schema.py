@@ -111,6 +111,22 @@ TABLES: dict[str, str] = {
         finished_at TIMESTAMP             -- when its run ended (UTC); NULL: started and not recorded as ended
                                           -- (running, killed, or run outside the command: never up to date)
     """,
+    # One row per run of the command that ran a step: its time, its CPU and its calls, so that the
+    # plan can say what the client's own work costs on this machine (reporting/plan.py client_cpu).
+    "runs.commands": """
+        command_id  VARCHAR PRIMARY KEY,  -- a fresh id per command run
+        started_at  TIMESTAMP NOT NULL,   -- when the command's module was loaded (UTC)
+        finished_at TIMESTAMP NOT NULL,   -- when its last step ended (UTC)
+        wall_s      DOUBLE NOT NULL,      -- seconds between the two
+        cpu_s       DOUBLE NOT NULL,      -- the process's CPU seconds (user + system) by then, its imports included
+        steps       INTEGER NOT NULL,     -- steps run (those up to date not counted)
+        calls       INTEGER NOT NULL,     -- calls its steps asked for: cached, answered and failed
+        new_calls   INTEGER NOT NULL,     -- of those, sent to a model (answered or failed)
+        calls_s     DOUBLE,               -- seconds from the first call counted to the last (NULL: no call)
+        calls_cpu_s DOUBLE,               -- the process's CPU seconds in that span: the calls, their reading and storing
+        cores       INTEGER NOT NULL,     -- cores the process could use
+        load_avg    DOUBLE                -- the machine's 1-minute load average as the command started (NULL: unknown)
+    """,
     # Loaded source datasets, normalised (generators/sources.py). One partition = one configured dataset.
     "sources.records": """
         dataset         VARCHAR NOT NULL,     -- the configured dataset name that loaded it
@@ -470,6 +486,8 @@ TABLE_DOCS: dict[str, str] = {
     "llm.batch_requests": "The requests of each batch file, by ledger key (the custom_id of its line).",
     "runs.steps": ("One row per step of the run command: the inputs it last ran with and how it ended (a "
                    "rerun skips the steps up to date)."),
+    "runs.commands": ("One row per run of the command that ran a step: wall, CPU and calls, what the plan's "
+                      "client time is measured from."),
     "sources.records": "Rows loaded from source datasets (hub or local files) for WakenLLM and Instruction Boundary.",
     "llm.call_summary": "Calls per model x purpose x status: counts, truncated, tokens, latency, attempts.",
     **{k: v for p in FAMILY_PARTS.values() for k, v in p.table_docs.items()},
