@@ -52,8 +52,8 @@ The project's modules are compiled to bytecode first, as `make` does before ever
 PYTHONDONTWRITEBYTECODE set (as on the machines these figures were taken on), each command would
 otherwise compile them again as it starts (0.3-0.5 s of every run and rerun here).
 
-Also printed: the client's CPU per new call as the plan saw it from the pilot (`runs.commands`, the
-plan's client line) beside the paper run's own record of it. `--busy N` runs N CPU-bound processes
+Also printed: the call loop's CPU per new call as the plan saw it from the pilot (`runs.commands`,
+the plan's client line) beside the paper run's own record of it. `--busy N` runs N CPU-bound processes
 beside it all (the stub, the runs, the bare client): a loaded machine.
 
     python benchmarks/paper_calls.py [--delay 0.5] [--concurrency 64] [--families ib waken] [--busy 2]
@@ -127,7 +127,7 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     plan = subprocess.run([sys.executable, "-m", "assets.materialize_all", *SELECT[family], "--plan",
                            "--latency", str(args.delay)], cwd=ROOT, env=env, capture_output=True, text=True)
     estimate = plan_seconds(plan.stdout)
-    client = re.search(r"^The client's own work: (\d+(?:\.\d+)?) ms of CPU per new call", plan.stdout, re.M)
+    client = re.search(r"^The client's own work: its call loop's (\d+(?:\.\d+)?) ms of CPU per new call", plan.stdout, re.M)
     cpu0, t0, began = _children_cpu(), time.monotonic(), datetime.now(UTC).replace(tzinfo=None)
     done = subprocess.run([sys.executable, "-m", "assets.materialize_all", *SELECT[family]], cwd=ROOT, env=env,
                           capture_output=True, text=True)
@@ -293,7 +293,7 @@ def main() -> int:
         print(f"{r['family']}: the demo-scale pilot before the plan made {r['piloted']} calls (not counted above)")
     for r in out:
         planned, measured = r["client_planned_ms"], r["client_measured_ms"]
-        print(f"{r['family']}: the client's CPU per new call: the plan's (from the pilot) "
+        print(f"{r['family']}: the call loop's CPU per new call: the plan's (from the pilot) "
               f"{'-' if planned is None else f'{planned:.2f} ms'}, the run's own (runs.commands) "
               f"{'-' if measured is None else f'{measured:.2f} ms'}")
     for r in out:

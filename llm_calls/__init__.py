@@ -29,7 +29,7 @@ _WHERE = {  # each public name -> the submodule that defines it
     "EXPORT_ENV": "batch", "LIVE_PURPOSES": "batch", "Waiting": "batch", "BatchImportError": "batch",
     "exported": "batch", "round_files": "batch", "import_file": "batch",
     # the calls this process counted (the run command's progress and summary)
-    "TOTALS": "totals",
+    "TOTALS": "totals", "calls_cpu": "totals",
 }
 __all__ = list(_WHERE)
 

@@ -70,7 +70,7 @@ from llm_calls import batch
 from llm_calls import http_client as http
 from llm_calls.endpoints import default_sampling
 from llm_calls.records import CallStore, keyed_request
-from llm_calls.totals import TOTALS
+from llm_calls.totals import CALL_THREADS, TOTALS
 from llm_calls.transport import HEALTH, Progress, endpoint_unreachable, tls_context
 from warehouse.per_process import PerProcess
 
@@ -667,8 +667,8 @@ def call_loop() -> asyncio.AbstractEventLoop:
     with _call_loop.lock:
         if "loop" not in _call_loop.here():
             loop = asyncio.new_event_loop()
-            loop.set_default_executor(ThreadPoolExecutor(_LOOP_THREADS, thread_name_prefix="benchsmith-calls-io"))
-            threading.Thread(target=loop.run_forever, name="benchsmith-calls", daemon=True).start()
+            loop.set_default_executor(ThreadPoolExecutor(_LOOP_THREADS, thread_name_prefix=f"{CALL_THREADS}-io"))
+            threading.Thread(target=loop.run_forever, name=CALL_THREADS, daemon=True).start()
             _call_loop["loop"] = loop
         return _call_loop["loop"]
 

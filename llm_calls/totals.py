@@ -80,3 +80,27 @@ class RunTotals:
 
 
 TOTALS = RunTotals()
+
+# the name of the thread that makes the calls: the process's call loop (llm_calls/flows.py
+# `call_loop`); its I/O threads (the ledger's lookups and writes in DuckDB) are named from it
+CALL_THREADS = "benchsmith-calls"
+
+
+def calls_cpu() -> float | None:
+    """CPU seconds the call loop (`CALL_THREADS`) of this process has used so far: sending the
+    requests, reading the replies, the flows' own work between calls (prompts, reading the
+    replies); not its I/O threads (DuckDB's lookups and writes, which run outside the interpreter
+    lock and whose cost per call is mostly per commit, so it says little at demo scale) and not
+    the steps' other work (items, tables, Dagster). The call loop is one thread: its CPU per call
+    is what bounds how fast it keeps calls going. 0.0 before any call loop; None where the system
+    has no per-thread clocks."""
+    if not hasattr(time, "pthread_getcpuclockid"):
+        return None
+    total = 0.0
+    for thread in threading.enumerate():
+        if thread.name == CALL_THREADS and thread.ident is not None:
+            try:
+                total += time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            except OSError:  # the thread ended between the listing and the read
+                continue
+    return total

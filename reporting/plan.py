@@ -211,8 +211,8 @@ CLIENT_RUNS = 10  # the latest commands the client's CPU per call is the median 
 
 @dataclass(frozen=True)
 class ClientCpu:
-    """What the client's own work costs per call on this machine (`client_cpu`): CPU seconds per
-    call sent to a model (`new_s`) and per call answered from the cache (`cached_s`), each the
+    """What the client's own work costs per call on this machine (`client_cpu`): the call loop's CPU
+    seconds per call sent to a model (`new_s`) and per call answered from the cache (`cached_s`), each the
     median over the latest commands whose calls were mostly of that kind (the other's where a
     kind has none), how many commands that rests on (`basis`); and the share of one core the
     command can count on now (`share`, from `load` on `cores`)."""
@@ -239,8 +239,7 @@ class ClientCpu:
 
 def client_cpu(wh: Warehouse | None, load: float | None, cores: int) -> ClientCpu | None:
     """The client's CPU per call from `runs.commands` (runner/command_records.py): each command's
-    CPU over the span from its first call counted to its last, over its calls (the calls' own
-    sending, reading and storing, with whatever the process did beside them); None before any
+    call loop's CPU (sending the calls, reading the replies) over its calls; None before any
     command with `MIN_CLIENT_CALLS` calls. Measured on the machine and the code that ran them: a
     warehouse copied from another machine carries that machine's figure."""
     rows = _stored(wh, "SELECT calls, new_calls, calls_cpu_s FROM runs.commands WHERE calls >= ? AND calls_cpu_s "
@@ -376,13 +375,13 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
     (`overhead` says it) is added to that. A call takes the median latency of its step's stored
     calls when there are `MIN_STEP_CALLS`, else the model's.
 
-    With `client` (`client_cpu`), the client's own work for every call of the run, cached and
-    new (sending, reading, storing), at the share of a core the machine's load leaves it: where
+    With `client` (`client_cpu`), the call loop's work for every call of the run, cached and new
+    (sending, reading the replies), at the share of a core the machine's load leaves it: where
     that is longer than the calls' time, the client, not the endpoint, bounds the run, and the
-    expected time is the client's. On 2 cores at paper scale (design/performance.md) the client
-    took 1.8-2.2 ms of CPU a call against 0.5 s calls at concurrency 64 (7.8 ms of endpoint time
-    a call): a fifth of the bound on a quiet machine, more than the bound where the load leaves
-    the command a quarter of a core.
+    expected time is the client's. On 2 cores (IB, one paper partition) the call loop took 0.6 ms
+    a call: against 0.5 s calls at concurrency 64 (7.8 ms of endpoint time a call) a thirteenth
+    of the calls' time; against a GPU server answering in 5 ms at concurrency 256 (0.02 ms a
+    call) the client bounds the run.
 
     How the time adds up follows how the command runs (`materialize_all`: every slice, of every
     family, starts once its items are built, all at once):
@@ -486,13 +485,14 @@ def client_lines(client: ClientCpu, rows: Sequence[Row], new: Sequence[float], c
     wall = client.seconds(cached, sum(new))
     load = f"load {client.load:.1f} on {client.cores} cores" if client.load is not None else "load unknown"
     latest = "command" if client.basis == 1 else f"{client.basis} commands"
-    out = [f"The client's own work: {client.new_s * 1000:.2f} ms of CPU per new call, {client.cached_s * 1000:.2f} "
-           f"per cached (sending, reading, storing; median of the latest {latest} in this warehouse): {cpu:.0f} s "
+    out = [f"The client's own work: its call loop's {client.new_s * 1000:.2f} ms of CPU per new call, "
+           f"{client.cached_s * 1000:.2f} per cached (sending, reading the replies; median of the latest {latest} in "
+           f"this warehouse): {cpu:.0f} s "
            f"for these calls; at this machine's {load} the command gets about {client.share:.0%} of a core, so at "
            f"least {_duration(wall / 3600)}."]
     if wall > calls_h * 3600:
         out.append("The client, not the endpoint, bounds this run: the expected time below is the client's "
-                   "(fewer calls out than the concurrency allows while it reads and stores replies).")
+                   "(fewer calls out than the concurrency allows while it reads the replies).")
     elif wall > calls_h * 3600 / 2:
         out.append("The client's work is more than half the calls' time: expect the run below the endpoint's "
                    "bound (the client busy while replies wait).")

@@ -57,3 +57,38 @@ def test_the_row_names_no_calls_span_before_any_call():
     TOTALS.reset()
     row = command_records.row([Done("items", True, 1.0, (0, 0, 0))], 1.5)
     assert row["calls"] == 0 and row["calls_s"] is None and row["calls_cpu_s"] is None and row["load_avg"] == 1.5
+
+
+def test_the_calls_cpu_counts_the_call_loops_thread_and_no_other_thread():
+    import threading
+
+    from llm_calls import calls_cpu
+    from llm_calls.totals import CALL_THREADS
+
+    def burn(seconds: float) -> None:
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+
+    before = calls_cpu()
+    for name in ("a-step", f"{CALL_THREADS}-io_0"):  # a step's own work, the loop's DuckDB thread
+        others = threading.Thread(target=burn, args=(0.2,), name=name)
+        others.start()
+        others.join()
+    assert calls_cpu() - before < 0.05
+    release = threading.Event()
+
+    def call_thread() -> None:
+        burn(0.1)
+        release.wait()
+
+    calling = threading.Thread(target=call_thread, name=CALL_THREADS)
+    calling.start()
+    try:
+        deadline = time.monotonic() + 10
+        while calls_cpu() - before < 0.1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert 0.1 - 1e-3 <= calls_cpu() - before < 0.15
+    finally:
+        release.set()
+        calling.join()

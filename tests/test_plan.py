@@ -414,7 +414,7 @@ def test_where_the_clients_work_outlasts_the_calls_the_plan_expects_the_clients_
     rates = plan.branch_rates(rows, {("m", "ib.vanilla"): 20})  # the judge never taken
     quiet = plan.render(stub_like_config(), rows, {"m": (1.0, "given")}, rates=rates, steps_s=3.0,
                         client=plan.ClientCpu(0.1, 0.01, 2, 0.0, 2))
-    assert "The client's own work: 100.00 ms of CPU per new call, 10.00 per cached" in quiet
+    assert "The client's own work: its call loop's 100.00 ms of CPU per new call, 10.00 per cached" in quiet
     assert "10 s for these calls; at this machine's load 0.0 on 2 cores the command gets about 100% of a core, " \
            "so at least 10 s." in quiet
     assert "bounds this run" not in quiet and "more than half" not in quiet

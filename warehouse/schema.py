@@ -123,7 +123,7 @@ TABLES: dict[str, str] = {
         calls       INTEGER NOT NULL,     -- calls its steps asked for: cached, answered and failed
         new_calls   INTEGER NOT NULL,     -- of those, sent to a model (answered or failed)
         calls_s     DOUBLE,               -- seconds from the first call counted to the last (NULL: no call)
-        calls_cpu_s DOUBLE,               -- the process's CPU seconds in that span: the calls, their reading and storing
+        calls_cpu_s DOUBLE,               -- CPU seconds of the call loop, the thread that sends the calls and reads the replies
         cores       INTEGER NOT NULL,     -- cores the process could use
         load_avg    DOUBLE                -- the machine's 1-minute load average as the command started (NULL: unknown)
     """,
