@@ -205,7 +205,7 @@ def probe_latency(cfg: Config, wh: Warehouse, model: str, n: int = 3) -> float |
     return statistics.median(times) if times else None
 
 
-MIN_CLIENT_CALLS = 50  # a command's calls per CPU second are read from this many calls on
+MIN_CLIENT_CALLS = 50  # a command's CPU per call counts from this many calls on (fewer: its fixed costs)
 CLIENT_RUNS = 10  # the latest commands the client's CPU per call is the median of
 
 
@@ -378,10 +378,10 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
     With `client` (`client_cpu`), the call loop's work for every call of the run, cached and new
     (sending, reading the replies), at the share of a core the machine's load leaves it: where
     that is longer than the calls' time, the client, not the endpoint, bounds the run, and the
-    expected time is the client's. On 2 cores (IB, one paper partition) the call loop took 0.6 ms
-    a call: against 0.5 s calls at concurrency 64 (7.8 ms of endpoint time a call) a thirteenth
-    of the calls' time; against a GPU server answering in 5 ms at concurrency 256 (0.02 ms a
-    call) the client bounds the run.
+    expected time is the client's. On 2 cores the call loop took 0.6-1.0 ms a call in IB's paper
+    runs (design/performance.md): against 0.5 s calls at concurrency 64 (7.8 ms of endpoint time
+    a call) an eighth to a thirteenth of the calls' time; against a GPU server answering in 5 ms
+    at concurrency 256 (0.02 ms a call) the client bounds the run.
 
     How the time adds up follows how the command runs (`materialize_all`: every slice, of every
     family, starts once its items are built, all at once):
