@@ -461,8 +461,9 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
                     f"bounded branch, at most {_duration(high)} (a model's calls run at its concurrency, shared by "
                     "every slice and family that asks it)."]
         if client is not None:
-            out += client_lines(client, rows, scenarios[1], mid)
-            mid = max(mid, client.seconds(sum(r.cached for r in rows), sum(scenarios[1])) / 3600)
+            lines, client_s = client_lines(client, sum(r.cached for r in rows), sum(scenarios[1]), mid)
+            out += lines
+            mid = max(mid, client_s / 3600)
         if expected is not None and rates is not None:
             calls = sum(scenarios[1])
             with_steps = f"; with the steps below, about {_duration(mid + steps_s / 3600)}" if steps_s is not None else ""
@@ -477,12 +478,12 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
     return "\n".join(out)
 
 
-def client_lines(client: ClientCpu, rows: Sequence[Row], new: Sequence[float], calls_h: float) -> list[str]:
-    """The plan's lines on the client's own work (see `render`): `new`, each row's expected new
-    calls; `calls_h`, the calls' expected hours at the endpoint."""
-    cached = sum(r.cached for r in rows)
-    cpu = cached * client.cached_s + sum(new) * client.new_s
-    wall = client.seconds(cached, sum(new))
+def client_lines(client: ClientCpu, cached: int, new: float, calls_h: float) -> tuple[list[str], float]:
+    """The plan's lines on the client's own work (see `render`) and its seconds: `cached` and
+    `new`, the run's calls of each kind (new: expected); `calls_h`, the calls' expected hours at
+    the endpoint."""
+    cpu = cached * client.cached_s + new * client.new_s
+    wall = client.seconds(cached, new)
     load = f"load {client.load:.1f} on {client.cores} cores" if client.load is not None else "load unknown"
     latest = "command" if client.basis == 1 else f"{client.basis} commands"
     out = [f"The client's own work: its call loop's {client.new_s * 1000:.2f} ms of CPU per new call, "
@@ -496,7 +497,7 @@ def client_lines(client: ClientCpu, rows: Sequence[Row], new: Sequence[float], c
     elif wall > calls_h * 3600 / 2:
         out.append("The client's work is more than half the calls' time: expect the run below the endpoint's "
                    "bound (the client busy while replies wait).")
-    return out
+    return out, wall
 
 
 def _duration(h: float) -> str:

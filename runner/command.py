@@ -60,7 +60,7 @@ from assets.jobs import FAMILIES, LAST, Step, run_tags, stage_of, waits_for
 from configuration.families import BY_KEY
 from configuration.families import FAMILIES as FAMILY_LIST
 from generators import ahead
-from llm_calls import EXPORT_ENV, TOTALS, BatchImportError, exported, import_file, round_files
+from llm_calls import EXPORT_ENV, TOTALS, BatchImportError, exported, import_file, round_files, usable_cores
 from reporting.summary import Done, Progress, clock, left_out_at_demo, stored_items, summary
 from runner import command_records, up_to_date
 from runner.steps import SelectionError, plan_steps
@@ -195,8 +195,6 @@ def built_ahead(config, partitions: Mapping[str, Sequence[str]]) -> Iterator[Non
     rows, in a worker process (`generators.ahead`) while the block runs their steps, each step
     taking its partition's result from it; this process's DuckDB leaves the workers a core
     meanwhile. Nothing started where there are no partitions."""
-    from llm_calls import usable_cores
-
     with ExitStack() as stack:
         workers = []
         for key, keys in partitions.items():
@@ -603,8 +601,6 @@ def _plan(args: argparse.Namespace, steps: list[Step], cfg) -> int:
     # How often replies take the bounded branches is a property of the steps, not of the runs the
     # selection would find cached: a --model or --partition plan rates them on every stored run.
     rates = plan.branch_rates(rows, answered if runs is None else plan.stored_calls(cfg, wh))
-    from llm_calls import usable_cores
-
     # the calls of steps up to date are not read again: no client time where none runs (with some up
     # to date, their cached calls are counted: an upper bound)
     client = plan.client_cpu(wh, command_records.load_now(), usable_cores()) if running else None
