@@ -19,7 +19,9 @@ judge and polisher, so every call shares one budget. For each family, on a fresh
   `openai.AsyncOpenAI` at the same concurrency as one stream, with its wall and CPU time; twice:
   through `chat.completions.create` (the typed layer: the anchor the goal is set against), then
   through the client's plain POST, the path the ledger takes, so the project's own cost beyond
-  the very same HTTP path is printed too;
+  the very same HTTP path is printed too; then a raw asyncio client (`benchmarks/raw_client.py`:
+  HTTP/1.1 bytes over asyncio streams, `json.loads`), the least any client can spend, so the run's
+  CPU per call beyond it is printed as well;
 - a rerun of one partition (`--partition fld`), nothing changed: every step up to date
   (runner/up_to_date.py), none run; then the same with `--all`: every step runs again, every call
   from the cache, the run's own time.
@@ -78,6 +80,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.raw_client import timed_replay  # noqa: E402 (the project's root first)
 
 SELECT = {"ib": ["--select", "ib"], "waken": ["--select", "waken", "--partition", "fld"]}
 
@@ -165,6 +169,8 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
     bodies = [json.loads(r["request"]) for r in rows]
     bare_wall, bare_cpu = asyncio.run(replay(url, bodies, args.concurrency))
     plain_wall, plain_cpu = asyncio.run(replay(url, bodies, args.concurrency, plain=True))
+    raw_wall, raw_cpu = timed_replay(url.rstrip("/") + "/chat/completions", [json.dumps(
+        {"model": "stub-model", "messages": b["messages"], **b["params"]}).encode() for b in bodies], args.concurrency)
     calls = len(rows)
     return {"family": family, "calls": calls, "piloted": piloted, "failed": sum(r["status"] != "ok" for r in rows),
             "bound": calls * args.delay / args.concurrency, "wall": wall, "span": span, "estimate": estimate,
@@ -175,7 +181,8 @@ def run_family(family: str, args: argparse.Namespace, url: str, tmp: Path) -> di
             # answer from the cache): what is left of the run's CPU is what making the calls cost
             "calls_cpu_ms": 1000 * (cpu - rerun_cpu[-1]) / calls, "cached_cpu_s": rerun_cpu[-1],
             "bare_wall": bare_wall, "bare_cpu_ms": 1000 * bare_cpu / calls,
-            "plain_wall": plain_wall, "plain_cpu_ms": 1000 * plain_cpu / calls}
+            "plain_wall": plain_wall, "plain_cpu_ms": 1000 * plain_cpu / calls,
+            "raw_wall": raw_wall, "raw_cpu_ms": 1000 * raw_cpu / calls}
 
 
 def decomposition(rows: list[dict], began: datetime, ended: datetime, delay: float, concurrency: int
@@ -302,6 +309,12 @@ def main() -> int:
               f"{r['calls_cpu_ms']:.2f} ms a call; the bare client's {r['bare_cpu_ms']:.2f} through "
               f"`create` ({r['calls_cpu_ms'] - r['bare_cpu_ms']:+.2f}), {r['plain_cpu_ms']:.2f} through its plain "
               f"POST, the ledger's path ({r['calls_cpu_ms'] - r['plain_cpu_ms']:+.2f}; its wall {r['plain_wall']:.1f} s)")
+    for r in out:
+        print(f"{r['family']}: a raw asyncio client (benchmarks/raw_client.py) on the same requests: wall "
+              f"{r['raw_wall']:.1f} s (bound / wall {r['bound'] / r['raw_wall']:.2f}), {r['raw_cpu_ms']:.2f} ms of CPU a "
+              f"call; the run's own CPU beyond it {r['cpu_ms'] - r['raw_cpu_ms']:.2f} ms a call (the calls' own "
+              f"{r['calls_cpu_ms'] - r['raw_cpu_ms']:+.2f}, the rest of the run's work "
+              f"{r['cpu_ms'] - r['calls_cpu_ms']:.2f})")
     for r in out:
         parts = r["parts"]
         print(f"\n{r['family']}: wall - bound = {r['wall'] - r['bound']:.1f} s, of which")

@@ -9,7 +9,8 @@ same `--n` distinct questions, in a process of its own (started fresh, so its CP
 are its own), and then again in a second fresh process (the cached rerun):
 
 - `raw`: asyncio streams, one keep-alive connection per concurrent request, the request bytes written
-  and the reply's JSON read with `json.loads`: the least a client can do, and the server's ceiling;
+  and the reply's JSON read with `json.loads` (`benchmarks/raw_client.py`): the least a client can do,
+  and the server's ceiling;
 - `benchsmith`: `Ledger.complete` on a fresh warehouse (every call keyed, looked up, sent through the
   ledger's HTTP path and stored in `llm.calls`), the rerun answered from the ledger;
 - `inspect` (with `--inspect`): an Inspect AI task (`generate(cache=True)`, the `openai-api` provider
@@ -108,33 +109,14 @@ def serve(port: int, delay: float) -> None:
 # -- the sides (each in a process of its own) ------------------------------------------------------
 
 def _raw(port: int, n: int, concurrency: int) -> float:
-    async def main() -> float:
-        queue: asyncio.Queue[int] = asyncio.Queue()
-        for k in range(n):
-            queue.put_nowait(k)
-        answers = []
+    from benchmarks.raw_client import replay
 
-        async def worker() -> None:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            while not queue.empty():
-                k = queue.get_nowait()
-                body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": question(k)}],
-                                   "temperature": 0.0, "max_tokens": 16}).encode()
-                writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: "
-                             b"application/json\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-                head = await reader.readuntil(b"\r\n\r\n")
-                at = head.lower().find(b"content-length:")
-                length = int(head[at + 15:head.find(b"\r\n", at)])
-                reply = json.loads(await reader.readexactly(length))
-                answers.append(reply["choices"][0]["message"]["content"])
-            writer.close()
-
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        assert len(answers) == n
-        return time.perf_counter() - t0
-
-    return asyncio.run(main())
+    t0 = time.perf_counter()
+    bodies = [json.dumps({"model": MODEL, "messages": [{"role": "user", "content": question(k)}],
+                          "temperature": 0.0, "max_tokens": 16}).encode() for k in range(n)]
+    answers = asyncio.run(replay(f"http://127.0.0.1:{port}/v1/chat/completions", bodies, concurrency))
+    assert len(answers) == n and all(answers)
+    return time.perf_counter() - t0
 
 
 def _benchsmith(port: int, n: int, concurrency: int, folder: str, checkout: Path = ROOT) -> float:
