@@ -231,7 +231,9 @@ def compare_rows(wh) -> list[dict]:
 
 
 def write(wh) -> tuple[int, int]:
-    """Recompute `report.intervals` and `report.compare` from the units stored now."""
-    intervals, comparisons = interval_rows(wh), compare_rows(wh)
-    wh.replace_partitions({"report.intervals": intervals, "report.compare": comparisons}, {})
+    """Recompute `report.intervals` and `report.compare` from the units stored now (one unit of work
+    on the warehouse: the reads see the units the write is computed from)."""
+    with wh.connect():
+        intervals, comparisons = interval_rows(wh), compare_rows(wh)
+        wh.replace_partitions({"report.intervals": intervals, "report.compare": comparisons}, {})
     return len(intervals), len(comparisons)

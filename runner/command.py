@@ -334,11 +334,15 @@ def _finish(done: list[Done], run_ids: Sequence[str], wh: Warehouse, config) -> 
     """Print the summary, what the runs spent and the batch files waiting; the command's exit code."""
     gone = bool(done) and not wh.exists()  # before the summary reads it (reading a file may create it)
     try:
-        print(summary(done, wh, config, wh.where))
-        paid = _spent(config, wh, [r for r in run_ids if r])
+        # one attach of the file for the summary's dozen reads: each would attach and detach it again
+        # (about 10 ms apiece on a warehouse of every family's tables and views)
+        with wh.connect():
+            text = summary(done, wh, config, wh.where)
+            paid = _spent(config, wh, [r for r in run_ids if r])
+            waiting = exported(wh)
+        print(text)
         if paid:
             print(paid)
-        waiting = exported(wh)
         if waiting:
             rounds = round_files(waiting)
             print(f"\nwaiting on batch files: {sum(n for _, _, n in rounds)} requests of {len(waiting)} step(s), one "
