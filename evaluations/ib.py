@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -411,12 +411,6 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]]) -> list[dict[st
         out.append({"model": model, "setting": setting, "form": form, "metric": metric, "category": category,
                     "value": value, "numerator": num, "denominator": den, "n_failed": failed.get((setting, form), 0)})
 
-    def n_correct(rows: Sequence[dict[str, Any]]) -> int:
-        return sum(bool(r["correct"]) for r in rows if r["correct"] is not None)
-
-    def n_answered(rows: Sequence[dict[str, Any]]) -> int:
-        return sum(r["correct"] is not None for r in rows)
-
     for (setting, form), rows in by.items():
         failed[(setting, form)] = sum(r["method"] in FAILED for r in rows)
         failed[(setting, "all")] = failed.get((setting, "all"), 0) + failed[(setting, form)]
@@ -424,42 +418,55 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]]) -> list[dict[st
         rs_values = []
         for form in ("judging", "single", "multiple"):
             every = by.get((setting, form), [])
-            if not every:
-                continue
-            rows = [r for r in every if r["method"] not in FAILED]
-            tense = [r for r in rows if r["label_type"] == "tense"]
-            sparse = [r for r in rows if r["label_type"] == "sparse"]
-            acc, sr, gr = _acc(rows), _acc(tense), _acc(sparse)
-            put(setting, form, "Acc", acc, n_correct(rows), n_answered(rows))
-            put(setting, form, "SR", sr, n_correct(tense), n_answered(tense))
-            put(setting, form, "GR", gr, n_correct(sparse), n_answered(sparse))
-            # RR compares a setting with vanilla on the same questions; disturbing miscellany asks other
-            # questions (MMLU-Pro's, which vanilla never asks), so it has no RR
-            vanilla = None if setting == "disturbing_miscellany" else _acc(by.get(("vanilla", form), []))
-            put(setting, form, "RR", None if vanilla is None or acc is None else abs(vanilla - acc))
-            rs = _harmonic(sr, gr)
-            put(setting, form, "RS", rs)
-            if rs is not None:
-                rs_values.append(rs)
-            n = len(rows)
-            counts: dict[str, int] = {}
-            for r in rows:
-                counts[r["output_category"]] = counts.get(r["output_category"], 0) + 1
-            for cat, c in sorted(counts.items()):
-                put(setting, form, "OR", c / n, c, n, category=cat)
-            n_s = sum(c for cat, c in counts.items() if cat in SPARSE_OUTPUTS)
-            n_t = sum(c for cat, c in counts.items() if cat in TENSE_OUTPUTS)
-            put(setting, form, "OR_T", n_t / n if n else None, n_t, n)
-            put(setting, form, "OR_S", n_s / n if n else None, n_s, n)
-            put(setting, form, "FR", abs(n_t - n_s) / n if n else None)
-            needed = sum(r["method"].startswith("judge") for r in rows)
-            put(setting, form, "judge_share", needed / n if n else None, needed, n)
-            if setting == "disturbing_miscellany":
-                for k in sorted({r["n_options"] for r in rows}):
-                    sub = [r for r in rows if r["n_options"] == k]
-                    put(setting, form, "Acc_by_options", _acc(sub), n_correct(sub), n_answered(sub), category=str(k))
+            if every:
+                rs = _form_rows(put, setting, form, [r for r in every if r["method"] not in FAILED],
+                                None if setting == "disturbing_miscellany" else _acc(by.get(("vanilla", form), [])))
+                if rs is not None:
+                    rs_values.append(rs)
         put(setting, "all", "RS", sum(rs_values) / len(rs_values) if rs_values else None, None, len(rs_values))
     return out
+
+
+def _n_correct(rows: Sequence[dict[str, Any]]) -> int:
+    return sum(bool(r["correct"]) for r in rows if r["correct"] is not None)
+
+
+def _n_answered(rows: Sequence[dict[str, Any]]) -> int:
+    return sum(r["correct"] is not None for r in rows)
+
+
+def _form_rows(put: Callable[..., None], setting: str, form: str, rows: Sequence[dict[str, Any]],
+               vanilla: float | None) -> float | None:
+    """`metric_rows` of one setting on one form, from its answered `rows`; `vanilla`, vanilla's Acc on
+    the same form (None for disturbing miscellany, which asks MMLU-Pro's questions, never vanilla's:
+    no RR). Returns the RS, for the setting's mean over the forms."""
+    tense = [r for r in rows if r["label_type"] == "tense"]
+    sparse = [r for r in rows if r["label_type"] == "sparse"]
+    acc, sr, gr = _acc(rows), _acc(tense), _acc(sparse)
+    put(setting, form, "Acc", acc, _n_correct(rows), _n_answered(rows))
+    put(setting, form, "SR", sr, _n_correct(tense), _n_answered(tense))
+    put(setting, form, "GR", gr, _n_correct(sparse), _n_answered(sparse))
+    put(setting, form, "RR", None if vanilla is None or acc is None else abs(vanilla - acc))
+    rs = _harmonic(sr, gr)
+    put(setting, form, "RS", rs)
+    n = len(rows)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["output_category"]] = counts.get(r["output_category"], 0) + 1
+    for cat, c in sorted(counts.items()):
+        put(setting, form, "OR", c / n, c, n, category=cat)
+    n_s = sum(c for cat, c in counts.items() if cat in SPARSE_OUTPUTS)
+    n_t = sum(c for cat, c in counts.items() if cat in TENSE_OUTPUTS)
+    put(setting, form, "OR_T", n_t / n if n else None, n_t, n)
+    put(setting, form, "OR_S", n_s / n if n else None, n_s, n)
+    put(setting, form, "FR", abs(n_t - n_s) / n if n else None)
+    needed = sum(r["method"].startswith("judge") for r in rows)
+    put(setting, form, "judge_share", needed / n if n else None, needed, n)
+    if setting == "disturbing_miscellany":
+        for k in sorted({r["n_options"] for r in rows}):
+            sub = [r for r in rows if r["n_options"] == k]
+            put(setting, form, "Acc_by_options", _acc(sub), _n_correct(sub), _n_answered(sub), category=str(k))
+    return rs
 
 
 def all_metric_rows(responses: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ model (Qwen2.5's, section 3.2), the server's usage counts beside them; difficult
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from configuration import Config
@@ -185,60 +185,67 @@ def metric_rows(model: str, responses: Sequence[dict[str, Any]], k: int) -> list
         scopes.setdefault(("language_category", f"{r['language']}:{r['category']}"), []).append(r)
     for (level, scope), every in sorted(scopes.items()):
         n_failed = sum(r.get("method") in FAILED for r in every)
-        rows = [r for r in every if r.get("method") not in FAILED]
-        sampled = [r for r in rows if r["mode"] == "sample"]
-        greedy = [r for r in rows if r["mode"] == "greedy"]
-        by_item: dict[str, list[bool]] = {}
-        for r in sampled:
-            by_item.setdefault(r["item_id"], []).append(bool(r["correct"]))
-        complete = {i: v for i, v in by_item.items() if len(v) == k}
 
         def put(metric: str, value: float | None, n: int, category: str = "-",
                 level: str = level, scope: str = scope, n_failed: int = n_failed) -> None:
             out.append({"model": model, "level": level, "scope": scope, "metric": metric, "category": category,
                         "value": value, "n": n, "n_failed": n_failed})
 
-        put("pass@1", sum(sum(v) / len(v) for v in by_item.values()) / len(by_item) if by_item else None, len(by_item))
-        put(f"acc@{k}", sum(all(v) for v in complete.values()) / len(complete) if complete else None, len(complete))
-        put("greedy_acc", sum(bool(r["correct"]) for r in greedy) / len(greedy) if greedy else None, len(greedy))
-        for prefix, group in (("", sampled), ("greedy_", greedy)):
-            judged = [r["well_formatted"] for r in group if r.get("well_formatted") is not None]
-            put(f"{prefix}f-acc", sum(judged) / len(judged) if judged else None, len(judged))
-            fmts = [r["format_type"] for r in group if r["format_type"] not in (None, HIDDEN_REASONING)]
-            put(f"{prefix}strict_format", sum(f in STRICT_FORMATS for f in fmts) / len(fmts) if fmts else None, len(fmts))
-            put(f"{prefix}loose_format", sum(f not in UNREADABLE_FORMATS for f in fmts) / len(fmts) if fmts else None,
-                len(fmts))
-            for f in FORMAT_TYPES if fmts else ():
-                put(f"{prefix}format_type", sum(x == f for x in fmts) / len(fmts), len(fmts), str(f))
-            for metric, column in (("mean_tokens", "tokens"), ("mean_server_tokens", "completion_tokens")):
-                toks = [r[column] for r in group if r.get(column) is not None and r["format_type"] != 301]
-                put(f"{prefix}{metric}", sum(toks) / len(toks) if toks else None, len(toks))
-        hidden = [r["format_type"] == HIDDEN_REASONING for r in sampled if r["format_type"] is not None]
-        if any(hidden):  # only where it happens: the tables of models that show their thinking stay as they were
-            put("reasoning_hidden", sum(hidden) / len(hidden), len(hidden))
-        # Table 2: the mean accuracy over the samples at each temperature (its caption's "average
-        # accuracy"; Qwen2.5-14B's 99.74 and Qwen2.5-32B's 99.98 cannot be shares of 422 items with all
-        # 10 samples right), over the items with every sample answered, and tokens over them all
-        swept = [r for r in rows if r["mode"].startswith("t=")]
-        for mode in sorted({r["mode"] for r in swept}):
-            per_item: dict[str, list[bool]] = {}
-            for r in swept:
-                if r["mode"] == mode:
-                    per_item.setdefault(r["item_id"], []).append(bool(r["correct"]))
-            n = max((len(v) for v in per_item.values()), default=0)
-            whole = [v for v in per_item.values() if len(v) == n]
-            put("table2_acc", sum(sum(v) for v in whole) / (n * len(whole)) if whole else None, len(whole), mode[2:])
-        if swept:
-            toks = [r["tokens"] for r in swept if r.get("tokens") is not None and r["format_type"] != 301]
-            put("table2_tokens", sum(toks) / len(toks) if toks else None, len(toks))
-        classes = [r["difficulty_class"] for r in sampled if r["difficulty_class"] is not None]
-        for c in (1, 2, 3, 4):
-            put("difficulty_awareness", sum(x == c for x in classes) / len(classes) if classes else None, len(classes), str(c))
-        reds = [json.loads(r["redundancy"]) for r in sampled if r.get("redundancy") and json.loads(r["redundancy"])]
-        for pos in range(max((len(x) for x in reds), default=0)):
-            vals = [x[pos] for x in reds if len(x) > pos]
-            put("redundancy", sum(vals) / len(vals), len(vals), str(pos + 2))
+        _scope_rows(put, [r for r in every if r.get("method") not in FAILED], k)
     return out
+
+
+def _scope_rows(put: Callable[..., None], rows: Sequence[dict[str, Any]], k: int) -> None:
+    """`metric_rows` of one scope, from its answered `rows`."""
+    sampled = [r for r in rows if r["mode"] == "sample"]
+    greedy = [r for r in rows if r["mode"] == "greedy"]
+    by_item: dict[str, list[bool]] = {}
+    for r in sampled:
+        by_item.setdefault(r["item_id"], []).append(bool(r["correct"]))
+    complete = {i: v for i, v in by_item.items() if len(v) == k}
+    put("pass@1", sum(sum(v) / len(v) for v in by_item.values()) / len(by_item) if by_item else None, len(by_item))
+    put(f"acc@{k}", sum(all(v) for v in complete.values()) / len(complete) if complete else None, len(complete))
+    put("greedy_acc", sum(bool(r["correct"]) for r in greedy) / len(greedy) if greedy else None, len(greedy))
+    for prefix, group in (("", sampled), ("greedy_", greedy)):
+        judged = [r["well_formatted"] for r in group if r.get("well_formatted") is not None]
+        put(f"{prefix}f-acc", sum(judged) / len(judged) if judged else None, len(judged))
+        fmts = [r["format_type"] for r in group if r["format_type"] not in (None, HIDDEN_REASONING)]
+        put(f"{prefix}strict_format", sum(f in STRICT_FORMATS for f in fmts) / len(fmts) if fmts else None, len(fmts))
+        put(f"{prefix}loose_format", sum(f not in UNREADABLE_FORMATS for f in fmts) / len(fmts) if fmts else None,
+            len(fmts))
+        for f in FORMAT_TYPES if fmts else ():
+            put(f"{prefix}format_type", sum(x == f for x in fmts) / len(fmts), len(fmts), str(f))
+        for metric, column in (("mean_tokens", "tokens"), ("mean_server_tokens", "completion_tokens")):
+            toks = [r[column] for r in group if r.get(column) is not None and r["format_type"] != 301]
+            put(f"{prefix}{metric}", sum(toks) / len(toks) if toks else None, len(toks))
+    hidden = [r["format_type"] == HIDDEN_REASONING for r in sampled if r["format_type"] is not None]
+    if any(hidden):  # only where it happens: the tables of models that show their thinking stay as they were
+        put("reasoning_hidden", sum(hidden) / len(hidden), len(hidden))
+    _table2_rows(put, [r for r in rows if r["mode"].startswith("t=")])
+    classes = [r["difficulty_class"] for r in sampled if r["difficulty_class"] is not None]
+    for c in (1, 2, 3, 4):
+        put("difficulty_awareness", sum(x == c for x in classes) / len(classes) if classes else None, len(classes), str(c))
+    reds = [json.loads(r["redundancy"]) for r in sampled if r.get("redundancy") and json.loads(r["redundancy"])]
+    for pos in range(max((len(x) for x in reds), default=0)):
+        vals = [x[pos] for x in reds if len(x) > pos]
+        put("redundancy", sum(vals) / len(vals), len(vals), str(pos + 2))
+
+
+def _table2_rows(put: Callable[..., None], swept: Sequence[dict[str, Any]]) -> None:
+    """Table 2: the mean accuracy over the samples at each temperature (its caption's "average
+    accuracy"; Qwen2.5-14B's 99.74 and Qwen2.5-32B's 99.98 cannot be shares of 422 items with all
+    10 samples right), over the items with every sample answered, and tokens over them all."""
+    for mode in sorted({r["mode"] for r in swept}):
+        per_item: dict[str, list[bool]] = {}
+        for r in swept:
+            if r["mode"] == mode:
+                per_item.setdefault(r["item_id"], []).append(bool(r["correct"]))
+        n = max((len(v) for v in per_item.values()), default=0)
+        whole = [v for v in per_item.values() if len(v) == n]
+        put("table2_acc", sum(sum(v) for v in whole) / (n * len(whole)) if whole else None, len(whole), mode[2:])
+    if swept:
+        toks = [r["tokens"] for r in swept if r.get("tokens") is not None and r["format_type"] != 301]
+        put("table2_tokens", sum(toks) / len(toks) if toks else None, len(toks))
 
 # -- the calls this protocol makes, declared for `--plan` (evaluations/calls.py) -------------------
 

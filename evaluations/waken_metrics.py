@@ -92,19 +92,40 @@ class _Stage:
         return _frac(len(self.ids(cls, t)), len(self.decided))
 
 
+class _Put:
+    """Collects the `waken.metrics` rows of one model on one dataset: `put(metric, value, ...)`."""
+
+    def __init__(self, model: str, dataset: str):
+        self.model, self.dataset = model, dataset
+        self.rows: list[dict[str, Any]] = []
+
+    def __call__(self, metric: str, value: float | None, num: float | None = None, den: float | None = None,
+                 t: str = "all", stage: str = "-", setting: str = "vanilla") -> None:
+        self.rows.append({"model": self.model, "dataset": self.dataset, "metric": metric, "sample_type": t,
+                          "stage": stage, "setting": setting, "value": value, "numerator": num, "denominator": den})
+
+
+Steps = dict[tuple[str, str], list[dict[str, Any]]]  # (step, setting) -> its outcome rows
+
+
 def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_items: dict[str, int],
                 misguiding_rates: Sequence[float], baselines: Sequence[str]) -> list[dict[str, Any]]:
     """`waken.metrics` rows for one model on one dataset. `n_items` = {'s': |D_s|, 'u': |D_u|}."""
-    by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    by: Steps = defaultdict(list)
     for r in outcomes:
         by[(r["step"], r["setting"])].append(r)
-    out: list[dict[str, Any]] = []
+    put = _Put(model, dataset)
+    s1, s2 = _Stage(by[("stage1", "vanilla")]), _Stage(by[("stage2", "vanilla")])
+    _direct_and_stages(put, by, n_items, s1, s2)
+    _remind_then_guide(put, by, misguiding_rates, s1, s2)
+    _style_swap_and_rounds(put, by, s1)
+    _ablation_baselines_causes(put, by, outcomes, baselines)
+    return put.rows
 
-    def put(metric: str, value: float | None, num: float | None = None, den: float | None = None,
-            t: str = "all", stage: str = "-", setting: str = "vanilla") -> None:
-        out.append({"model": model, "dataset": dataset, "metric": metric, "sample_type": t, "stage": stage,
-                    "setting": setting, "value": value, "numerator": num, "denominator": den})
 
+def _direct_and_stages(put: _Put, by: Steps, n_items: dict[str, int], s1: _Stage, s2: _Stage) -> None:
+    """Direct accuracy, vague perception, the converting classes and rates of both stimulation
+    stages, OCR, Deg and Acc(WakenLLM) (paper 000, sections 3-5, table 6)."""
     direct = by[("direct", "vanilla")]
     direct_failed = sum(r["outcome"] in FAILED for r in direct)
     n_all = n_items.get("s", 0) + n_items.get("u", 0) - direct_failed  # the answered items of D
@@ -117,7 +138,6 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
     put("vague_perception_share", _frac(len(vp_s), n_items.get("s", 0)), len(vp_s), n_items.get("s", 0), t="s")
     put("vague_perception_share", _frac(len(vp_u), n_items.get("u", 0)), len(vp_u), n_items.get("u", 0), t="u")
 
-    s1, s2 = _Stage(by[("stage1", "vanilla")]), _Stage(by[("stage2", "vanilla")])
     for n, st in (("1", s1), ("2", s2)):
         put("d_vp", len(st.decided), stage=n)
         put("n_undecided", len(st.cls) - len(st.decided), stage=n)
@@ -139,24 +159,25 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
     put("acc_wakenllm_dedup", None if acc_direct is None else acc_direct + len(newly) / n_all,
         correct + len(newly), n_all)
 
-    # Remind-then-Guide with assigned labels
+
+def _remind_then_guide(put: _Put, by: Steps, misguiding_rates: Sequence[float], s1: _Stage, s2: _Stage) -> None:
+    """Remind-then-Guide: TCR per stage with assigned labels at each misguiding rate, conformity
+    (with its literal form), and RPC and CGR with the reasoning shown."""
+    def rtg(rate: float) -> tuple[_Stage, _Stage]:
+        setting = f"M={rate:.3f}"
+        return _Stage(by[("rtg_label_stage1", setting)]), _Stage(by[("rtg_label_stage2", setting)])
+
     for rate in misguiding_rates:
         setting = f"M={rate:.3f}"
-        g1, g2 = _Stage(by[("rtg_label_stage1", setting)]), _Stage(by[("rtg_label_stage2", setting)])
         put("misguiding_rate", rate, setting=setting)  # the exact rate: the setting's name rounds 2/3 to 0.667
-        for n, st in (("1", g1), ("2", g2)):
+        for n, st in zip(("1", "2"), rtg(rate)):
             for t in ("s", "u"):
                 put("TCR", st.rate("TC", t), len(st.ids("TC", t)), len(st.decided), t=t, stage=n, setting=setting)
 
     def conformity(name: str, lo: tuple[_Stage, _Stage], hi: tuple[_Stage, _Stage]) -> None:
         for t in ("s", "u"):
             value, stages = conformity_value([st.rate("TC", t) for st in lo], [st.rate("TC", t) for st in hi])
-            out.append({"model": model, "dataset": dataset, "metric": name, "sample_type": t, "stage": "all",
-                        "setting": "rtg_label", "value": value, "numerator": None, "denominator": stages})
-
-    def rtg(rate: float) -> tuple[_Stage, _Stage]:
-        setting = f"M={rate:.3f}"
-        return _Stage(by[("rtg_label_stage1", setting)]), _Stage(by[("rtg_label_stage2", setting)])
+            put(name, value, None, stages, t=t, stage="all", setting="rtg_label")
 
     if 1.0 in misguiding_rates:
         if 0.0 in misguiding_rates:
@@ -175,7 +196,10 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
         put(name + "_literal", _frac(-diff, den), -diff if den else None, den, stage=n, setting="rtg_rp")
         put(f"n_{name}_unpaired", len(plain_.decided - shown.decided), stage=n, setting="rtg_rp")
 
-    # section 5.4, table 4: stage 1 with the other stimulation style, on the items decided both ways
+
+def _style_swap_and_rounds(put: _Put, by: Steps, s1: _Stage) -> None:
+    """Section 5.4, table 4: stage 1 with the other stimulation style, on the items decided both ways;
+    algorithm 3: TCR^(t) of each reminded round t = 2..T over the items decided in it."""
     swapped = _Stage(by[("stage1", "swapped")])
     if swapped.cls:
         both = s1.decided & swapped.decided
@@ -183,8 +207,6 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
             for ty in ("s", "u", "all"):
                 k = len(st.ids("TC", ty) & both)
                 put("TCR_paired", _frac(k, len(both)), k, len(both), t=ty, stage="1", setting=name)
-
-    # algorithm 3: TCR^(t) of each reminded round t = 2..T over the items decided in it
     for (step, setting), rows in sorted(by.items()):
         if step == "rtg_rp_stage1":
             t = 2 if setting == "reasoning" else int(setting.split("t=")[1])
@@ -193,6 +215,10 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
                 put("TCR", st.rate("TC", ty), len(st.ids("TC", ty)), len(st.decided), t=ty, stage="1",
                     setting=f"rtg_rp:t={t}")
 
+
+def _ablation_baselines_causes(put: _Put, by: Steps, outcomes: Sequence[dict[str, Any]],
+                               baselines: Sequence[str]) -> None:
+    """The ablation's shares, each baseline's accuracy, the judged causes' shares and the judge's share."""
     ablation = [r for (step, _), rows in by.items() if step == "ablation" for r in rows]
     ab = _Stage(ablation)
     put("ablation_converted", _frac(len(ab.ids("TC")), len(ab.decided)), len(ab.ids("TC")), len(ab.decided),
@@ -216,7 +242,6 @@ def metric_rows(model: str, dataset: str, outcomes: Sequence[dict[str, Any]], n_
     answered = [r for r in outcomes if r["step"] not in ("cause",) and r["outcome"] not in FAILED]
     judged = sum(r["method"].startswith("judge") for r in answered)
     put("judge_share", _frac(judged, len(answered)), judged, len(answered))
-    return out
 
 
 def identity_violations(outcomes: Sequence[dict[str, Any]]) -> list[str]:

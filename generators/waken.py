@@ -231,6 +231,44 @@ def sample_choice_items(name: str, spec: WakenDataset, records: Sequence[SourceR
     rejected, unverified and failed."""
     topics = list(spec.topics or [])
     quotas = topic_quotas(topics, count)
+    pools = _deletable_pools(name, spec, records, topics)
+    solvable: dict[str, list[SourceRecord]] = {}
+    waiting: dict[str, list[SourceRecord]] = {}
+    need: dict[str, int] = {}
+    for t in topics:
+        rng.shuffle(pools[t])
+        n_solvable, n_unknown = quotas[t]
+        if len(pools[t]) < n_solvable + n_unknown:  # a short pool: half each, as far as it goes
+            n_solvable = n_unknown = len(pools[t]) // 2
+        solvable[t], waiting[t], need[t] = pools[t][:n_solvable], pools[t][n_solvable:], n_unknown
+    n_unknown = sum(need.values())
+    tally = {"accepted": 0, "rejected": 0, "unverified": 0, "failed": 0}
+    examples: dict[str, str] = {}
+    unknown = _verified_unknowns(name, spec, topics, waiting, need, dseed, verify, MAX_DRAFTS_PER_ITEM * n_unknown,
+                                 tally, examples, drafts_log)
+    if not tally["accepted"]:
+        decided = tally["accepted"] + tally["rejected"]
+        said = " ".join(f"{k}: {v!r}." for k, v in examples.items() if k != "accepted")
+        cause = ("the judge could not decide (it said neither yes nor no)" if not decided and tally["unverified"]
+                 else "the judge's calls failed" if not decided and tally["failed"]
+                 else "every draft still had a unique answer, or the pool ran out")
+        raise ItemsError(f"{name}: no Unknown item verified of {n_unknown} wanted; of {sum(tally.values())} drafts "
+                         f"{tally['rejected']} rejected (a unique answer remains), {tally['unverified']} unverified, "
+                         f"{tally['failed']} judge calls failed: {cause}. {said}")
+    rows: list[dict[str, Any]] = []
+    for t in topics:
+        keep = solvable[t] if not need[t] else solvable[t][:len(unknown[t])]  # a short topic stays 1:1
+        rows += [_choice_row(name, spec, r, dseed, unknown=False) for r in keep]
+    made = [row for t in topics for row in unknown[t]]
+    for row in made:
+        row["extra"]["rejected_before"] = tally["rejected"] + tally["unverified"] + tally["failed"]
+    return rows + made
+
+
+def _deletable_pools(name: str, spec: WakenDataset, records: Sequence[SourceRecord], topics: Sequence[str]
+                     ) -> dict[str, list[SourceRecord]]:
+    """Per topic, the rows whose own context allows a deletion (`deletion`), in source-id order;
+    ItemsError, counting the rows passed over by reason, when no topic has two."""
     pools: dict[str, list[SourceRecord]] = {t: [] for t in topics}
     ineligible: dict[str, int] = {}
     for r in sorted(records, key=lambda r: r.source_id):
@@ -247,19 +285,17 @@ def sample_choice_items(name: str, spec: WakenDataset, records: Sequence[SourceR
     if not any(len(pools[t]) >= 2 for t in topics):
         raise ItemsError(f"{name}: no topic has two rows that allow an Unknown draft (rows passed over: "
                          f"{ineligible or 'none'})")
-    solvable: dict[str, list[SourceRecord]] = {}
-    waiting: dict[str, list[SourceRecord]] = {}
-    need: dict[str, int] = {}
-    for t in topics:
-        rng.shuffle(pools[t])
-        n_solvable, n_unknown = quotas[t]
-        if len(pools[t]) < n_solvable + n_unknown:  # a short pool: half each, as far as it goes
-            n_solvable = n_unknown = len(pools[t]) // 2
-        solvable[t], waiting[t], need[t] = pools[t][:n_solvable], pools[t][n_solvable:], n_unknown
-    n_unknown = sum(need.values())
-    budget = MAX_DRAFTS_PER_ITEM * n_unknown
-    tally = {"accepted": 0, "rejected": 0, "unverified": 0, "failed": 0}
-    examples: dict[str, str] = {}
+    return pools
+
+
+def _verified_unknowns(name: str, spec: WakenDataset, topics: Sequence[str], waiting: dict[str, list[SourceRecord]],
+                       need: dict[str, int], dseed: int, verify: Verifier | None, budget: int,
+                       tally: dict[str, int], examples: dict[str, str],
+                       drafts_log: list[dict[str, Any]] | None) -> dict[str, list[dict[str, Any]]]:
+    """Per topic, the Unknown drafts `verify` accepted: batches of drafts from the `waiting` rows
+    until each topic's `need` is met, the rows or the `budget` of drafts run out, or the judge
+    decided none of the first batch. Counts each verdict in `tally` (one example of each in
+    `examples`), logs every draft to `drafts_log`, and lowers `need` as drafts are accepted."""
     unknown: dict[str, list[dict[str, Any]]] = {t: [] for t in topics}
     first = True
     while any(need.values()):
@@ -284,23 +320,7 @@ def sample_choice_items(name: str, spec: WakenDataset, records: Sequence[SourceR
         if first and tally["accepted"] + tally["rejected"] == 0:
             break  # the judge decided none of a whole batch: more drafts would only cost calls
         first = False
-    decided = tally["accepted"] + tally["rejected"]
-    if not tally["accepted"]:
-        said = " ".join(f"{k}: {v!r}." for k, v in examples.items() if k != "accepted")
-        cause = ("the judge could not decide (it said neither yes nor no)" if not decided and tally["unverified"]
-                 else "the judge's calls failed" if not decided and tally["failed"]
-                 else "every draft still had a unique answer, or the pool ran out")
-        raise ItemsError(f"{name}: no Unknown item verified of {n_unknown} wanted; of {sum(tally.values())} drafts "
-                         f"{tally['rejected']} rejected (a unique answer remains), {tally['unverified']} unverified, "
-                         f"{tally['failed']} judge calls failed: {cause}. {said}")
-    rows: list[dict[str, Any]] = []
-    for t in topics:
-        keep = solvable[t] if not need[t] else solvable[t][:len(unknown[t])]  # a short topic stays 1:1
-        rows += [_choice_row(name, spec, r, dseed, unknown=False) for r in keep]
-    made = [row for t in topics for row in unknown[t]]
-    for row in made:
-        row["extra"]["rejected_before"] = tally["rejected"] + tally["unverified"] + tally["failed"]
-    return rows + made
+    return unknown
 
 
 def build_items(name: str, spec: WakenDataset, count: int, seed: int,
