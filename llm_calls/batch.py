@@ -325,23 +325,7 @@ def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str
 
     path = Path(path)
     run_id = run_id or f"batch-import-{uuid.uuid4().hex[:12]}"
-    try:
-        first: dict[str, int] = {}  # custom_id -> its line
-        unreadable: list[str] = []
-        bad: list[str] = []
-        for n, obj, why in stream_lines(path):
-            if obj is None:
-                unreadable.append(f"{path}: line {n}: {why}")
-            elif "body" in obj and "response" not in obj and "error" not in obj:
-                raise BatchImportError(f"{path}: line {n} is a request (it has a body and no response): this is a "
-                                       "batch input file; import the output file its run wrote, nothing written")
-            elif obj["custom_id"] in first:
-                bad.append(f"{path}: line {n}: custom_id {obj['custom_id']} appears twice in the file "
-                           f"(first on line {first[obj['custom_id']]})")
-            else:
-                first[obj["custom_id"]] = n
-    except OSError as exc:
-        raise BatchImportError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    first, unreadable, bad = _file_lines(path)
     identities = {registry.identity(name): name for name in registry.config.models}
     writer = warehouse.writer()
     try:
@@ -357,36 +341,8 @@ def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str
             bad.sort(key=lambda b: int(re.search(r": line (\d+):", b).group(1)))
             more = f"\n... and {len(bad) - 20} more" if len(bad) > 20 else ""
             raise BatchImportError(f"{path}: refused, nothing written:\n" + "\n".join(bad[:20]) + more)
-        secrets = registry.secrets()
-        answered = failed = already = 0
-        other_model: dict[str, str] = {}
-        rows: list[dict[str, Any]] = []
-        for _, obj, _why in stream_lines(path):
-            if obj is None:
-                continue
-            key, bid, model, identity, purpose, sample_index, request, status = pending[obj["custom_id"]]
-            if status == "ok":
-                already += 1
-                continue
-            request = json.loads(request)
-            answer = answer_of_line(obj, secrets)
-            ep = offline_endpoint(registry, identities[identity], f"batch file {path.name}")
-            response = obj.get("response")
-            body = response.get("body") if isinstance(response, Mapping) else None
-            said = body.get("model") if isinstance(body, Mapping) else None
-            if answer.ok and isinstance(said, str) and not _same_model(said, ep.served_model):
-                other_model[ep.served_model] = said
-            _, row = answer.stored(key=key, ep=ep, identity=identity, purpose=purpose or "",
-                                   messages=request["messages"], sent=request["params"], sample_index=sample_index,
-                                   latency=None, attempts=1, run_id=run_id, created=_now())
-            rows.append(row)
-            answered += answer.ok
-            failed += not answer.ok
-            if len(rows) >= chunk:
-                CallStore(writer).save(rows)
-                rows = []
-        if rows:
-            CallStore(writer).save(rows)
+        answered, failed, already, other_model = _store_results(writer, registry, path, pending, identities,
+                                                                run_id, chunk)
         batches = sorted({pending[k][1] for k in first})
         left = 0
         for bid in batches:
@@ -400,6 +356,68 @@ def import_file(warehouse: Any, registry: ModelRegistry, path: Path, run_id: str
     finally:
         writer.close()
     return ImportReport(path, answered, failed, batches, left, run_id, unreadable, already, other_model)
+
+
+def _file_lines(path: Path) -> tuple[dict[str, int], list[str], list[str]]:
+    """`import_file`'s first pass: each result's `custom_id` and its line; the lines that are no
+    result (named, to skip); the lines that refuse the file (a `custom_id` twice). A batch input
+    file (requests, no responses) is refused at once, as is a file that cannot be read."""
+    first: dict[str, int] = {}  # custom_id -> its line
+    unreadable: list[str] = []
+    bad: list[str] = []
+    try:
+        for n, obj, why in stream_lines(path):
+            if obj is None:
+                unreadable.append(f"{path}: line {n}: {why}")
+            elif "body" in obj and "response" not in obj and "error" not in obj:
+                raise BatchImportError(f"{path}: line {n} is a request (it has a body and no response): this is a "
+                                       "batch input file; import the output file its run wrote, nothing written")
+            elif obj["custom_id"] in first:
+                bad.append(f"{path}: line {n}: custom_id {obj['custom_id']} appears twice in the file "
+                           f"(first on line {first[obj['custom_id']]})")
+            else:
+                first[obj["custom_id"]] = n
+    except OSError as exc:
+        raise BatchImportError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    return first, unreadable, bad
+
+
+def _store_results(writer: Any, registry: ModelRegistry, path: Path, pending: Mapping[str, tuple[Any, ...]],
+                   identities: Mapping[str, str], run_id: str, chunk: int) -> tuple[int, int, int, dict[str, str]]:
+    """`import_file`'s second pass: each result stored as its call's row, `chunk` rows a commit; a
+    request answered already keeps its stored answer. (answered, failed, kept as stored, the served
+    models a result named where another was asked)."""
+    secrets = registry.secrets()
+    answered = failed = already = 0
+    other_model: dict[str, str] = {}
+    rows: list[dict[str, Any]] = []
+    for _, obj, _why in stream_lines(path):
+        if obj is None:
+            continue
+        key, _bid, _model, identity, purpose, sample_index, request, status = pending[obj["custom_id"]]
+        if status == "ok":
+            already += 1
+            continue
+        request = json.loads(request)
+        answer = answer_of_line(obj, secrets)
+        ep = offline_endpoint(registry, identities[identity], f"batch file {path.name}")
+        response = obj.get("response")
+        body = response.get("body") if isinstance(response, Mapping) else None
+        said = body.get("model") if isinstance(body, Mapping) else None
+        if answer.ok and isinstance(said, str) and not _same_model(said, ep.served_model):
+            other_model[ep.served_model] = said
+        _, row = answer.stored(key=key, ep=ep, identity=identity, purpose=purpose or "",
+                               messages=request["messages"], sent=request["params"], sample_index=sample_index,
+                               latency=None, attempts=1, run_id=run_id, created=_now())
+        rows.append(row)
+        answered += answer.ok
+        failed += not answer.ok
+        if len(rows) >= chunk:
+            CallStore(writer).save(rows)
+            rows = []
+    if rows:
+        CallStore(writer).save(rows)
+    return answered, failed, already, other_model
 
 
 def _pending_requests(writer: Any, keys: list[str], per_query: int = 5_000) -> dict[str, tuple[Any, ...]]:
@@ -443,61 +461,9 @@ async def run_api(ledger: Any, ep: Endpoint, identity: str, purpose: str,
     """Send the pending requests as one provider batch, wait for it, store its results; the
     `CallResult`s by key. A batch of the same requests already submitted (a killed run) is polled,
     not created again."""
-    import openai
-
-
     lines = prepare(ep, todo)
-    prefix = batch_id(ep.name, purpose, (p.key for p in lines))
-    client = openai.AsyncOpenAI(
-        base_url=ep.base_url, api_key=ep.api_key or "not-needed", max_retries=max(0, ledger.config.max_attempts - 1),
-        timeout=ledger.config.timeout_s, http_client=openai.DefaultAsyncHttpxClient(verify=tls_context()))
     created = _now()
-    try:
-        earlier = await asyncio.to_thread(writer.query,
-                                          "SELECT batch_id, provider_batch_id, status FROM llm.batches "
-                                          "WHERE batch_id LIKE ? || '%' AND mode = 'api' ORDER BY created_at", [prefix])
-        live = [r for r in earlier if r[2] not in _TERMINAL | {"read"}]
-        error, provider_id = None, None
-        if live:  # a run that stopped while this batch was being created or worked on
-            bid, provider_id = live[-1][0], live[-1][1] or await _created_as(client, live[-1][0])
-            if provider_id:
-                ledger.log.info(f"llm batch [{ep.name}]: resuming {provider_id} ({len(lines)} requests, {purpose})")
-        else:
-            bid = prefix if not earlier else f"{prefix}-{len(earlier) + 1}"
-            # recorded before it is created: a run killed in between finds it by its metadata
-            await asyncio.to_thread(_record, writer, bid, ep, identity, purpose, "api", lines, status="creating")
-        if provider_id is None:
-            try:
-                upload = await client.files.create(file=(f"{bid}.jsonl", file_text(ep, lines).encode()), purpose="batch")
-                batch = await client.batches.create(input_file_id=upload.id, endpoint=URL,
-                                                    completion_window=cfg.completion_window,
-                                                    metadata={"benchsmith_batch": bid[:512]})
-                provider_id = batch.id
-                ledger.log.info(f"llm batch [{ep.name}]: created {provider_id} ({len(lines)} requests, {purpose})")
-                await asyncio.to_thread(_update, writer, bid, input_file=upload.id, provider_batch_id=provider_id,
-                                        status="submitted")
-            except openai.OpenAIError as exc:
-                error = ep.redact(f"batch API: {type(exc).__name__}: {str(exc)[:300]}")
-                await asyncio.to_thread(_update, writer, bid, status="failed", error=error)
-        await asyncio.to_thread(writer.close)  # nothing is held while the provider works
-        texts: list[tuple[str, str]] = []
-        status = "failed"
-        if error is None:
-            try:
-                batch, status = await _wait(client, provider_id, cfg, ledger.log, ep.name)
-                for name in ("output_file_id", "error_file_id"):
-                    fid = getattr(batch, name, None)
-                    if fid:
-                        texts.append((fid, (await client.files.content(fid)).text))
-            except openai.NotFoundError:  # the provider no longer knows it (deleted, or another account's)
-                error = f"the provider no longer knows batch {provider_id} (HTTP 404)"
-            except openai.OpenAIError as exc:
-                error = ep.redact(f"batch API while waiting: {type(exc).__name__}: {str(exc)[:300]}")
-            if status == "failed" and not texts and error is None:
-                errors = getattr(getattr(batch, "errors", None), "data", None) or []
-                error = "; ".join(f"{e.code}: {e.message}" for e in errors[:3]) or "the provider failed the batch"
-    finally:
-        await client.close()
+    bid, provider_id, status, texts, error = await _submitted(ledger, ep, identity, purpose, lines, writer, cfg)
     secrets = ledger.registry.secrets()
     answers: dict[str, Any] = {}
     unreadable: list[str] = []
@@ -526,6 +492,66 @@ async def run_api(ledger: Any, ep: Endpoint, identity: str, purpose: str,
     await asyncio.to_thread(_update, writer, bid, status="read", output_file=",".join(f for f, _ in texts) or None,
                             n_ok=n_ok, n_failed=len(out) - n_ok, error=error, finished_at=_now())
     return out
+
+
+async def _submitted(ledger: Any, ep: Endpoint, identity: str, purpose: str, lines: Sequence[Any], writer: Any,
+                     cfg: BatchConfig) -> tuple[str, str | None, str, list[tuple[str, str]], str | None]:
+    """`run_api`'s provider batch of `lines`: found again (a run that stopped while it was created or
+    worked on) or recorded, then created; waited for; its output and error files read. (our batch id,
+    the provider's, its final status, (file id, text) of each file, the error that stopped it)."""
+    import openai
+
+    prefix = batch_id(ep.name, purpose, (p.key for p in lines))
+    client = openai.AsyncOpenAI(
+        base_url=ep.base_url, api_key=ep.api_key or "not-needed", max_retries=max(0, ledger.config.max_attempts - 1),
+        timeout=ledger.config.timeout_s, http_client=openai.DefaultAsyncHttpxClient(verify=tls_context()))
+    texts: list[tuple[str, str]] = []
+    status = "failed"
+    try:
+        earlier = await asyncio.to_thread(writer.query,
+                                          "SELECT batch_id, provider_batch_id, status FROM llm.batches "
+                                          "WHERE batch_id LIKE ? || '%' AND mode = 'api' ORDER BY created_at", [prefix])
+        live = [r for r in earlier if r[2] not in _TERMINAL | {"read"}]
+        error, provider_id = None, None
+        if live:  # a run that stopped while this batch was being created or worked on
+            bid, provider_id = live[-1][0], live[-1][1] or await _created_as(client, live[-1][0])
+            if provider_id:
+                ledger.log.info(f"llm batch [{ep.name}]: resuming {provider_id} ({len(lines)} requests, {purpose})")
+        else:
+            bid = prefix if not earlier else f"{prefix}-{len(earlier) + 1}"
+            # recorded before it is created: a run killed in between finds it by its metadata
+            await asyncio.to_thread(_record, writer, bid, ep, identity, purpose, "api", lines, status="creating")
+        if provider_id is None:
+            try:
+                upload = await client.files.create(file=(f"{bid}.jsonl", file_text(ep, lines).encode()), purpose="batch")
+                batch = await client.batches.create(input_file_id=upload.id, endpoint=URL,
+                                                    completion_window=cfg.completion_window,
+                                                    metadata={"benchsmith_batch": bid[:512]})
+                provider_id = batch.id
+                ledger.log.info(f"llm batch [{ep.name}]: created {provider_id} ({len(lines)} requests, {purpose})")
+                await asyncio.to_thread(_update, writer, bid, input_file=upload.id, provider_batch_id=provider_id,
+                                        status="submitted")
+            except openai.OpenAIError as exc:
+                error = ep.redact(f"batch API: {type(exc).__name__}: {str(exc)[:300]}")
+                await asyncio.to_thread(_update, writer, bid, status="failed", error=error)
+        await asyncio.to_thread(writer.close)  # nothing is held while the provider works
+        if error is None:
+            try:
+                batch, status = await _wait(client, provider_id, cfg, ledger.log, ep.name)
+                for name in ("output_file_id", "error_file_id"):
+                    fid = getattr(batch, name, None)
+                    if fid:
+                        texts.append((fid, (await client.files.content(fid)).text))
+            except openai.NotFoundError:  # the provider no longer knows it (deleted, or another account's)
+                error = f"the provider no longer knows batch {provider_id} (HTTP 404)"
+            except openai.OpenAIError as exc:
+                error = ep.redact(f"batch API while waiting: {type(exc).__name__}: {str(exc)[:300]}")
+            if status == "failed" and not texts and error is None:
+                errors = getattr(getattr(batch, "errors", None), "data", None) or []
+                error = "; ".join(f"{e.code}: {e.message}" for e in errors[:3]) or "the provider failed the batch"
+    finally:
+        await client.close()
+    return bid, provider_id, status, texts, error
 
 
 async def _created_as(client: openai.AsyncOpenAI, bid: str) -> str | None:

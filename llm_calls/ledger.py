@@ -281,64 +281,61 @@ class Ledger:
                 got = Answer.of(_json_body(content), secrets)
                 ok, error = got.ok, got.error
                 break
-            except (Malformed, _ServerDied) as exc:
-                error = str(exc)
-                break
-            except _Retryable as exc:
-                error = str(exc)
-                if attempts >= self.config.max_attempts:
-                    error = f"retries spent after {attempts} attempts; last: {error}"
+            except Exception as exc:  # noqa: BLE001 (each kind is told apart in `_failed_attempt`)
+                error, wait = self._failed_attempt(exc, attempts, ep, sent)
+                if wait is None:
                     break
-                await pause(
-                    backoff_delay(attempts, self.config.backoff_base_s, self.config.backoff_max_s, exc.retry_after, self._rng)
-                )
-            except HttpStatusError as exc:
-                if exc.status != 429:
-                    error = f"HTTP {exc.status} {brief(exc)}"
-                    param = refused_parameter(exc) if exc.status == 400 else None
-                    if param is not None and param in sent:
-                        error = self._refused(ep, param, error)
-                        break
-                    if exc.status < 500 and exc.status not in (408, 409):
-                        break  # 4xx other than 408/409/429: asking again will not help
-                    if attempts >= self.config.max_attempts:
-                        error = f"retries spent after {attempts} attempts; last: {error}"
-                        break
-                    await pause(backoff_delay(
-                        attempts, self.config.backoff_base_s, self.config.backoff_max_s,
-                        retry_after_seconds(exc.headers), self._rng,
-                    ))
-                    continue
-                if attempts >= self.config.max_attempts:  # 429
-                    error = f"retries spent after {attempts} attempts; last: HTTP 429 {brief(exc)}"
-                    break
-                wait = backoff_delay(attempts, self.config.backoff_base_s, self.config.backoff_max_s,
-                                     retry_after_seconds(exc.headers), self._rng)
-                TOTALS.rate_limited(ep.name, wait)  # the progress line says who waits, and how long
-                if wait >= 5:
-                    self.log.info(f"llm [{ep.name}]: rate limited (HTTP 429), waiting {wait:.0f} s before "
-                                  f"attempt {attempts + 1}")
                 await pause(wait)
-                error = f"HTTP 429 {brief(exc)}"
-            except (HttpTimeout, HttpConnectionError) as exc:
-                kind = "timeout" if isinstance(exc, HttpTimeout) else "connection error"
-                error = f"{kind} ({ep.host}): {brief(exc)}"
-                if attempts >= self.config.max_attempts:
-                    error = f"retries spent after {attempts} attempts; last: {error}"
-                    if kind == "connection error":  # refused, not slow: spare the other calls the retries
-                        HEALTH.down[ep.base_url] = f"a call spent its {attempts} attempts on connection errors"
-                    break
-                await pause(
-                    backoff_delay(attempts, self.config.backoff_base_s, self.config.backoff_max_s, None, self._rng)
-                )
-            except Exception as exc:  # undecodable body, schema mismatch, ...
-                error = f"malformed response: {type(exc).__name__}: {brief(exc)}"
-                break
 
         answer = got if ok else Answer(False, error=ep.redact(error))
         return answer.stored(key=key, ep=ep, identity=identity, purpose=purpose, messages=messages, sent=sent,
                              sample_index=req.sample_index, latency=latency, attempts=attempts,
                              run_id=self.run_id, created=created)
+
+    def _failed_attempt(self, exc: Exception, attempts: int, ep: Endpoint, sent: Mapping[str, Any]
+                        ) -> tuple[str, float | None]:
+        """What the `attempts`-th attempt's failure `exc` means: the error to record and how long to
+        wait before the next attempt, or None where there is none (the error is final: a reply that
+        holds no answer, a dead embedded server, a 4xx other than 408, 409 and 429, a refused
+        parameter, or the attempts spent)."""
+        cfg = self.config
+        spent = attempts >= cfg.max_attempts
+
+        def backoff(retry_after: float | None) -> float:
+            return backoff_delay(attempts, cfg.backoff_base_s, cfg.backoff_max_s, retry_after, self._rng)
+
+        if isinstance(exc, (Malformed, _ServerDied)):
+            return str(exc), None
+        if isinstance(exc, _Retryable):
+            return (f"retries spent after {attempts} attempts; last: {exc}", None) if spent \
+                else (str(exc), backoff(exc.retry_after))
+        if isinstance(exc, HttpStatusError) and exc.status != 429:
+            error = f"HTTP {exc.status} {brief(exc)}"
+            param = refused_parameter(exc) if exc.status == 400 else None
+            if param is not None and param in sent:
+                return self._refused(ep, param, error), None
+            if exc.status < 500 and exc.status not in (408, 409):
+                return error, None  # 4xx other than 408/409/429: asking again will not help
+            return (f"retries spent after {attempts} attempts; last: {error}", None) if spent \
+                else (error, backoff(retry_after_seconds(exc.headers)))
+        if isinstance(exc, HttpStatusError):  # 429
+            if spent:
+                return f"retries spent after {attempts} attempts; last: HTTP 429 {brief(exc)}", None
+            wait = backoff(retry_after_seconds(exc.headers))
+            TOTALS.rate_limited(ep.name, wait)  # the progress line says who waits, and how long
+            if wait >= 5:
+                self.log.info(f"llm [{ep.name}]: rate limited (HTTP 429), waiting {wait:.0f} s before "
+                              f"attempt {attempts + 1}")
+            return f"HTTP 429 {brief(exc)}", wait
+        if isinstance(exc, (HttpTimeout, HttpConnectionError)):
+            kind = "timeout" if isinstance(exc, HttpTimeout) else "connection error"
+            error = f"{kind} ({ep.host}): {brief(exc)}"
+            if not spent:
+                return error, backoff(None)
+            if kind == "connection error":  # refused, not slow: spare the other calls the retries
+                HEALTH.down[ep.base_url] = f"a call spent its {attempts} attempts on connection errors"
+            return f"retries spent after {attempts} attempts; last: {error}", None
+        return f"malformed response: {type(exc).__name__}: {brief(exc)}", None  # undecodable body, schema mismatch
 
     def slots_for(self, ep: Endpoint) -> Slots | None:
         """The endpoint's slots shared with every other run (`ledger.endpoint_slots`)."""

@@ -167,6 +167,8 @@ class StubServer:
     # -- request handling ----------------------------------------------------------
 
     def _respond(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes, float]:
+        """A chat completion's reply to `body`: (status, headers, body, seconds to wait first), with
+        the faults its directive, `fail_share` or `hosted_reasoning` script."""
         messages = body.get("messages") or [{"content": ""}]
         content = str(messages[-1].get("content", ""))
         directive = parse_directive(content)
@@ -175,26 +177,40 @@ class StubServer:
             self._seen[ident] += 1
             nth = self._seen[ident]
         delay = float(directive["delay"]) if directive.get("delay") else self.delay_s
-        if self.fail_share and int(hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:8], 16) \
-                < self.fail_share * 0xFFFFFFFF:
-            err = {"error": {"message": "stub fault: this prompt always fails", "type": "stub"}}
-            return 400, {"Content-Type": "application/json"}, json.dumps(err).encode(), delay
-        if self.hosted_reasoning:
-            refusal = _reasoning_model_refusal(body)
-            if refusal is not None:
-                return 400, {"Content-Type": "application/json"}, json.dumps(refusal).encode(), delay
-        times = int(directive.get("times") or 10**9)
-        active = nth <= times
-        if "status" in directive and active:
-            headers = {"Content-Type": "application/json"}
-            if "retry_after" in directive:
-                headers["Retry-After"] = directive["retry_after"]
-            err = {"error": {"message": f"stub fault {directive['status']}", "type": "stub"}}
-            return int(directive["status"]), headers, json.dumps(err).encode(), delay
-        if "hang" in directive and active:
+        fault = self._fault(body, messages, directive, nth)
+        if fault is not None:
+            return (*fault, delay)
+        if "hang" in directive and nth <= int(directive.get("times") or 10**9):
             delay = self.hang_s
         if "malformed" in directive:
             return 200, {"Content-Type": "application/json"}, b'{"id": "x", "choices": [', delay
+        payload = self._completion(body, content, directive, nth)
+        return 200, {"Content-Type": "application/json"}, json.dumps(payload).encode(), delay
+
+    def _fault(self, body: dict[str, Any], messages: list[Any], directive: dict[str, str], nth: int
+               ) -> tuple[int, dict[str, str], bytes] | None:
+        """The error reply scripted for this request (`fail_share`, `hosted_reasoning`'s refusals, a
+        `status=` directive for its first `times` requests), or None."""
+        json_type = {"Content-Type": "application/json"}
+        if self.fail_share and int(hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:8], 16) \
+                < self.fail_share * 0xFFFFFFFF:
+            err = {"error": {"message": "stub fault: this prompt always fails", "type": "stub"}}
+            return 400, json_type, json.dumps(err).encode()
+        if self.hosted_reasoning:
+            refusal = _reasoning_model_refusal(body)
+            if refusal is not None:
+                return 400, json_type, json.dumps(refusal).encode()
+        if "status" in directive and nth <= int(directive.get("times") or 10**9):
+            headers = dict(json_type)
+            if "retry_after" in directive:
+                headers["Retry-After"] = directive["retry_after"]
+            err = {"error": {"message": f"stub fault {directive['status']}", "type": "stub"}}
+            return int(directive["status"]), headers, json.dumps(err).encode()
+        return None
+
+    def _completion(self, body: dict[str, Any], content: str, directive: dict[str, str], nth: int) -> dict[str, Any]:
+        """The chat completion answering `content`: the responder's reply or the default one, cut,
+        with reasoning or with no choices as the directive says, and its usage."""
         words = content.split()
         scripted = self.responder(body) if self.responder else None
         reply = scripted if scripted is not None else (
@@ -229,7 +245,7 @@ class StubServer:
             payload["usage"]["completion_tokens"] += hidden
             payload["usage"]["total_tokens"] += hidden
             payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": hidden}
-        return 200, {"Content-Type": "application/json"}, json.dumps(payload).encode(), delay
+        return payload
 
     # -- Files and Batches ------------------------------------------------------------
 
@@ -292,101 +308,104 @@ class StubServer:
             batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(errors)}
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        stub = self
+        """The request handler class of this server (`_Handler`, its `stub` this object)."""
+        return type("Handler", (_Handler,), {"stub": self})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # headers and body go out in two writes; with Nagle's algorithm the body then waits for
-            # the client's delayed ACK (40 ms on Linux), which no real model server adds
-            disable_nagle_algorithm = True
 
-            def log_message(self, *args: Any) -> None:  # quiet
-                pass
+class _Handler(BaseHTTPRequestHandler):
+    """One request to a `StubServer` (`stub`, set by `StubServer._handler_class`)."""
 
-            def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    stub: StubServer
+    protocol_version = "HTTP/1.1"
+    # headers and body go out in two writes; with Nagle's algorithm the body then waits for
+    # the client's delayed ACK (40 ms on Linux), which no real model server adds
+    disable_nagle_algorithm = True
 
-            def _reject_echoing_key(self) -> bool:
-                if not stub.echo_key_401:
-                    return False
-                key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
-                body = {"error": {"message": f"Incorrect API key provided: {key}. You can find your API key at "
-                                             "your provider's dashboard.", "type": "invalid_request_error"}}
-                self._send(401, {"Content-Type": "application/json"}, json.dumps(body).encode())
-                return True
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
 
-            def do_GET(self) -> None:
-                with stub._lock:
-                    stub.get_requests.append({"path": self.path, "authorization": self.headers.get("Authorization")})
-                if self._reject_echoing_key():
-                    return
-                path = self.path.split("?", 1)[0].rstrip("/")
-                batch = re.search(r"/batches/([\w-]+)$", path)
-                content = re.search(r"/files/([\w-]+)/content$", path)
-                if path.endswith("/batches"):  # newest first, as OpenAI lists them
-                    listed = [_public(b) for b in reversed(list(stub.batches.values()))]
-                    data = json.dumps({"object": "list", "data": listed, "has_more": False}).encode()
-                    self._send(200, {"Content-Type": "application/json"}, data)
-                elif path.endswith("/models"):
-                    data = json.dumps({"object": "list", "data": [{"id": stub.model, "object": "model"}]}).encode()
-                    self._send(200, {"Content-Type": "application/json"}, data)
-                elif batch:
-                    status, body = stub._retrieve_batch(batch.group(1))
-                    self._send(status, {"Content-Type": "application/json"}, json.dumps(body).encode())
-                elif content and content.group(1) in stub.files:
-                    self._send(200, {"Content-Type": "application/octet-stream"}, stub.files[content.group(1)])
-                else:
-                    self._send(404, {"Content-Type": "application/json"}, b'{"error": "not found"}')
+    def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                path = self.path.split("?", 1)[0].rstrip("/")
-                if path.endswith("/files"):
-                    status, reply = stub._upload(self.headers.get("Content-Type") or "", raw)
-                    self._send(status, {"Content-Type": "application/json"}, json.dumps(reply).encode())
-                    return
-                if path.endswith("/batches"):
-                    status, reply = stub._create_batch(json.loads(raw or b"{}"))
-                    self._send(status, {"Content-Type": "application/json"}, json.dumps(reply).encode())
-                    return
-                try:
-                    body = json.loads(raw)
-                except json.JSONDecodeError:
-                    self._send(400, {"Content-Type": "application/json"}, b'{"error": "bad json"}')
-                    return
-                record = {"path": self.path, "body": body, "time": time.time(), "answered": None,
-                          "authorization": self.headers.get("Authorization")}
-                with stub._lock:
-                    stub.requests.append(record)
-                    stub.in_flight += 1
-                    stub.peak_in_flight = max(stub.peak_in_flight, stub.in_flight)
-                replying = False
-                try:
-                    if self._reject_echoing_key():
-                        return
-                    status, headers, data, delay = stub._respond(body)
-                    if delay:
-                        time.sleep(delay)
-                    with stub._lock:  # before the reply goes: see `in_flight`
-                        stub.in_flight -= 1
-                        replying = True
-                    try:
-                        self._send(status, headers, data)
-                    except (BrokenPipeError, ConnectionResetError):
-                        pass  # the client gave up (timeout test)
-                finally:
-                    with stub._lock:
-                        if not replying:
-                            stub.in_flight -= 1
-                        record["answered"] = time.time()  # when the reply was sent (or the client gone)
+    def _reject_echoing_key(self) -> bool:
+        if not self.stub.echo_key_401:
+            return False
+        key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        body = {"error": {"message": f"Incorrect API key provided: {key}. You can find your API key at "
+                                     "your provider's dashboard.", "type": "invalid_request_error"}}
+        self._send(401, {"Content-Type": "application/json"}, json.dumps(body).encode())
+        return True
 
-        return Handler
+    def do_GET(self) -> None:
+        with self.stub._lock:
+            self.stub.get_requests.append({"path": self.path, "authorization": self.headers.get("Authorization")})
+        if self._reject_echoing_key():
+            return
+        path = self.path.split("?", 1)[0].rstrip("/")
+        batch = re.search(r"/batches/([\w-]+)$", path)
+        content = re.search(r"/files/([\w-]+)/content$", path)
+        if path.endswith("/batches"):  # newest first, as OpenAI lists them
+            listed = [_public(b) for b in reversed(list(self.stub.batches.values()))]
+            data = json.dumps({"object": "list", "data": listed, "has_more": False}).encode()
+            self._send(200, {"Content-Type": "application/json"}, data)
+        elif path.endswith("/models"):
+            data = json.dumps({"object": "list", "data": [{"id": self.stub.model, "object": "model"}]}).encode()
+            self._send(200, {"Content-Type": "application/json"}, data)
+        elif batch:
+            status, body = self.stub._retrieve_batch(batch.group(1))
+            self._send(status, {"Content-Type": "application/json"}, json.dumps(body).encode())
+        elif content and content.group(1) in self.stub.files:
+            self._send(200, {"Content-Type": "application/octet-stream"}, self.stub.files[content.group(1)])
+        else:
+            self._send(404, {"Content-Type": "application/json"}, b'{"error": "not found"}')
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path.endswith("/files"):
+            status, reply = self.stub._upload(self.headers.get("Content-Type") or "", raw)
+            self._send(status, {"Content-Type": "application/json"}, json.dumps(reply).encode())
+            return
+        if path.endswith("/batches"):
+            status, reply = self.stub._create_batch(json.loads(raw or b"{}"))
+            self._send(status, {"Content-Type": "application/json"}, json.dumps(reply).encode())
+            return
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            self._send(400, {"Content-Type": "application/json"}, b'{"error": "bad json"}')
+            return
+        record = {"path": self.path, "body": body, "time": time.time(), "answered": None,
+                  "authorization": self.headers.get("Authorization")}
+        with self.stub._lock:
+            self.stub.requests.append(record)
+            self.stub.in_flight += 1
+            self.stub.peak_in_flight = max(self.stub.peak_in_flight, self.stub.in_flight)
+        replying = False
+        try:
+            if self._reject_echoing_key():
+                return
+            status, headers, data, delay = self.stub._respond(body)
+            if delay:
+                time.sleep(delay)
+            with self.stub._lock:  # before the reply goes: see `in_flight`
+                self.stub.in_flight -= 1
+                replying = True
+            try:
+                self._send(status, headers, data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout test)
+        finally:
+            with self.stub._lock:
+                if not replying:
+                    self.stub.in_flight -= 1
+                record["answered"] = time.time()  # when the reply was sent (or the client gone)
 
 
 def _public(batch: dict[str, Any]) -> dict[str, Any]:
