@@ -5,7 +5,7 @@
 prints, per checkout (default: this one), side by side:
 
 - the largest source file and function (lines, `tests/` and `benchmarks/` left out);
-- files over 500 lines and functions over 60;
+- files over 500 lines and functions over 60 (named, with `--detail`);
 - private names (`_x`) imported from another module of ours (`from a.b import _x`, or `a.b._x`);
 - module import cycles, counting imports inside functions too (the strongly connected components
   of the module graph with more than one module, by networkx);
@@ -112,7 +112,8 @@ def measure(root: Path) -> dict:
         "global statements": len(globals_),
         "source lines": sum(len(p.read_text().splitlines()) for p in modules.values()),
         "README lines": len(readme.read_text().splitlines()) if readme.exists() else 0,
-        "_detail": {"private": private, "cycles": cycles, "probes": probes, "globals": globals_},
+        "_detail": {"private": private, "cycles": cycles, "probes": probes, "globals": globals_,
+                    "long": [f"{where} ({n} lines)" for n, where in sorted(functions, reverse=True) if n > 60]},
     }
 
 

@@ -295,6 +295,14 @@ def asked(cfg: Config, wh: Warehouse, key: str, scopes: int = 3, chars: int = 15
 def card(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapping[str, Path],
          prompts: Sequence[tuple[str, str, str]] = ()) -> str:
     """The dataset card: the YAML header the hub and `datasets` read, then the construction."""
+    header = _card_header(cfg, key, parts, license, files)
+    return ("---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n"
+            + _card_body(cfg, key, parts, license, prompts))
+
+
+def _card_header(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapping[str, Path]
+                 ) -> dict[str, Any]:
+    """The card's YAML header: names, licence, languages, sizes and each configuration's files and features."""
     family, fam = spec(key), BY_KEY[key]
     total = sum(p.table.num_rows for p in parts)
     header: dict[str, Any] = {
@@ -314,18 +322,20 @@ def card(cfg: Config, key: str, parts: Sequence[Part], license: str, files: Mapp
                           "download_size": files[p.name].stat().st_size}
                          for p in parts],
     }
+    return header
+
+
+def _card_body(cfg: Config, key: str, parts: Sequence[Part], license: str,
+               prompts: Sequence[tuple[str, str, str]]) -> str:
+    """The card's text: what was built and how to load it, the construction, prompts, limits, licence, citation."""
+    family, fam = spec(key), BY_KEY[key]
     paper: Paper = family.paper
     rows = "\n".join(f"| `{p.name}` | {p.table.num_rows} | {', '.join(f'{k}: {v}' for k, v in sorted(p.labels.items()))} "
                      f"| {p.license or 'unknown'} | {'; '.join(p.sources)} |" for p in parts)
     conflict = ("\n**The sources' licences conflict**: no one licence covers every configuration; each "
                 "configuration carries its own, listed below. Use each under its own terms.\n") if license == "other" else ""
     limits = "\n".join(f"- {x}" for x in family.limits(cfg))
-    fence = "````"  # a prompt may hold a ``` fence of its own
-    asked_text = ("How the build's run asked them (the first reply of each scope, its messages as sent; the items "
-                  "themselves carry no prompt):\n\n" + "\n\n".join(
-                      f"`{scope}` (asked of {model}):\n\n{fence}text\n{text}\n{fence}" for scope, model, text in prompts)
-                  if prompts else "No model has answered these items in the warehouse the release was written from; "
-                                  "the prompts are built by the family's evaluation code when a model is evaluated.")
+    asked_text = _prompts_section(prompts)
     body = f"""# {fam.title}: a Benchsmith build
 
 {family.description}
@@ -374,7 +384,18 @@ Cite the paper the benchmark follows:
 {paper.citation}
 ```
 """
-    return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n" + body
+    return body
+
+
+def _prompts_section(prompts: Sequence[tuple[str, str, str]]) -> str:
+    """The card's prompts: each (scope, model, messages as sent) fenced, or why there are none."""
+    fence = "````"  # a prompt may hold a ``` fence of its own
+    if not prompts:
+        return ("No model has answered these items in the warehouse the release was written from; "
+                "the prompts are built by the family's evaluation code when a model is evaluated.")
+    return ("How the build's run asked them (the first reply of each scope, its messages as sent; the items "
+            "themselves carry no prompt):\n\n" + "\n\n".join(
+                f"`{scope}` (asked of {model}):\n\n{fence}text\n{text}\n{fence}" for scope, model, text in prompts))
 
 
 _TYPES = {"string": "TEXT", "large_string": "TEXT", "int64": "INTEGER", "int32": "INTEGER", "int16": "INTEGER",

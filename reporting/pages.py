@@ -334,30 +334,11 @@ def leaderboard(wh: Warehouse, pages: Mapping[str, Path], about: Mapping[str, An
     for r in rows:
         cells.setdefault((r["family"], r["scope"], r["metric"]), {})[r["model"]] = r
 
-    def cell(family: str, scope: str, r: dict | None) -> str:
-        if r is None:
-            return '<td class="null" title="not evaluated on this">-</td>'
-        value = "NULL" if r["value"] is None else f"{r['value']:.4g}"
-        text = f"{value}{interval_text(r)} <small>n={r['n']}</small>"
-        if r["model"] in pages and family in SAMPLES:
-            step = SAMPLE_STEPS.get(family, {}).get(r["metric"])
-            href = f"{safe_name(r['model'])}/{anchor(family, scope)}.html" + (f"#step={step}" if step else "")
-            text = f'<a href="{html.escape(href)}">{text}</a>'
-        return f"<td>{text}</td>"
-
     head = "".join(f"<th>{html.escape(m)}" + ("" if configured[m] else "<br><small>(no longer configured)</small>")
                    + "</th>" for m in models)
-    def metric_cell(me: str, by: dict[str, dict]) -> str:
-        sets = {r["unit_set"] for m, r in by.items() if m != "-" and r.get("unit_set")}
-        if len(sets) <= 1:
-            return f"<th>{html.escape(me)}</th>"
-        return (f'<th>{html.escape(me)} <span class="differs" title="the models in this row were scored on '
-                f'different items: compare them on the items they share (report.compare, below)">'
-                f"&#8800; items</span></th>")
-
     body = "".join(
-        f"<tr><th>{html.escape(title(f))}</th><th>{html.escape(sc)}</th>{metric_cell(me, by)}"
-        + ("".join(cell(f, sc, by.get(m)) for m in models) if "-" not in by else
+        f"<tr><th>{html.escape(title(f))}</th><th>{html.escape(sc)}</th>{_metric_cell(me, by)}"
+        + ("".join(_number_cell(f, sc, by.get(m), pages) for m in models) if "-" not in by else
            f'<td colspan="{max(1, len(models))}">{by["-"]["value"]:.4g}</td>')
         + "</tr>" for (f, sc, me), by in cells.items())
     shown = {f for f, _, _ in cells}
@@ -385,6 +366,30 @@ def leaderboard(wh: Warehouse, pages: Mapping[str, Path], about: Mapping[str, An
             f"{note}<div class=\"scroll\"><table id=\"leaderboard\"><thead><tr><th>family</th><th>scope</th>"
             f"<th>metric</th>{head}</tr></thead><tbody>{body}</tbody></table></div>{comparisons(wh)}"
             f"{provenance(about)}</body></html>")
+
+
+def _number_cell(family: str, scope: str, r: dict | None, pages: Mapping[str, Path]) -> str:
+    """A leaderboard cell: the number with its interval and count, linked to its replies where the
+    model has a page; '-' where the model was not evaluated on it."""
+    if r is None:
+        return '<td class="null" title="not evaluated on this">-</td>'
+    value = "NULL" if r["value"] is None else f"{r['value']:.4g}"
+    text = f"{value}{interval_text(r)} <small>n={r['n']}</small>"
+    if r["model"] in pages and family in SAMPLES:
+        step = SAMPLE_STEPS.get(family, {}).get(r["metric"])
+        href = f"{safe_name(r['model'])}/{anchor(family, scope)}.html" + (f"#step={step}" if step else "")
+        text = f'<a href="{html.escape(href)}">{text}</a>'
+    return f"<td>{text}</td>"
+
+
+def _metric_cell(me: str, by: dict[str, dict]) -> str:
+    """A leaderboard row's metric, marked where its models were scored on different items."""
+    sets = {r["unit_set"] for m, r in by.items() if m != "-" and r.get("unit_set")}
+    if len(sets) <= 1:
+        return f"<th>{html.escape(me)}</th>"
+    return (f'<th>{html.escape(me)} <span class="differs" title="the models in this row were scored on '
+            f'different items: compare them on the items they share (report.compare, below)">'
+            f"&#8800; items</span></th>")
 
 
 def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dict[str, dict[str, Any]],

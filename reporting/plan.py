@@ -395,7 +395,6 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
       slowest model's time; the families run at the same time too, so the run takes its slowest
       family's time, or, when more is asked of one model than that, the model's own: the latency
       of every call it is asked for, across the families, over its concurrency."""
-    steps = steps or {}
     out = [f"Capacity plan for {cfg.source} (scale {cfg.scale}); counts assume every call is answered",
            "", f"{'family':<7} {'model':<14} {'step':<40} {'kind':<8} {'calls':>9} {'cached':>9} {'new':>9}  items from"]
     for r in rows:
@@ -411,9 +410,29 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
                  [r.new if r.line.kind == EXACT or expected is None else max(0.0, expected[i] - r.cached)
                   for i, r in enumerate(rows)],
                  [r.new for r in rows]]
-    # (family, model) -> [exact calls, bounded calls, new calls, hours per scenario...]
+    totals, load = _hours(cfg, rows, latency, steps or {}, scenarios)
+    lines, by_family, unknown = _model_lines(cfg, totals, latency, expected is not None)
+    out += lines
+    # no run ends before each of its models has made every call asked of it
+    low, mid, high = (max([*(m[k] for m in load.values()), *(f[k] for f in by_family.values())], default=0.0)
+                      for k in range(3))
+    if unknown:
+        out += ["", f"Total time unknown: no latency for {', '.join(sorted(set(unknown)))} (no stored calls and no "
+                    "probe answered); give --latency SECONDS."]
+    else:
+        out += _total_lines(rows, (low, mid, high), sum(scenarios[1]), client, rates if expected is not None else None,
+                            steps_s)
+    if overhead:
+        out.append(overhead)
+    return "\n".join(out)
+
+
+def _hours(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str]],
+           steps: dict[tuple[str, str], tuple[float, int]], scenarios: list[list[float]]
+           ) -> tuple[dict[tuple[str, str], list[float]], dict[str, list[float]]]:
+    """Per (family, model): [exact calls, bounded calls, new calls, hours per scenario...]; per model,
+    the hours of its new calls per scenario over its concurrency, across the families (`render`)."""
     totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0, 0.0, 0.0, 0.0])
-    # model -> hours of its new calls per scenario over its concurrency, across the families
     load: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for i, r in enumerate(rows):
         t = totals[(r.line.family, r.line.model)]
@@ -431,6 +450,14 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
             else:  # each step is one batch after the previous: its own waves
                 t[3 + k] += hours(math.ceil(calls), conc, seconds)
             load[r.line.model][k] += calls * seconds / conc / 3600
+    return totals, load
+
+
+def _model_lines(cfg: Config, totals: dict[tuple[str, str], list[float]], latency: dict[str, tuple[float, str]],
+                 expected: bool) -> tuple[list[str], dict[str, list[float]], list[str]]:
+    """A line per family and model with the time of its new calls (`render`); the hours per family
+    (its slowest model's) per scenario; the models whose latency is unknown."""
+    out: list[str] = []
     by_family: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     unknown = []
     for (family, model), (exact, bounded, new, *h) in totals.items():
@@ -450,32 +477,37 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
                     + (f"  (latency {lat[1]})" if lat else ""))
         out.append(f"{family:<7} {model[:14]:<14} {f'{exact:.0f} + {bounded:.0f}':>24} {new:>9.0f} {conc:>5} "
                    f"{(f'{lat[0]:.2f}s' if lat else '-'):>8}  {when}")
-    # no run ends before each of its models has made every call asked of it
-    low, mid, high = (max([*(m[k] for m in load.values()), *(f[k] for f in by_family.values())], default=0.0)
-                      for k in range(3))
-    if unknown:
-        out += ["", f"Total time unknown: no latency for {', '.join(sorted(set(unknown)))} (no stored calls and no "
-                    "probe answered); give --latency SECONDS."]
-    else:
-        out += ["", f"Total for the new calls, families and slices at once: {_duration(low)} if no reply takes a "
-                    f"bounded branch, at most {_duration(high)} (a model's calls run at its concurrency, shared by "
-                    "every slice and family that asks it)."]
-        if client is not None:
-            lines, client_s = client_lines(client, sum(r.cached for r in rows), sum(scenarios[1]), mid)
-            out += lines
-            mid = max(mid, client_s / 3600)
-        if expected is not None and rates is not None:
-            calls = sum(scenarios[1])
-            with_steps = f"; with the steps below, about {_duration(mid + steps_s / 3600)}" if steps_s is not None else ""
-            basis = ", ".join(f"{n} of {family}" for family, n in sorted(rates.basis.items()))
-            out.append(f"Expected: {_duration(mid)} for about {calls:.0f} new calls, each bounded step at the rate the "
-                       f"stored runs took it (per exact call; {basis} stored exact calls){with_steps}.")
-        elif any(r.line.kind != EXACT and r.new for r in rows):
-            out.append("Expected: no estimate inside that range: no stored run of these steps shows how often the "
-                       "replies take the bounded branches (a run at demo scale first gives one).")
-    if overhead:
-        out.append(overhead)
-    return "\n".join(out)
+    return out, by_family, unknown
+
+
+def _total_lines(rows: Sequence[Row], hours_: tuple[float, float, float], calls: float, client: ClientCpu | None,
+                 rates: Rates | None, steps_s: float | None) -> list[str]:
+    """The plan's totals (`render`): the range of the new calls' time (`hours_`: exact steps only,
+    expected, every bound), the client's own work, and the expected time for about `calls` new calls."""
+    low, mid, high = hours_
+    out = ["", f"Total for the new calls, families and slices at once: {_duration(low)} if no reply takes a "
+               f"bounded branch, at most {_duration(high)} (a model's calls run at its concurrency, shared by "
+               "every slice and family that asks it)."]
+    if client is not None:
+        lines, client_s = client_lines(client, sum(r.cached for r in rows), calls, mid)
+        out += lines
+        mid = max(mid, client_s / 3600)
+    return out + _expected_lines(rows, rates, calls, mid, steps_s)
+
+
+def _expected_lines(rows: Sequence[Row], rates: Rates | None, calls: float, mid: float,
+                    steps_s: float | None) -> list[str]:
+    """The plan's expected time: `mid` hours for about `calls` new calls, with the steps' own; `rates`
+    None where there is no expected time (no stored run's rates)."""
+    if rates is not None:
+        with_steps = f"; with the steps below, about {_duration(mid + steps_s / 3600)}" if steps_s is not None else ""
+        basis = ", ".join(f"{n} of {family}" for family, n in sorted(rates.basis.items()))
+        return [f"Expected: {_duration(mid)} for about {calls:.0f} new calls, each bounded step at the rate the "
+                f"stored runs took it (per exact call; {basis} stored exact calls){with_steps}."]
+    if any(r.line.kind != EXACT and r.new for r in rows):
+        return ["Expected: no estimate inside that range: no stored run of these steps shows how often the "
+                "replies take the bounded branches (a run at demo scale first gives one)."]
+    return []
 
 
 def client_lines(client: ClientCpu, cached: int, new: float, calls_h: float) -> tuple[list[str], float]:

@@ -141,25 +141,35 @@ def left_out_at_demo(config: Config) -> list[str]:
 
 def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str) -> str:
     """The end-of-run table per family, the headline numbers per model, and where to look next."""
-    out = ["", f"{'family':<22}{'items':>7}{'cached':>8}{'new':>7}{'failed':>8}  {'time':>7}  status"]
     by_family: dict[str, list[Done]] = {}
     for d in done:
         by_family.setdefault(d.step.family, []).append(d)
+    families = [f for f in by_family if f in KEYS]
+    out = _step_table(done, by_family, wh)
+    out += ["", "headline numbers (report.headline; fractions unless named):"] + _headlines(wh, families)
+    out += _left_out_of_metrics(wh, families)
+    left_out = left_out_at_demo(config)
+    if left_out:
+        out += ["", "left out at demo scale (configured, not built):"] + [f"  {line}" for line in left_out]
+    reports = wh.folder / "reports"
+    out += ["", "where to look next:",
+            f"  reports:   {reports / 'index.html'}" + ("" if (reports / "index.html").exists() else " (not built)"),
+            f"  warehouse: {warehouse_path}   (python -m warehouse.query \"SELECT * FROM report.headline\")",
+            "  Dagster UI: make ui, then http://127.0.0.1:3000 (runs, check verdicts per partition)"]
+    failed = [d for d in done if not d.ok]
+    if failed:
+        out += ["", f"{len(failed)} step(s) failed: " + ", ".join(d.step.label for d in failed[:10])]
+    return "\n".join(out)
+
+
+def _step_table(done: list[Done], by_family: dict[str, list[Done]], wh: Warehouse) -> list[str]:
+    """The table of the steps: per family its items, calls cached, new and failed, time and status."""
+    out = ["", f"{'family':<22}{'items':>7}{'cached':>8}{'new':>7}{'failed':>8}  {'time':>7}  status"]
     for family, ds in by_family.items():
         items = wh.scalar(f"SELECT count(*) FROM {BY_KEY[family].items_table}") if family in BY_KEY else ""
         cached, answered, failed = (sum(d.calls[i] for d in ds) for i in range(3))
-        bad = [d for d in ds if not d.ok]
-        warned = sorted({c for d in ds for c in d.warned_checks})
-        status = ("up to date" if all(d.skipped for d in ds) else "ok") if not bad else "FAILED: " + ", ".join(
-            d.step.label + (f" (checks: {', '.join(d.failed_checks)})" if d.failed_checks else "") for d in bad)[:200]
-        # a failed check that does not stop its step (coverage: a partial selection fails it too) still shows
-        unmet = sorted({c for d in ds if d.ok for c in d.failed_checks})
-        if unmet:
-            status += f" (failed checks: {', '.join(unmet)})"
-        if warned:
-            status += f" (warnings: {', '.join(warned)})"
         out.append(f"{title(family):<22}{items!s:>7}{cached:>8}{answered + failed:>7}{failed:>8}  "
-                   f"{clock(elapsed(ds)):>7}  {status}")
+                   f"{clock(elapsed(ds)):>7}  {_status(ds)}")
     out.append(f"{'total':<22}{'':>7}{sum(d.calls[0] for d in done):>8}"
                f"{sum(d.calls[1] + d.calls[2] for d in done):>7}{sum(d.calls[2] for d in done):>8}  "
                f"{clock(elapsed(done)):>7}")
@@ -167,12 +177,31 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
     if skipped:
         out.append(f"{skipped} of {len(done)} steps up to date, not run again (runs.steps says what each last ran "
                    "with; --all runs them)")
-    out += ["", "headline numbers (report.headline; fractions unless named):"]
-    families = [f for f in by_family if f in KEYS]
+    return out
+
+
+def _status(ds: list[Done]) -> str:
+    """One family's status: up to date, ok or the steps that failed, with the checks that failed or warned."""
+    bad = [d for d in ds if not d.ok]
+    warned = sorted({c for d in ds for c in d.warned_checks})
+    status = ("up to date" if all(d.skipped for d in ds) else "ok") if not bad else "FAILED: " + ", ".join(
+        d.step.label + (f" (checks: {', '.join(d.failed_checks)})" if d.failed_checks else "") for d in bad)[:200]
+    # a failed check that does not stop its step (coverage: a partial selection fails it too) still shows
+    unmet = sorted({c for d in ds if d.ok for c in d.failed_checks})
+    if unmet:
+        status += f" (failed checks: {', '.join(unmet)})"
+    if warned:
+        status += f" (warnings: {', '.join(warned)})"
+    return status
+
+
+def _headlines(wh: Warehouse, families: list[str]) -> list[str]:
+    """Each model's first headline numbers per family, with their intervals."""
     rows = wh.rows(f"SELECT * FROM report.headline WHERE family IN {in_list(families)} "
                    "ORDER BY family, model, scope, metric") if families else []
     if not rows:
-        out.append("  none: no metrics were computed")
+        return ["  none: no metrics were computed"]
+    out: list[str] = []
     for family in families:
         cells: dict[str, list[str]] = {}
         gone: set[str] = set()
@@ -188,30 +217,25 @@ def summary(done: list[Done], wh: Warehouse, config: Config, warehouse_path: str
             shown = "; ".join(parts[:6]) + (f"; ... {len(parts) - 6} more" if len(parts) > 6 else "")
             mark = " (no longer configured: rows of an earlier configuration)" if model in gone else ""
             out.append(f"  {title(family)} [{model}]{mark}: {shown}")
-    stale = wh.rows(f"SELECT * FROM report.stale WHERE family IN {in_list(families)}") if families else []
+    return out
+
+
+def _left_out_of_metrics(wh: Warehouse, families: list[str]) -> list[str]:
+    """The stale replies every metric leaves out, and the mechanisms a run did not exercise."""
+    if not families:
+        return []
+    out: list[str] = []
+    stale = wh.rows(f"SELECT * FROM report.stale WHERE family IN {in_list(families)}")
     if stale:
         out += ["", "stale replies, left out of every metric (report.stale): made on items since rebuilt "
                     "differently or removed; run those slices again (--model NAME):"]
         out += [f"  {title(r['family'])} [{r['model']}] {r['scope']}: {r['replies']} replies in {r['table']} "
                 f"({r['item_changed']} on changed items, {r['item_gone']} on items no longer stored)" for r in stale]
-    missed = wh.rows(f"SELECT * FROM report.mechanisms WHERE family IN {in_list(families)} AND NOT reached"
-                     ) if families else []
-    measured = {r["family"] for r in wh.rows("SELECT DISTINCT family FROM report.mechanisms")} if families else set()
+    missed = wh.rows(f"SELECT * FROM report.mechanisms WHERE family IN {in_list(families)} AND NOT reached")
+    measured = {r["family"] for r in wh.rows("SELECT DISTINCT family FROM report.mechanisms")}
     nothing = [f for f in families if f not in measured]
-    if families:
-        out += ["", "mechanisms not exercised (report.mechanisms):" if missed or nothing else
-                "every family's main mechanism was exercised (report.mechanisms)"]
-        out += [f"  {title(r['family'])} [{r['model']}] {r['scope']}: {r['mechanism']}: {r['detail']}" for r in missed]
-        out += [f"  {title(f)}: nothing measured (no current replies or items)" for f in nothing]
-    left_out = left_out_at_demo(config)
-    if left_out:
-        out += ["", "left out at demo scale (configured, not built):"] + [f"  {line}" for line in left_out]
-    reports = wh.folder / "reports"
-    out += ["", "where to look next:",
-            f"  reports:   {reports / 'index.html'}" + ("" if (reports / "index.html").exists() else " (not built)"),
-            f"  warehouse: {warehouse_path}   (python -m warehouse.query \"SELECT * FROM report.headline\")",
-            "  Dagster UI: make ui, then http://127.0.0.1:3000 (runs, check verdicts per partition)"]
-    failed = [d for d in done if not d.ok]
-    if failed:
-        out += ["", f"{len(failed)} step(s) failed: " + ", ".join(d.step.label for d in failed[:10])]
-    return "\n".join(out)
+    out += ["", "mechanisms not exercised (report.mechanisms):" if missed or nothing else
+            "every family's main mechanism was exercised (report.mechanisms)"]
+    out += [f"  {title(r['family'])} [{r['model']}] {r['scope']}: {r['mechanism']}: {r['detail']}" for r in missed]
+    out += [f"  {title(f)}: nothing measured (no current replies or items)" for f in nothing]
+    return out
