@@ -664,10 +664,11 @@ _call_loop = PerProcess()  # "loop" -> the process's call loop
 def new_call_loop() -> asyncio.AbstractEventLoop:
     """A new event loop for the calls: uvloop's (libuv, written in Cython) where it is installed
     (not on Windows), else the standard library's. Against a loopback server that answers in 5 ms,
-    at concurrency 256, 20,000 calls through `Ledger.complete` with every call stored: 2,297-2,301
-    calls/s on asyncio's loop, 2,638-2,736 on uvloop's, on the same 2-core machine
-    (`benchmarks/peer_calls.py --n 20000 --settings 0.005:256`); the selector loop's own turns
-    (`_run_once`, the socket transports' reads) were a tenth of the call loop's CPU."""
+    at concurrency 256, 20,000 calls through `Ledger.complete`, every call stored, the two side by
+    side in one run (`benchmarks/peer_calls.py --n 20000 --settings 0.005:256 --baseline`, 2 cores):
+    2,926-2,930 calls/s on uvloop's loop against 2,716-2,809 on asyncio's, quiet (4-8 % more);
+    1,686-1,692 against 1,640-1,751 beside two CPU-bound processes (no difference beyond the spread).
+    The loop is a small part of a call's CPU; the HTTP client's request and reply are most of it."""
     try:
         import uvloop
     except ImportError:
