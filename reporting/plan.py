@@ -420,6 +420,7 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
         out += ["", f"Total time unknown: no latency for {', '.join(sorted(set(unknown)))} (no stored calls and no "
                     "probe answered); give --latency SECONDS."]
     else:
+        # the rates only where they gave an expected time (`expected_calls` finds no basis in some runs)
         out += _total_lines(rows, (low, mid, high), sum(scenarios[1]), client, rates if expected is not None else None,
                             steps_s)
     if overhead:

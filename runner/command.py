@@ -337,10 +337,9 @@ def _finish(done: list[Done], run_ids: Sequence[str], wh: Warehouse, config) -> 
         # one attach of the file for the summary's dozen reads: each would attach and detach it again
         # (about 10 ms apiece on a warehouse of every family's tables and views)
         with wh.connect():
-            text = summary(done, wh, config, wh.where)
+            print(summary(done, wh, config, wh.where))  # printed first, as before: a later read may fail
             paid = _spent(config, wh, [r for r in run_ids if r])
             waiting = exported(wh)
-        print(text)
         if paid:
             print(paid)
         if waiting:
