@@ -423,9 +423,7 @@ def render(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str
         # the rates only where they gave an expected time (`expected_calls` finds no basis in some runs)
         out += _total_lines(rows, (low, mid, high), sum(scenarios[1]), client, rates if expected is not None else None,
                             steps_s)
-    if overhead:
-        out.append(overhead)
-    return "\n".join(out)
+    return "\n".join(out + ([overhead] if overhead else []))
 
 
 def _hours(cfg: Config, rows: Sequence[Row], latency: dict[str, tuple[float, str]],
