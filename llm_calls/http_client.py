@@ -1,17 +1,22 @@
-"""The live calls' HTTP path: one `aiohttp` session per endpoint, a chat completion's JSON posted as
-bytes and its reply read back as bytes (`Ledger.send` reads the JSON itself, `records.Answer.of`).
+"""The live calls' HTTP path: per endpoint, keep-alive HTTP/1.1 connections on the event loop's
+own transports, a chat completion's JSON written as bytes and its reply parsed by `httptools`
+(`Ledger.send` reads the JSON itself, `records.Answer.of`).
 
 Why not the `openai` client here: on a server that answers in milliseconds (vLLM on a GPU node) the
 client is the bottleneck. Its plain POST walks httpx's and httpcore's layers (auth, redirects, a
 connection pool that scans every connection per request): a py-spy profile of 4,000 calls at
-concurrency 256 put 84 % of the call loop's CPU in them, about 2 ms a call. `aiohttp`'s C-accelerated
-parser and pool took 0.25 ms a call on the same server (`benchmarks/peer_calls.py` measures the whole
-run against a raw asyncio client and Inspect AI). The `openai` client stays where its features
-matter: the Batch and Files APIs (`batch.py`).
+concurrency 256 put 84 % of the call loop's CPU in them, about 2 ms a call. `aiohttp` took 0.25 ms a
+call on the same server, and in a profile of 20,000 calls (5 ms, concurrency 256) was still a quarter
+of the process's CPU (8 % in `ClientSession._request` alone: cookies, tracing, redirects, headers). A
+connection here does what a chat completion needs: write the request, feed the reply to llhttp
+(Node's HTTP parser, uvicorn's through `httptools`), hand back the body. Through a proxy the calls
+still go through `aiohttp` (`_Proxied`), which tunnels TLS through it. The `openai` client stays
+where its features matter: the Batch and Files APIs (`batch.py`).
 
 Errors keep the client's meaning: a status of 400 or more is an `HttpStatusError` with the status,
-the headers (`Retry-After`) and OpenAI's error fields (`message`, `code`, `param`); a request that
-timed out is an `HttpTimeout`; one that could not connect or lost its connection an
+the headers (names lowercased: `retry-after`) and OpenAI's error fields (`message`, `code`,
+`param`); a request that timed out (connecting, or between two reads of its reply) is an
+`HttpTimeout`; one that could not connect, lost its connection or got no HTTP back an
 `HttpConnectionError`. The API key travels only in the `Authorization` header.
 
 `served_ids` lists an endpoint's models (`GET /models`, the models probe's first request) with the
@@ -21,16 +26,18 @@ standard library's client and the same proxy and errors, so a run that makes no 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import ssl
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
-import aiohttp
+import httptools
 
 from llm_calls.transport import tls_context
 
@@ -115,26 +122,214 @@ def proxy_for(url: str) -> str | None:
 
 
 class Client:
-    """One endpoint's HTTP session (its own connection pool, keep-alive), in the event loop that made it."""
+    """One endpoint's keep-alive HTTP/1.1 connections, in the event loop that made it.
+
+    A request takes an idle connection (the one used last) or opens one, writes its bytes, and
+    gets back the reply that `httptools` (llhttp, Node's HTTP parser, in C) read off the socket:
+    no layer between the socket and the bytes but that parser. Where the environment names a
+    proxy for the endpoint, the calls go through `aiohttp` instead (`_Proxied`), which speaks to
+    proxies (`CONNECT` for TLS, their credentials); nothing else does.
+
+    A connection that closed while idle (a server's keep-alive timeout) leaves the pool; one whose
+    request failed or was cancelled is closed, never reused. Replies without a length end with
+    their connection, as RFC 9112 section 6.3 says; a gzip or deflate body is decompressed."""
 
     def __init__(self, base_url: str, api_key: str | None, timeout_s: float, tls: ssl.SSLContext | None):
         self.url = base_url.rstrip("/") + "/chat/completions"
-        headers = {"Content-Type": "application/json", **_headers(api_key)}
-        connector = aiohttp.TCPConnector(limit=0, ssl=tls if self.url.startswith("https") else False,
-                                         enable_cleanup_closed=True)
-        # the proxy from HTTP(S)_PROXY and NO_PROXY, as httpx reads them, looked up once: aiohttp's
-        # `trust_env` looks it up (and reads ~/.netrc) for every request, which tripled its CPU per call
-        self._session = aiohttp.ClientSession(
-            connector=connector, headers=headers, skip_auto_headers=("Accept-Encoding",), proxy=proxy_for(self.url),
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout_s, sock_read=timeout_s))
+        parts = urlsplit(self.url)
+        https = parts.scheme == "https"
+        self._host, self._port = parts.hostname or "localhost", parts.port or (443 if https else 80)
+        self._tls, self._timeout = (tls or ssl.create_default_context()) if https else None, timeout_s
+        headers = {"Host": parts.netloc.rpartition("@")[2], "Content-Type": "application/json", **_headers(api_key)}
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._head = (f"POST {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+                      + "Content-Length: ").encode("latin-1")
+        self._idle: list[_Connection] = []
+        self._open: set[_Connection] = set()
+        self._closed = False
+        proxy = proxy_for(self.url)
+        self._proxied = _Proxied(self.url, api_key, timeout_s, self._tls, proxy) if proxy else None
 
     async def post(self, body: bytes) -> bytes:
         """POST a chat completion's JSON; the reply's body (status 2xx), else `HttpStatusError`."""
+        if self._proxied is not None:
+            return await self._proxied.post(body)
+        conn = self._idle.pop() if self._idle else None
+        while conn is not None and conn.closing():  # closed by the server, its `connection_lost` not yet run
+            conn = self._idle.pop() if self._idle else None
+        conn = conn or await self._connect()
+        try:
+            status, headers, content = await conn.request(self._head + str(len(body)).encode() + b"\r\n\r\n" + body)
+        except BaseException:  # a failed or cancelled request: its connection is in an unknown state
+            conn.close()
+            raise
+        if conn.reusable and not self._closed:
+            self._idle.append(conn)
+        else:
+            conn.close()
+        encoding = headers.get("content-encoding", "identity").strip().lower()
+        if encoding in ("gzip", "deflate"):
+            try:
+                content = zlib.decompress(content, 16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
+            except zlib.error as exc:
+                raise HttpConnectionError(f"the reply's {encoding} body does not decompress: {exc}") from None
+        if status >= 400:
+            raise HttpStatusError(status, headers, content)
+        return content
+
+    async def _connect(self) -> _Connection:
+        if self._closed:
+            raise HttpConnectionError("the client is closed")
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self._timeout):
+                _, conn = await loop.create_connection(lambda: _Connection(self, loop), self._host, self._port,
+                                                       ssl=self._tls, server_hostname=self._host if self._tls else None)
+        except TimeoutError as exc:
+            raise HttpTimeout(f"Request timed out (connecting to {self._host}:{self._port})") from exc
+        except OSError as exc:  # refused, unreachable, a TLS handshake that failed (ssl.SSLError)
+            raise HttpConnectionError(f"{type(exc).__name__}: {exc}") from exc
+        self._open.add(conn)
+        return conn
+
+    def _gone(self, conn: _Connection) -> None:
+        self._open.discard(conn)
+        if conn in self._idle:
+            self._idle.remove(conn)
+
+    async def close(self) -> None:
+        self._closed = True
+        for conn in list(self._open):
+            conn.close()
+        self._idle.clear()
+        if self._proxied is not None:
+            await self._proxied.close()
+
+    def is_closed(self) -> bool:
+        return self._closed
+
+
+class _Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection, one request at a time: its bytes written, its reply parsed as it
+    comes (`httptools` calls the `on_*` methods from `feed_data`). The read timeout is the time
+    between two reads of the reply, as `aiohttp`'s `sock_read`: one timer a request, moved on only
+    when it fires before the last read's deadline."""
+
+    def __init__(self, client: Client, loop: asyncio.AbstractEventLoop):
+        self._client, self._loop = client, loop
+        self._transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpResponseParser(self)
+        self._waiter: asyncio.Future[tuple[int, dict[str, str], bytes]] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._last_read = 0.0
+        self.reusable = False
+        self._begin()
+
+    def _begin(self) -> None:
+        self._status, self._headers, self._body = 0, {}, bytearray()
+        self._header_name = b""
+        self._complete = self._headers_done = False
+
+    async def request(self, data: bytes) -> tuple[int, dict[str, str], bytes]:
+        """Write `data` (a whole request) and wait for its reply: (status, headers with lowercased
+        names, body)."""
+        if self.closing():
+            raise HttpConnectionError("the connection closed before the request was sent")
+        self.reusable = False
+        self._begin()
+        self._waiter = self._loop.create_future()
+        self._last_read = self._loop.time()
+        self._timer = self._loop.call_at(self._last_read + self._client._timeout, self._timed_out)
+        self._transport.write(data)
+        try:
+            return await self._waiter
+        finally:
+            self._waiter = None
+            self._timer.cancel()
+
+    def _fail(self, exc: Exception) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(exc)
+        self.close()
+
+    def _timed_out(self) -> None:
+        deadline = self._last_read + self._client._timeout
+        if deadline > self._loop.time() and self._waiter is not None and not self._waiter.done():
+            self._timer = self._loop.call_at(deadline, self._timed_out)  # a read since: wait from it
+        else:
+            self._fail(HttpTimeout("Request timed out (no reply byte within the timeout)"))
+
+    def closing(self) -> bool:
+        return self._transport is None or self._transport.is_closing()
+
+    def close(self) -> None:
+        self.reusable = False
+        if self._transport is not None:
+            self._transport.close()
+
+    # -- asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiter is None:  # bytes nobody asked for (a server's farewell on an idle connection)
+            self.close()
+            return
+        self._last_read = self._loop.time()
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(HttpConnectionError(f"the reply is not HTTP: {exc}"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._client._gone(self)
+        self.reusable = False
+        if self._waiter is None or self._waiter.done():
+            return
+        if self._headers_done and "content-length" not in self._headers and "transfer-encoding" not in self._headers:
+            self._waiter.set_result((self._status, self._headers, bytes(self._body)))  # a body that ends with its connection
+            return
+        why = f": {type(exc).__name__}: {exc}" if exc else ""
+        self._waiter.set_exception(HttpConnectionError(f"the server closed the connection before the reply ended{why}"))
+
+    # -- httptools' callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        self._status, self._headers_done = self._parser.get_status_code(), True
+
+    def on_body(self, body: bytes) -> None:
+        self._body += body
+
+    def on_message_complete(self) -> None:
+        self.reusable = self._parser.should_keep_alive()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result((self._status, self._headers, bytes(self._body)))
+
+
+class _Proxied:
+    """The calls through a proxy the environment names (`proxy_for`): an `aiohttp` session, which
+    tunnels TLS through the proxy (`CONNECT`) and sends its credentials; imported only here."""
+
+    def __init__(self, url: str, api_key: str | None, timeout_s: float, tls: ssl.SSLContext | None, proxy: str):
+        import aiohttp
+
+        self._aiohttp, self.url = aiohttp, url
+        connector = aiohttp.TCPConnector(limit=0, ssl=tls if tls is not None else False, enable_cleanup_closed=True)
+        # the proxy looked up once: aiohttp's `trust_env` looks it up (and reads ~/.netrc) per request
+        self._session = aiohttp.ClientSession(
+            connector=connector, headers={"Content-Type": "application/json", **_headers(api_key)},
+            skip_auto_headers=("Accept-Encoding",), proxy=proxy,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout_s, sock_read=timeout_s))
+
+    async def post(self, body: bytes) -> bytes:
+        aiohttp = self._aiohttp
         try:
             async with self._session.post(self.url, data=body) as resp:
                 content = await resp.read()
                 if resp.status >= 400:
-                    raise HttpStatusError(resp.status, resp.headers, content)
+                    raise HttpStatusError(resp.status, {k.lower(): v for k, v in resp.headers.items()}, content)
                 return content
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
             raise HttpTimeout(f"Request timed out ({type(exc).__name__})") from exc
@@ -143,6 +338,3 @@ class Client:
 
     async def close(self) -> None:
         await self._session.close()
-
-    def is_closed(self) -> bool:
-        return self._session.closed

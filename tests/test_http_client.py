@@ -122,3 +122,198 @@ def test_a_refused_models_list_is_a_connection_error():
         port = s.getsockname()[1]
     with pytest.raises(HttpConnectionError):
         served_ids(f"http://127.0.0.1:{port}/v1", None, 0.5)
+
+
+def _reply(body: bytes, status: str = "200 OK", extra: bytes = b"") -> bytes:
+    return (b"HTTP/1.1 " + status.encode() + b"\r\ncontent-type: application/json\r\ncontent-length: "
+            + str(len(body)).encode() + b"\r\n" + extra + b"\r\n" + body)
+
+
+async def _read_request(reader) -> tuple[bytes, bytes]:
+    """(head, body) of one request, read by its Content-Length."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:")))
+    return head, await reader.readexactly(length)
+
+
+def _post_all(handler, bodies, timeout_s=2.0, after=None):
+    """POST each body in turn through one `Client` to a loopback server answering with `handler`;
+    the replies (or the exceptions), in order. `after(k)` is awaited after the k-th request."""
+    async def main():
+        server, port = await _serve(handler)
+        client = Client(f"http://127.0.0.1:{port}/v1", "sk-test", timeout_s, None)
+        out = []
+        try:
+            for k, body in enumerate(bodies):
+                try:
+                    out.append(await client.post(body))
+                except Exception as exc:  # noqa: BLE001 (the test reads which)
+                    out.append(exc)
+                if after:
+                    await after(k)
+        finally:
+            await client.close()
+            server.close()
+        return out
+    return asyncio.run(main())
+
+
+def test_requests_share_one_keep_alive_connection_and_carry_their_headers_and_body():
+    seen = {"connections": 0, "heads": []}
+
+    async def handler(reader, writer):
+        seen["connections"] += 1
+        while not reader.at_eof():
+            try:
+                head, body = await _read_request(reader)
+            except asyncio.IncompleteReadError:
+                break
+            seen["heads"].append(head)
+            writer.write(_reply(b'{"echo": ' + body + b"}"))
+            await writer.drain()
+
+    bodies = [json.dumps({"n": k}).encode() for k in range(5)]
+    assert _post_all(handler, bodies) == [b'{"echo": ' + b + b"}" for b in bodies]
+    assert seen["connections"] == 1
+    head = seen["heads"][0].decode()
+    assert head.startswith("POST /v1/chat/completions HTTP/1.1\r\n")
+    assert "Authorization: Bearer sk-test\r\n" in head and "Host: 127.0.0.1:" in head
+    assert "Content-Type: application/json\r\n" in head
+
+
+def test_a_connection_the_server_closed_while_idle_is_not_reused():
+    seen = {"connections": 0}
+
+    async def handler(reader, writer):  # one request per connection, then the server closes it
+        seen["connections"] += 1
+        await _read_request(reader)
+        writer.write(_reply(b'{"ok": 1}'))
+        await writer.drain()
+        writer.close()
+
+    async def pause(k):
+        await asyncio.sleep(0.05)  # the close reaches the client while its connection is idle
+
+    assert _post_all(handler, [b"{}"] * 3, after=pause) == [b'{"ok": 1}'] * 3
+    assert seen["connections"] == 3
+
+
+def test_chunked_gzip_and_unlengthed_replies_are_read_whole():
+    import gzip
+
+    body = b'{"choices": [{"message": {"content": "B"}}]}'
+    replies = [
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\n" + body[:5] + b"\r\n"
+        + f"{len(body) - 5:x}".encode() + b"\r\n" + body[5:] + b"\r\n0\r\n\r\n",
+        _reply(gzip.compress(body), extra=b"content-encoding: gzip\r\n"),
+        b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n" + body,  # ends with its connection (RFC 9112 6.3)
+    ]
+
+    async def handler(reader, writer):
+        while replies:
+            try:
+                await _read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            reply = replies.pop(0)
+            writer.write(reply)
+            await writer.drain()
+            if b"connection: close" in reply:
+                writer.close()
+                return
+
+    assert _post_all(handler, [b"{}"] * 3) == [body] * 3
+
+
+def test_a_status_error_keeps_the_retry_after_header_and_a_bad_reply_is_a_connection_error():
+    replies = [_reply(b'{"error": {"message": "slow down", "code": "rate_limit"}}', "429 Too Many Requests",
+                      b"Retry-After: 2\r\n"),
+               b"SPDY/9 nonsense\r\n\r\n"]
+
+    async def handler(reader, writer):
+        while replies:
+            try:
+                await _read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            writer.write(replies.pop(0))
+            await writer.drain()
+
+    limited, garbled = _post_all(handler, [b"{}"] * 2)
+    assert isinstance(limited, HttpStatusError) and limited.status == 429 and limited.code == "rate_limit"
+    assert limited.headers["retry-after"] == "2"
+    assert isinstance(garbled, HttpConnectionError) and "not HTTP" in str(garbled)
+
+
+def test_the_timeout_is_between_two_reads_not_for_the_whole_reply():
+    body = b'{"slow": true}'
+    reply = _reply(body)
+
+    async def trickle(reader, writer):  # the reply a few bytes at a time, 0.15 s apart: 1.5 s in all
+        await _read_request(reader)
+        step = len(reply) // 10 + 1
+        for at in range(0, len(reply), step):
+            writer.write(reply[at:at + step])
+            await writer.drain()
+            await asyncio.sleep(0.15)
+
+    assert _post_all(trickle, [b"{}"], timeout_s=0.5) == [body]
+
+
+def test_a_cancelled_request_closes_its_connection_and_the_next_gets_its_own_reply():
+    seen = {"connections": 0}
+
+    async def handler(reader, writer):
+        seen["connections"] += 1
+        n = 0
+        while True:
+            try:
+                _, body = await _read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            n += 1
+            await asyncio.sleep(0.3 if n == 1 and seen["connections"] == 1 else 0)
+            writer.write(_reply(b'{"to": ' + body + b"}"))
+            await writer.drain()
+
+    async def main():
+        server, port = await _serve(handler)
+        client = Client(f"http://127.0.0.1:{port}/v1", None, 2.0, None)
+        try:
+            first = asyncio.ensure_future(client.post(b'"first"'))
+            await asyncio.sleep(0.1)
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            return await client.post(b'"second"')
+        finally:
+            await client.close()
+            server.close()
+
+    assert asyncio.run(main()) == b'{"to": "second"}'  # never the first request's late reply
+    assert seen["connections"] == 2
+
+
+def test_with_a_proxy_in_the_environment_the_calls_go_through_it(monkeypatch):
+    seen = []
+
+    async def proxy(reader, writer):  # a forward proxy that answers for the origin itself
+        head, _ = await _read_request(reader)
+        seen.append(head.split(b"\r\n")[0])
+        writer.write(_reply(b'{"via": "proxy"}'))
+        await writer.drain()
+
+    async def main():
+        server, port = await _serve(proxy)
+        for name in ("no_proxy", "NO_PROXY", "http_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+        client = Client("http://gpu-box.invalid:8000/v1", None, 2.0, None)
+        try:
+            return await client.post(b"{}")
+        finally:
+            await client.close()
+            server.close()
+
+    assert asyncio.run(main()) == b'{"via": "proxy"}'
+    assert seen == [b"POST http://gpu-box.invalid:8000/v1/chat/completions HTTP/1.1"]
