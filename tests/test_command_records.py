@@ -92,3 +92,22 @@ def test_the_calls_cpu_counts_the_call_loops_thread_and_no_other_thread():
     finally:
         release.set()
         calling.join()
+
+
+def test_the_counts_read_the_process_cpu_clock_at_most_every_ten_milliseconds(monkeypatch):
+    """Each call counts itself from the call loop; reading the process's CPU clock there cost ~60 us
+    a read (`llm_calls/totals.py`), so a burst of counts reads it once, and the span still ends on
+    the last count's time."""
+    from llm_calls import totals
+
+    reads = []
+    real = time.process_time
+    monkeypatch.setattr(totals.time, "process_time", lambda: reads.append(1) or real())
+    TOTALS.reset()
+    t0 = time.monotonic()
+    for _ in range(1000):
+        TOTALS.add("r", answered=1)
+    elapsed = time.monotonic() - t0
+    assert 1 <= len(reads) <= 1 + elapsed / totals.CPU_READ_EVERY_S + 1
+    assert TOTALS.answered == 1000 and TOTALS.calls_span()[0] >= 0
+    TOTALS.reset()
