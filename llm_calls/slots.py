@@ -34,7 +34,7 @@ import os
 import random
 import tempfile
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -58,20 +58,36 @@ class Slots:
         # the slots this process holds: its own lock on one would not stop a second call of ours (an
         # flock and an advisory lock are re-entrant for their holder), so it is never tried twice
         self._held: set[int] = set()
+        self._unheld: set[int] = set()  # the others of the first `_top` (the most asked for), to walk when few
+        self._top = 0
         self._mutex = threading.Lock()  # event loops in several threads share this object
         # calls of this process waiting for a slot, first come first woken: (their loop, a future)
         self._waiters: collections.deque[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = collections.deque()
 
     def _take(self, n: int) -> int | None:
         """A free slot of the first `n`, now held; None if none is. Call with `_mutex` held."""
+        if n > self._top:
+            self._unheld.update(range(self._top, n))
+            self._top = n
         # from a random slot on, round: processes that start together do not all try slot 0 first
         # (a walk, not a shuffled list of all n: this runs once per call, with most slots held)
         start = random.randrange(n) if n > 0 else 0
-        for k in itertools.chain(range(start, n), range(start)):
-            if k not in self._held and self._try(k):
+        if len(self._unheld) * 4 < n:  # most held by this process: walk only the others, not past every held one
+            order: Iterable[int] = sorted(self._unheld, key=lambda k: (k < start, k))
+        else:
+            order = itertools.chain(range(start, n), range(start))
+        for k in order:
+            if k < n and k not in self._held and self._try(k):
                 self._held.add(k)
+                self._unheld.discard(k)
                 return k
         return None
+
+    def _give_back(self, k: int) -> None:
+        """Let go of slot `k` (with `_mutex` held)."""
+        self._release(k)
+        self._held.discard(k)
+        self._unheld.add(k)
 
     @contextlib.asynccontextmanager
     async def hold(self, n: int) -> AsyncIterator[int]:
@@ -87,7 +103,7 @@ class Slots:
                 got = self._take(n)
                 if got is not None:
                     break
-                ours = all(k in self._held for k in range(n))  # only a release of ours frees one
+                ours = not any(k < n for k in self._unheld)  # only a release of ours frees one
                 woken: asyncio.Future = loop.create_future()
                 self._waiters.append((loop, woken))
             try:  # a release of ours wakes us; the timeout is the poll (a lost wake-up costs 0.5 s)
@@ -102,8 +118,7 @@ class Slots:
             yield got
         finally:
             with self._mutex:
-                self._release(got)
-                self._held.discard(got)
+                self._give_back(got)
                 while self._waiters:  # the first waiter still waiting (one that timed out is polling)
                     waiter_loop, waiter = self._waiters.popleft()
                     if not waiter.done():
