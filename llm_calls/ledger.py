@@ -264,7 +264,7 @@ class Ledger:
                         break
                     t0 = time.monotonic()
                     try:
-                        # the JSON as bytes through `llm_calls/http_client.py` (aiohttp): `Answer.of` reads it
+                        # the JSON as bytes through `llm_calls/http_client.py`: `Answer.of` reads it
                         content = await client.post(body)
                     except HttpConnectionError as exc:
                         # an embedded server that died: said while this call still holds its turn, so no

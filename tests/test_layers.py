@@ -152,11 +152,12 @@ def test_outside_the_call_engine_code_reaches_it_through_its_door():
 
 def test_the_definitions_and_the_live_call_path_load_no_openai_client():
     """The `openai` client is for batch mode (its Batch and Files APIs): the definitions, the ledger and
-    the flows, the models probe's list included, never import it (0.5-0.65 s and ~60 MiB a command)."""
+    the flows, the models probe's list included, never import it (0.5-0.65 s and ~60 MiB a command);
+    nor `aiohttp`, which only calls through a proxy use (0.17 s)."""
     import subprocess
     import sys
 
     code = ("import sys, assets.definitions, llm_calls.ledger, llm_calls.flows, llm_calls.http_client, assets.models; "
-            "print('openai' in sys.modules, 'llm_calls.batch' in sys.modules)")
+            "print('openai' in sys.modules, 'llm_calls.batch' in sys.modules, 'aiohttp' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["False", "True"]  # batch's module is loaded, its client is not
+    assert done.stdout.split() == ["False", "True", "False"]  # batch's module is loaded, its client is not
