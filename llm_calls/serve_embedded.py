@@ -20,7 +20,8 @@ import threading
 import time
 
 
-def _watch(users_lock: str) -> None:
+def exit_when_unused(users_lock: str) -> None:
+    """Exit this process once no process holds a lock on `users_lock` (checked every half second)."""
     fd = os.open(users_lock, os.O_RDWR | os.O_CREAT, 0o644)
     time.sleep(1.0)  # the user that started us takes its shared lock before we look
     while True:
@@ -39,7 +40,7 @@ def main() -> None:
     # a crash in llama.cpp (SIGILL, SIGSEGV, ...) is written to the log before the process dies of it, so
     # a process that joined this server and cannot see its exit status still reads what happened
     faulthandler.enable()
-    threading.Thread(target=_watch, args=(args[1],), daemon=True).start()
+    threading.Thread(target=exit_when_unused, args=(args[1],), daemon=True).start()
     sys.argv = ["llama_cpp.server", *args[2:]]
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 

@@ -11,7 +11,6 @@ a request holding "[[busy]]" then keeps it busy FAKE_LLAMA_BUSY_S seconds (defau
 from __future__ import annotations
 
 import faulthandler
-import fcntl
 import json
 import os
 import signal
@@ -19,6 +18,8 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
+
+from llm_calls.serve_embedded import exit_when_unused
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -52,26 +53,11 @@ class Handler(BaseHTTPRequestHandler):
         os.kill(os.getpid(), signal.SIGILL)
 
 
-def _exit_when_nobody_uses_it(users_lock: str) -> None:
-    """As `llm_calls.serve_embedded`'s watchdog: exit once no process holds a lock on the users
-    file. Without it, a server the tests replaced (a user of the old one still held the lock when
-    the new one's last `stop` ran) outlived the test run."""
-    fd = os.open(users_lock, os.O_RDWR | os.O_CREAT, 0o644)
-    time.sleep(1.0)
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            time.sleep(0.5)
-            continue
-        os._exit(0)
-
-
 def main() -> None:
     args = sys.argv[1:]
     port = int(args[args.index("--port") + 1])
     faulthandler.enable()  # as llm_calls.serve_embedded does
-    threading.Thread(target=_exit_when_nobody_uses_it, args=(args[args.index("--users-lock") + 1],), daemon=True).start()
+    threading.Thread(target=exit_when_unused, args=(args[args.index("--users-lock") + 1],), daemon=True).start()
     if os.environ.get("FAKE_LLAMA_STARTS"):
         with open(os.environ["FAKE_LLAMA_STARTS"], "a") as f:
             f.write(f"{os.getpid()}\n")

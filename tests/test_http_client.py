@@ -136,6 +136,24 @@ async def _read_request(reader) -> tuple[bytes, bytes]:
     return head, await reader.readexactly(length)
 
 
+def _in_turn(replies: list[bytes]):
+    """A handler that answers each request with the next of `replies`, on any connection; a reply
+    that says `connection: close` closes its connection."""
+    async def handler(reader, writer):
+        while replies:
+            try:
+                await _read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            reply = replies.pop(0)
+            writer.write(reply)
+            await writer.drain()
+            if b"connection: close" in reply:
+                writer.close()
+                return
+    return handler
+
+
 def _post_all(handler, bodies, timeout_s=2.0, after=None):
     """POST each body in turn through one `Client` to a loopback server answering with `handler`;
     the replies (or the exceptions), in order. `after(k)` is awaited after the k-th request."""
@@ -209,20 +227,7 @@ def test_chunked_gzip_and_unlengthed_replies_are_read_whole():
         b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n" + body,  # ends with its connection (RFC 9112 6.3)
     ]
 
-    async def handler(reader, writer):
-        while replies:
-            try:
-                await _read_request(reader)
-            except asyncio.IncompleteReadError:
-                return
-            reply = replies.pop(0)
-            writer.write(reply)
-            await writer.drain()
-            if b"connection: close" in reply:
-                writer.close()
-                return
-
-    assert _post_all(handler, [b"{}"] * 3) == [body] * 3
+    assert _post_all(_in_turn(replies), [b"{}"] * 3) == [body] * 3
 
 
 def test_a_status_error_keeps_the_retry_after_header_and_a_bad_reply_is_a_connection_error():
@@ -230,16 +235,7 @@ def test_a_status_error_keeps_the_retry_after_header_and_a_bad_reply_is_a_connec
                       b"Retry-After: 2\r\n"),
                b"SPDY/9 nonsense\r\n\r\n"]
 
-    async def handler(reader, writer):
-        while replies:
-            try:
-                await _read_request(reader)
-            except asyncio.IncompleteReadError:
-                return
-            writer.write(replies.pop(0))
-            await writer.drain()
-
-    limited, garbled = _post_all(handler, [b"{}"] * 2)
+    limited, garbled = _post_all(_in_turn(replies), [b"{}"] * 2)
     assert isinstance(limited, HttpStatusError) and limited.status == 429 and limited.code == "rate_limit"
     assert limited.headers["retry-after"] == "2"
     assert isinstance(garbled, HttpConnectionError) and "not HTTP" in str(garbled)
