@@ -99,17 +99,20 @@ class Slots:
         without a coroutine (the generator's frames were 8 % of the call loop at 5 ms a call)."""
         return _Held(self, n)
 
-    async def _wait_for(self, n: int) -> int:
+    def _queue_up(self, n: int) -> tuple[asyncio.AbstractEventLoop, asyncio.Future, bool]:
+        """Wait in line for one of the first `n` (with `_mutex` held, in the same hold as the take
+        that found none, so no release between the two is missed): (the loop, the future a release
+        sets, whether only a release of ours can free one)."""
         loop = asyncio.get_running_loop()
+        woken: asyncio.Future = loop.create_future()
+        self._waiters.append((loop, woken))
+        return loop, woken, not any(k < n for k in self._unheld)
+
+    async def _wait_for(self, n: int, waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future, bool]) -> int:
+        """Wait in line (`_queue_up`), try again when woken or polled, until a slot is taken."""
         delay = 0.002
         while True:
-            with self._mutex:
-                got = self._take(n)
-                if got is not None:
-                    return got
-                ours = not any(k < n for k in self._unheld)  # only a release of ours frees one
-                woken: asyncio.Future = loop.create_future()
-                self._waiters.append((loop, woken))
+            loop, woken, ours = waiting
             try:  # a release of ours wakes us; the timeout is the poll (a lost wake-up costs 0.5 s)
                 await asyncio.wait_for(woken, 0.5 if ours else delay * random.uniform(0.5, 1.0))
             except TimeoutError:
@@ -118,6 +121,11 @@ class Slots:
                 with self._mutex:
                     with contextlib.suppress(ValueError):
                         self._waiters.remove((loop, woken))
+            with self._mutex:
+                got = self._take(n)
+                if got is not None:
+                    return got
+                waiting = self._queue_up(n)
 
     def _let_go(self, k: int) -> None:
         with self._mutex:
@@ -148,7 +156,8 @@ class _Held:
         slots = self.slots
         with slots._mutex:
             got = slots._take(self.n)
-        self.k = got if got is not None else await slots._wait_for(self.n)
+            waiting = slots._queue_up(self.n) if got is None else None
+        self.k = got if waiting is None else await slots._wait_for(self.n, waiting)
         return self.k
 
     async def __aexit__(self, *exc: object) -> None:
