@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
 
 from solvers.logic import Disjunction, Lit, Rule, Theory, Universal, verdict
 
@@ -88,6 +89,8 @@ def render(item: Any) -> str:
 
 class _Builder:
     def __init__(self, rng: random.Random):
+        import networkx as nx  # 80 ms: imported by the first problem, not by every command that loads the definitions
+
         self.rng = rng
         self.graph = nx.DiGraph()
         self.items: list[Any] = []

@@ -161,3 +161,17 @@ def test_the_definitions_and_the_live_call_path_load_no_openai_client():
             "print('openai' in sys.modules, 'llm_calls.batch' in sys.modules, 'aiohttp' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "True", "False"]  # batch's module is loaded, its client is not
+
+
+def test_the_definitions_load_none_of_the_heavy_libraries():
+    """Every command, the UI and each run load the definitions (`benchmarks/startup.py`): the solvers,
+    the embeddings, the figures, the releases' libraries and the proof graphs are imported where they are
+    used, not there (networkx alone was 80 ms of every command)."""
+    import subprocess
+    import sys
+
+    heavy = ["networkx", "ortools", "sentence_transformers", "torch", "matplotlib", "datasets", "mlcroissant",
+             "pandas", "sqlalchemy"]
+    code = f"import sys, assets.definitions; print([m for m in {heavy!r} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
