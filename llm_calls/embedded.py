@@ -151,7 +151,8 @@ class EmbeddedServer:
     """The machine's llama-cpp-python server for one GGUF file, started or joined by `start()` and
     left by `stop()` (see the module docstring). `started_here` says whether this object started it."""
 
-    # the module run as the server process (it takes llama_cpp.server's arguments after --users-lock)
+    # the module run as the server process (it takes llama_cpp.server's arguments after --users-lock
+    # and --log: `llm_calls.serve_embedded.wrapper_args`)
     server_module = "llm_calls.serve_embedded"
 
     def __init__(self, name: str, n_ctx: int = 4096, n_threads: int | None = None, startup_timeout_s: float = 120):
@@ -227,11 +228,13 @@ class EmbeddedServer:
 
     def _spawn(self, users_lock: Path, module: str) -> None:
         self.port = _free_port()
-        fd, log = tempfile.mkstemp(prefix=f"benchsmith-{self.name}-", suffix=".log")
+        # beside the state file (one per start: a crashed server's log stays for its error message); the
+        # wrapper removes it when it exits for want of users, the way every server that ran well ends
+        fd, log = tempfile.mkstemp(prefix=f"embedded-{self.name}-", suffix=".log", dir=users_lock.parent)
         self._log_path = Path(log)
         cmd = [
             # the wrapper exits when no process holds a lock on the users file (see llm_calls.serve_embedded)
-            sys.executable, "-m", module, "--users-lock", str(users_lock),
+            sys.executable, "-m", module, "--users-lock", str(users_lock), "--log", log,
             "--model", str(self.model_path),
             "--model_alias", self.name,
             "--host", "127.0.0.1",

@@ -19,7 +19,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-from llm_calls.serve_embedded import exit_when_unused
+from llm_calls.serve_embedded import exit_when_unused, wrapper_args
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -54,10 +54,10 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    args = sys.argv[1:]
+    users_lock, log, args = wrapper_args(sys.argv[1:])
     port = int(args[args.index("--port") + 1])
     faulthandler.enable()  # as llm_calls.serve_embedded does
-    threading.Thread(target=exit_when_unused, args=(args[args.index("--users-lock") + 1],), daemon=True).start()
+    threading.Thread(target=exit_when_unused, args=(users_lock, log), daemon=True).start()
     if os.environ.get("FAKE_LLAMA_STARTS"):
         with open(os.environ["FAKE_LLAMA_STARTS"], "a") as f:
             f.write(f"{os.getpid()}\n")

@@ -63,6 +63,8 @@ def test_a_server_that_dies_on_its_first_completion_is_named_and_not_started_aga
     assert "make install" in head  # what to do
     assert "Fatal Python error: Illegal instruction" in message  # the last lines of its log
     assert "loaded meta data" in message
+    named = message.split("last lines of its log (", 1)[1].split(")", 1)[0]
+    assert os.path.exists(named) and os.path.dirname(named) == str(tmp_path / "run")  # kept, where it says
     # the next batch starts no server that would die the same way, and says why at once
     assert head in str(again.value) and "Not started again in this process" in str(again.value)
     assert refused_in < 1.0
@@ -263,3 +265,25 @@ def test_a_user_that_joined_a_server_this_process_started_names_how_it_died(tmp_
     finally:
         joined.stop()
         first.stop()
+
+
+@pytest.mark.slow
+def test_a_server_whose_users_all_left_removes_its_log(tmp_path, working_build):
+    """The run command ends through `os._exit` (no `stop()`): the server then exits for want of users,
+    and its log, one per start, went with it instead of piling up in the temporary folder (151 of them,
+    12 MB, after a day of test runs). The log lies beside the server's state files, not loose in /tmp; a
+    crashed server's stays (the test above)."""
+    import subprocess
+    import sys
+
+    code = ("import os, sys; from llm_calls.embedded import EmbeddedServer; "
+            f"s = EmbeddedServer({MODEL!r}).start(); print(s.pid, s._log_path, flush=True); os._exit(0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
+                          env={**os.environ, "BENCHSMITH_RUN_DIR": str(tmp_path / "run")})
+    pid, log = done.stdout.split()
+    assert os.path.dirname(log) == str(tmp_path / "run") and os.path.basename(log).startswith(f"embedded-{MODEL}-")
+    deadline = time.monotonic() + 15
+    while embedded._pid_alive(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not embedded._pid_alive(int(pid))
+    assert not os.path.exists(log)
