@@ -32,7 +32,7 @@ def stub_config(stub: StubServer, tmp_path: Path, **overrides: Any) -> Config:
     data: dict[str, Any] = {
         "warehouse": {"path": str(tmp_path / "wh.duckdb")},
         "ledger": {"timeout_s": 1.0, "max_attempts": 3, "backoff_base_s": 0.01, "backoff_max_s": 0.05,
-                   "progress_interval_s": 60},
+                   "progress_interval_s": 60, "slots_dir": str(tmp_path / "slots")},  # not one folder per stub
         "models": {"stub": {"base_url": stub.base_url, "model": "stub-model", "concurrency": 4,
                             "sampling": {"temperature": 0.0, "max_tokens": 64}}},
         "evaluate": ["stub"],
