@@ -85,3 +85,18 @@ def test_a_text_that_is_not_ascii_is_read_by_the_patterns_as_written():
     assert R._label_mentions("fal\u017fe", False) == {"False"}  # 'ſ' folds to 's' under re.IGNORECASE
     assert R.read_label("答案：正确").answer == "True"
     assert re.fullmatch(R._LABEL_RE["False"], "FAL\u017fE")
+
+
+WORDISH = ["friction", "magnetism", "a", "é", "ß", "İ", "_", "1", "٣", "²", "·", "x_y", "option a", "-", "(b)", "",
+           " ", ".", "Ǆ", "ﬁ", "日本"]
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(WORDISH + SPACES), max_size=12), st.lists(st.sampled_from(WORDISH), min_size=1, max_size=3))
+def test_an_option_text_is_named_as_the_pattern_names_it(parts, phrase_parts):
+    """`names_text` (a substring with no word character either side) agrees with the pattern it
+    replaced, `(?<!\\w)phrase(?!\\w)`, on texts of letters, digits, underscores, marks and spaces from
+    several scripts (`\\w` is Unicode's alphanumerics and the underscore)."""
+    text, phrase = "".join(parts), " ".join(phrase_parts).strip() or phrase_parts[0]
+    assert R.names_text(text, phrase) == bool(re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text))
+    assert R.names_text(text + phrase, phrase) == bool(re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text + phrase))

@@ -477,8 +477,8 @@ def _options_in_sentence(tail: str, n: int, texts: Sequence[str] | None, unknown
     if m:
         return _options_in(m.group(1), n, texts, unknown)
     if texts:  # "so the force is friction": exactly one option text named, no Unknown cue
-        named = {k for k, o in enumerate(texts, start=1)
-                 if re.search(rf"(?<!\w){re.escape(o.lower())}(?!\w)", t.lower())}
+        low = t.lower()
+        named = {k for k, o in enumerate(texts, start=1) if names_text(low, o.lower())}
         says_unknown = unknown and bool(_LABEL_RE["Unknown"].search(t) or _WEAK_RE.search(t))
         if len(named) == 1 and not says_unknown:
             return frozenset(named)
@@ -522,7 +522,28 @@ def read_options(reply: str | None, options: int | Sequence[str], *, unknown: bo
 def _names_an_option(text: str, n: int, texts: Sequence[str] | None) -> bool:
     if re.search(r"(?<![A-Za-z])\(?[A-J]\)|(?:option|choice)\s*\(?[A-J1-9]", text, re.I):
         return True
-    return any(re.search(rf"(?<!\w){re.escape(o.lower())}(?!\w)", text.lower()) for o in texts or [])
+    low = text.lower()
+    return any(names_text(low, o.lower()) for o in texts or [])
+
+
+def names_text(text: str, phrase: str) -> bool:
+    r"""`re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text)`: `phrase` in `text` with no word
+    character (`str.isalnum()` or "_", as `\w` is on str) either side, found without building,
+    escaping and looking up a pattern for each option text: 0.25 us a search against 1.7 us (the
+    31,350 searches of an IB paper partition's stored replies; 0.15 s of a rerun of IB's whole
+    selection from the cache), and no compile where a run holds more option texts than `re`'s
+    cache (512)."""
+    at = text.find(phrase)
+    while at >= 0:
+        end = at + len(phrase)
+        if not (at and _word_char(text[at - 1])) and not (end < len(text) and _word_char(text[end])):
+            return True
+        at = text.find(phrase, at + 1)
+    return False
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 def is_correct(selected: Any, gold: Any) -> bool:
