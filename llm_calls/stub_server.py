@@ -54,6 +54,7 @@ import itertools
 import json
 import os
 import re
+import ssl
 import threading
 import time
 import uuid
@@ -105,7 +106,7 @@ class StubServer:
                  responder: Callable[[dict[str, Any]], str | None] | None = None, fail_share: float = 0.0,
                  echo_key_401: bool = False, cut_every_reply: bool = False, hosted_reasoning: bool = False,
                  hidden_reasoning_tokens: int = 96, batch_expire_after: int | None = None, batch_polls: int = 1,
-                 output_filter: Callable[[bytes], bytes] | None = None):
+                 output_filter: Callable[[bytes], bytes] | None = None, tls: ssl.SSLContext | None = None):
         self.responder = responder
         # applied to every batch output and error file as it is written: raw Unicode line breaks, a
         # broken line, as a provider's files may have them
@@ -134,6 +135,9 @@ class StubServer:
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", port), self._handler_class())
+        self.tls = tls  # a server context: HTTPS, as hosted endpoints are (each handshake in the accepting thread)
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread: threading.Thread | None = None
 
     @property
@@ -142,7 +146,7 @@ class StubServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/v1"
 
     def start(self) -> StubServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)

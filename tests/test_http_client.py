@@ -313,3 +313,102 @@ def test_with_a_proxy_in_the_environment_the_calls_go_through_it(monkeypatch):
 
     assert asyncio.run(main()) == b'{"via": "proxy"}'
     assert seen == [b"POST http://gpu-box.invalid:8000/v1/chat/completions HTTP/1.1"]
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    """A self-signed certificate for 127.0.0.1 (made by the `openssl` command line): (cert, key)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.fail("the TLS tests make their certificate with the openssl command, which is not installed")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def test_an_https_endpoint_is_called_over_tls_and_an_untrusted_certificate_is_a_connection_error(certificate):
+    """Hosted APIs are HTTPS: the request goes through the TLS handshake to the host the URL names,
+    on one kept-alive connection; a certificate the client does not trust fails the call as a
+    connection error (`certificate verify failed`), never an answer, and nothing is sent on it."""
+    import ssl
+
+    cert, key = certificate
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    seen = {"connections": 0, "bodies": []}
+
+    async def handler(reader, writer):
+        seen["connections"] += 1
+        while not reader.at_eof():
+            try:
+                _, body = await _read_request(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                break
+            seen["bodies"].append(body)
+            writer.write(_reply(b'{"echo": ' + body + b"}"))
+            await writer.drain()
+
+    async def main(trusted):
+        server = await asyncio.start_server(handler, "127.0.0.1", 0, ssl=server_tls)
+        port = server.sockets[0].getsockname()[1]
+        tls = ssl.create_default_context(cafile=str(cert)) if trusted else ssl.create_default_context()
+        client = Client(f"https://127.0.0.1:{port}/v1", "sk-test", 5.0, tls)
+        try:
+            return [await client.post(json.dumps({"n": k}).encode()) for k in range(3)]
+        except Exception as exc:  # noqa: BLE001 (the test reads which)
+            return exc
+        finally:
+            await client.close()
+            server.close()
+
+    assert asyncio.run(main(trusted=True)) == [b'{"echo": {"n": %d}}' % k for k in range(3)]
+    assert seen["connections"] == 1 and len(seen["bodies"]) == 3
+    seen["bodies"].clear()
+    failed = asyncio.run(main(trusted=False))
+    assert isinstance(failed, HttpConnectionError) and "certificate verify failed" in str(failed)
+    assert seen["bodies"] == []
+
+
+def test_a_ledger_call_to_an_https_endpoint_trusts_the_ca_that_ssl_cert_file_names(certificate, tmp_path, monkeypatch):
+    """A self-hosted server behind TLS with its own CA (a vLLM node, a gateway): `SSL_CERT_FILE`
+    names the CA, as for `httpx` and the `openai` client; the models list and the call go over TLS
+    and the answer is stored. Without it the call fails as a connection error, recorded as a failure."""
+    import ssl
+
+    from llm_calls import CallRequest, Ledger, ModelRegistry, transport
+    from llm_calls.stub_server import StubServer
+    from tests.conftest import stub_config, user
+    from warehouse import Warehouse
+
+    cert, key = certificate
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+
+    def ask(folder, trust: bool):
+        transport.tls_context.cache_clear()  # built once per process: here once per setting
+        if trust:
+            monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        else:
+            monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        with StubServer(tls=server_tls) as stub:
+            assert stub.base_url.startswith("https://")
+            folder.mkdir()
+            cfg = stub_config(stub, folder)
+            wh = Warehouse(cfg.warehouse_path(), lock_timeout_s=30)
+            with ModelRegistry(cfg) as registry:
+                result = Ledger(wh, registry).complete("stub", [CallRequest(user("Say hi."))])[0]
+            return result, wh.rows("SELECT status, error FROM llm.calls"), len(stub.requests)
+
+    try:
+        result, rows, sent = ask(tmp_path / "trusted", trust=True)
+        assert result.ok and result.text and rows == [{"status": "ok", "error": None}] and sent == 1
+        result, rows, sent = ask(tmp_path / "untrusted", trust=False)
+        assert not result.ok and "certificate verify failed" in (result.error or "")
+        assert rows and all(r["status"] == "failed" for r in rows) and sent == 0
+    finally:
+        transport.tls_context.cache_clear()
