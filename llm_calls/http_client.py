@@ -57,11 +57,16 @@ class HttpConnectionError(HttpError):
 
 
 class HttpStatusError(HttpError):
-    """A reply with a status of 400 or more; `message`, `code` and `param` from OpenAI's error body."""
+    """A reply with a status other than 2xx; `message`, `code` and `param` from OpenAI's error body.
+    A redirect (3xx) is not followed: a chat completion sent again elsewhere could be a GET or go
+    to a host the configuration does not name. Its message says where it pointed."""
 
     def __init__(self, status: int, headers: Mapping[str, str], body: bytes):
         self.status, self.headers, self.body = status, headers, body
         self.message, self.code, self.param = _error_fields(body)
+        if 300 <= status < 400:
+            self.message = (f"redirected to {headers.get('location') or '(no location)'}; calls are not redirected: "
+                            "set the model's base_url to the address the server names")
         super().__init__(f"Error code: {status} - {self.message}")
 
 
@@ -173,7 +178,7 @@ class Client:
                 content = zlib.decompress(content, 16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
             except zlib.error as exc:
                 raise HttpConnectionError(f"the reply's {encoding} body does not decompress: {exc}") from None
-        if status >= 400:
+        if not 200 <= status < 300:
             raise HttpStatusError(status, headers, content)
         return content
 
@@ -326,9 +331,9 @@ class _Proxied:
     async def post(self, body: bytes) -> bytes:
         aiohttp = self._aiohttp
         try:
-            async with self._session.post(self.url, data=body) as resp:
+            async with self._session.post(self.url, data=body, allow_redirects=False) as resp:
                 content = await resp.read()
-                if resp.status >= 400:
+                if not 200 <= resp.status < 300:
                     raise HttpStatusError(resp.status, {k.lower(): v for k, v in resp.headers.items()}, content)
                 return content
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:

@@ -241,6 +241,52 @@ def test_a_status_error_keeps_the_retry_after_header_and_a_bad_reply_is_a_connec
     assert isinstance(garbled, HttpConnectionError) and "not HTTP" in str(garbled)
 
 
+def test_a_redirect_is_a_status_error_that_names_where_it_points_not_a_reply():
+    """An `http` base URL that a server sends on to `https` (a 301 with an empty body): not read as
+    the reply (whose JSON is missing), not followed, but an error saying where to point the model."""
+    replies = [_reply(b"", "301 Moved Permanently", b"Location: https://gpu-box/v1/chat/completions\r\n"),
+               _reply(b"", "204 No Content")]
+    moved, empty = _post_all(_in_turn(replies), [b"{}"] * 2)
+    assert isinstance(moved, HttpStatusError) and moved.status == 301
+    assert "redirected to https://gpu-box/v1/chat/completions" in str(moved) and "base_url" in str(moved)
+    assert empty == b""  # any 2xx is the reply's body (the ledger then says it is not JSON)
+
+
+def test_a_redirected_call_is_recorded_as_failed_once_not_retried(tmp_path):
+    from llm_calls import CallRequest, Ledger, ModelRegistry
+    from tests.conftest import stub_config, user
+    from warehouse import Warehouse
+
+    async def redirecting(reader, writer):
+        while True:
+            try:
+                await _read_request(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            writer.write(_reply(b"<html>moved</html>", "308 Permanent Redirect", b"Location: https://elsewhere/v1\r\n"))
+            await writer.drain()
+
+    import threading
+
+    loop = asyncio.new_event_loop()
+    server = loop.run_until_complete(asyncio.start_server(redirecting, "127.0.0.1", 0))
+    port = server.sockets[0].getsockname()[1]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        class Stub:  # what stub_config reads of a stub server
+            base_url = f"http://127.0.0.1:{port}/v1"
+        cfg = stub_config(Stub(), tmp_path)
+        wh = Warehouse(cfg.warehouse_path(), lock_timeout_s=30)
+        with ModelRegistry(cfg) as registry:
+            result = Ledger(wh, registry).complete("stub", [CallRequest(user("Say hi."))])[0]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+    assert not result.ok and result.attempts == 1 and "HTTP 308" in result.error and "https://elsewhere/v1" in result.error
+    assert wh.rows("SELECT status, attempts FROM llm.calls") == [{"status": "failed", "attempts": 1}]
+
+
 def test_the_timeout_is_between_two_reads_not_for_the_whole_reply():
     body = b'{"slow": true}'
     reply = _reply(body)
