@@ -308,6 +308,9 @@ class _Connection(asyncio.Protocol):
         self._body += body
 
     def on_message_complete(self) -> None:
+        if 100 <= self._status < 200:  # an interim reply (100 Continue, 103 Early Hints): the final one follows
+            self._begin()
+            return
         self.reusable = self._parser.should_keep_alive()
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result((self._status, self._headers, bytes(self._body)))

@@ -252,6 +252,23 @@ def test_a_redirect_is_a_status_error_that_names_where_it_points_not_a_reply():
     assert empty == b""  # any 2xx is the reply's body (the ledger then says it is not JSON)
 
 
+def test_interim_replies_are_skipped_for_the_final_one_in_one_packet_or_apart():
+    """RFC 9110 section 15.2: a client reads any 1xx replies (100 Continue, 103 Early Hints from a
+    CDN in front of an API) before the final one; each was the call's reply and failed it."""
+    async def apart(reader, writer):
+        for k in range(2):
+            await _read_request(reader)
+            writer.write(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n" + _reply(b'{"n": %d}' % k))
+            await writer.drain()
+
+    together = [b"HTTP/1.1 100 Continue\r\n\r\n" + _reply(b'{"n": 0}'), _reply(b'{"n": 1}')]
+    assert _post_all(_in_turn(together), [b"{}"] * 2) == [b'{"n": 0}', b'{"n": 1}']
+    assert _post_all(apart, [b"{}"] * 2) == [b'{"n": 0}', b'{"n": 1}']
+
+
 def test_a_redirected_call_is_recorded_as_failed_once_not_retried(tmp_path):
     from llm_calls import CallRequest, Ledger, ModelRegistry
     from tests.conftest import stub_config, user
