@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import ssl
 
 import pytest
 
@@ -176,20 +177,26 @@ def _post_all(handler, bodies, timeout_s=2.0, after=None):
     return asyncio.run(main())
 
 
-def test_requests_share_one_keep_alive_connection_and_carry_their_headers_and_body():
-    seen = {"connections": 0, "heads": []}
-
+def _echoing(seen: dict):
+    """A handler that answers each request with `{"echo": <its body>}`, counting connections in
+    `seen["connections"]` and keeping each request's head and body in `seen["heads"]`, `seen["bodies"]`."""
     async def handler(reader, writer):
-        seen["connections"] += 1
+        seen["connections"] = seen.get("connections", 0) + 1
         while not reader.at_eof():
             try:
                 head, body = await _read_request(reader)
-            except asyncio.IncompleteReadError:
+            except (asyncio.IncompleteReadError, ConnectionError):
                 break
-            seen["heads"].append(head)
+            seen.setdefault("heads", []).append(head)
+            seen.setdefault("bodies", []).append(body)
             writer.write(_reply(b'{"echo": ' + body + b"}"))
             await writer.drain()
+    return handler
 
+
+def test_requests_share_one_keep_alive_connection_and_carry_their_headers_and_body():
+    seen: dict = {}
+    handler = _echoing(seen)
     bodies = [json.dumps({"n": k}).encode() for k in range(5)]
     assert _post_all(handler, bodies) == [b'{"echo": ' + b + b"}" for b in bodies]
     assert seen["connections"] == 1
@@ -380,7 +387,8 @@ def test_with_a_proxy_in_the_environment_the_calls_go_through_it(monkeypatch):
 
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory):
-    """A self-signed certificate for 127.0.0.1 (made by the `openssl` command line): (cert, key)."""
+    """A self-signed certificate for 127.0.0.1 (made by the `openssl` command line): (its file, a
+    server's TLS context that presents it)."""
     import shutil
     import subprocess
 
@@ -391,33 +399,20 @@ def certificate(tmp_path_factory):
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
                     "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
                    check=True, capture_output=True)
-    return cert, key
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    return cert, server_tls
 
 
 def test_an_https_endpoint_is_called_over_tls_and_an_untrusted_certificate_is_a_connection_error(certificate):
     """Hosted APIs are HTTPS: the request goes through the TLS handshake to the host the URL names,
     on one kept-alive connection; a certificate the client does not trust fails the call as a
     connection error (`certificate verify failed`), never an answer, and nothing is sent on it."""
-    import ssl
-
-    cert, key = certificate
-    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server_tls.load_cert_chain(cert, key)
-    seen = {"connections": 0, "bodies": []}
-
-    async def handler(reader, writer):
-        seen["connections"] += 1
-        while not reader.at_eof():
-            try:
-                _, body = await _read_request(reader)
-            except (asyncio.IncompleteReadError, ConnectionError):
-                break
-            seen["bodies"].append(body)
-            writer.write(_reply(b'{"echo": ' + body + b"}"))
-            await writer.drain()
+    cert, server_tls = certificate
+    seen: dict = {}
 
     async def main(trusted):
-        server = await asyncio.start_server(handler, "127.0.0.1", 0, ssl=server_tls)
+        server = await asyncio.start_server(_echoing(seen), "127.0.0.1", 0, ssl=server_tls)
         port = server.sockets[0].getsockname()[1]
         tls = ssl.create_default_context(cafile=str(cert)) if trusted else ssl.create_default_context()
         client = Client(f"https://127.0.0.1:{port}/v1", "sk-test", 5.0, tls)
@@ -431,26 +426,22 @@ def test_an_https_endpoint_is_called_over_tls_and_an_untrusted_certificate_is_a_
 
     assert asyncio.run(main(trusted=True)) == [b'{"echo": {"n": %d}}' % k for k in range(3)]
     assert seen["connections"] == 1 and len(seen["bodies"]) == 3
-    seen["bodies"].clear()
+    seen.clear()
     failed = asyncio.run(main(trusted=False))
     assert isinstance(failed, HttpConnectionError) and "certificate verify failed" in str(failed)
-    assert seen["bodies"] == []
+    assert "bodies" not in seen
 
 
 def test_a_ledger_call_to_an_https_endpoint_trusts_the_ca_that_ssl_cert_file_names(certificate, tmp_path, monkeypatch):
     """A self-hosted server behind TLS with its own CA (a vLLM node, a gateway): `SSL_CERT_FILE`
     names the CA, as for `httpx` and the `openai` client; the models list and the call go over TLS
     and the answer is stored. Without it the call fails as a connection error, recorded as a failure."""
-    import ssl
-
     from llm_calls import CallRequest, Ledger, ModelRegistry, transport
     from llm_calls.stub_server import StubServer
     from tests.conftest import stub_config, user
     from warehouse import Warehouse
 
-    cert, key = certificate
-    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server_tls.load_cert_chain(cert, key)
+    cert, server_tls = certificate
 
     def ask(folder, trust: bool):
         transport.tls_context.cache_clear()  # built once per process: here once per setting
