@@ -89,7 +89,7 @@ def render(item: Any) -> str:
 
 class _Builder:
     def __init__(self, rng: random.Random):
-        import networkx as nx  # 80 ms: imported by the first problem, not by every command that loads the definitions
+        import networkx as nx  # 0.18 s: imported by the first problem, not by every command that loads the definitions
 
         self.rng = rng
         self.graph = nx.DiGraph()
