@@ -6,6 +6,7 @@ message's content, so one batch can mix healthy and faulty calls:
 
     [[stub: status=429 times=2 retry_after=1]]  first 2 requests: HTTP 429 + Retry-After
     [[stub: status=500 times=1]]                first request: HTTP 500
+    [[stub: status=308 location=URL]]           a redirect to URL (any status; the header is `Location`)
     [[stub: hang times=1]]                      first request: sleep `hang_s`, then answer
     [[stub: malformed]]                         200 with a body that is not JSON
     [[stub: empty_choices]]                     200 with "choices": []
@@ -208,6 +209,8 @@ class StubServer:
             headers = dict(json_type)
             if "retry_after" in directive:
                 headers["Retry-After"] = directive["retry_after"]
+            if "location" in directive:
+                headers["Location"] = directive["location"]
             err = {"error": {"message": f"stub fault {directive['status']}", "type": "stub"}}
             return int(directive["status"]), headers, json.dumps(err).encode()
         return None

@@ -278,37 +278,19 @@ def test_interim_replies_are_skipped_for_the_final_one_in_one_packet_or_apart():
 
 def test_a_redirected_call_is_recorded_as_failed_once_not_retried(tmp_path):
     from llm_calls import CallRequest, Ledger, ModelRegistry
+    from llm_calls.stub_server import StubServer
     from tests.conftest import stub_config, user
     from warehouse import Warehouse
 
-    async def redirecting(reader, writer):
-        while True:
-            try:
-                await _read_request(reader)
-            except (asyncio.IncompleteReadError, ConnectionError):
-                return
-            writer.write(_reply(b"<html>moved</html>", "308 Permanent Redirect", b"Location: https://elsewhere/v1\r\n"))
-            await writer.drain()
-
-    import threading
-
-    loop = asyncio.new_event_loop()
-    server = loop.run_until_complete(asyncio.start_server(redirecting, "127.0.0.1", 0))
-    port = server.sockets[0].getsockname()[1]
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        class Stub:  # what stub_config reads of a stub server
-            base_url = f"http://127.0.0.1:{port}/v1"
-        cfg = stub_config(Stub(), tmp_path)
+    with StubServer() as stub:
+        cfg = stub_config(stub, tmp_path)
         wh = Warehouse(cfg.warehouse_path(), lock_timeout_s=30)
         with ModelRegistry(cfg) as registry:
-            result = Ledger(wh, registry).complete("stub", [CallRequest(user("Say hi."))])[0]
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+            result = Ledger(wh, registry).complete(
+                "stub", [CallRequest(user("[[stub: status=308 location=https://elsewhere/v1]] Say hi."))])[0]
+        sent = len(stub.requests)
     assert not result.ok and result.attempts == 1 and "HTTP 308" in result.error and "https://elsewhere/v1" in result.error
-    assert wh.rows("SELECT status, attempts FROM llm.calls") == [{"status": "failed", "attempts": 1}]
+    assert sent == 1 and wh.rows("SELECT status, attempts FROM llm.calls") == [{"status": "failed", "attempts": 1}]
 
 
 def test_the_timeout_is_between_two_reads_not_for_the_whole_reply():

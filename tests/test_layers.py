@@ -166,7 +166,7 @@ def test_the_definitions_and_the_live_call_path_load_no_openai_client():
 def test_the_definitions_load_none_of_the_heavy_libraries():
     """Every command, the UI and each run load the definitions (`benchmarks/startup.py`): the solvers,
     the embeddings, the figures, the releases' libraries and the proof graphs are imported where they are
-    used, not there (networkx alone was 80 ms of every command)."""
+    used, not there (networkx alone was 0.18 s of every command)."""
     import subprocess
     import sys
 
