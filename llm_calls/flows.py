@@ -64,10 +64,12 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, TypeVar
 
 from llm_calls import batch
 from llm_calls import http_client as http
+from llm_calls.collector import PACE
 from llm_calls.endpoints import default_sampling
 from llm_calls.records import CallStore, keyed_request
 from llm_calls.totals import CALL_THREADS, TOTALS
@@ -300,6 +302,7 @@ class _Pool:
     async def _worker(self, until: asyncio.Event | None = None) -> None:
         """Take requests and send them, one at a time; a stand-in (`until`) stops after the
         request it holds once its worker is back from its backoff."""
+        loop = asyncio.get_running_loop()
         while until is None or not until.is_set():
             _, ask = await self._queue.get()
             if ask is None:
@@ -310,7 +313,11 @@ class _Pool:
             if self.out >= self.size and not TOTALS.waiting.is_set():  # the whole concurrency is out
                 TOTALS.waiting.set()
             try:
-                await asyncio.wait((ask.lane.taken(ask),))  # not cancelled with it: a broken lane cancels its own
+                # its end, awaited through a future of its own: the send is not cancelled with the
+                # worker, nor the worker with the send (a broken lane cancels its own)
+                ended = loop.create_future()
+                ask.lane.taken(ask).add_done_callback(partial(_wake, ended))
+                await ended
             finally:
                 self.out -= 1
 
@@ -325,6 +332,11 @@ class _Pool:
             await asyncio.sleep(seconds)
         finally:
             back.set()
+
+
+def _wake(waiter: asyncio.Future, _: object) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class Session:
@@ -359,7 +371,12 @@ class Session:
         self._broken: BaseException | None = None  # the warehouse failed: every open call fails with it
 
     async def __aenter__(self) -> Session:
-        self._writer = self.ledger.warehouse.writer()
+        PACE.__enter__()  # the collector's pace while calls are in flight (`llm_calls/collector.py`)
+        try:
+            self._writer = self.ledger.warehouse.writer()
+        except BaseException:
+            PACE.__exit__()
+            raise
         self._db_task = asyncio.create_task(self._db())
         self._batch_task = asyncio.create_task(self._batches())
         self._report_task = asyncio.create_task(self._report())
@@ -379,7 +396,10 @@ class Session:
             try:
                 await self._db_task
             finally:
-                await asyncio.to_thread(self._writer.close)
+                try:
+                    await asyncio.to_thread(self._writer.close)
+                finally:
+                    PACE.__exit__()
 
     # -- asking -------------------------------------------------------------------------------
 
@@ -404,29 +424,48 @@ class Session:
     async def ask(self, model: str, request: Any, purpose: str = "") -> Any:
         """The `CallResult` of one request (from the cache, this session, or a call)."""
         lane = self.lane(model)
+        result = await asyncio.shield(self._future(lane, request, purpose))
+        _DEPTH.set(_DEPTH.get() + 1)
+        return with_prefill(lane.config, result)
+
+    async def ask_all(self, model: str, requests: Sequence[Any], purpose: str = "") -> list[Any]:
+        """Results of `requests`, in order, asked at once: each request's future registered here,
+        then one wait for them all (not a task per request: at 20,000 calls that halved the
+        collector's young collections, `llm_calls/collector.py`). A fault (not a failed call,
+        which is a result) is raised as soon as it comes; a cancelled `ask_all` leaves the calls
+        it shares with other flows running."""
+        lane = self.lane(model)
+        futures = [self._future(lane, r, purpose) for r in requests]
+        pending = set(futures)
+        while pending:
+            for f in pending:
+                if f.done() and (f.cancelled() or f.exception() is not None):
+                    f.result()  # raises its error (a fault, not a failed call), as `ask` would
+            pending = {f for f in pending if not f.done()}
+            if pending:  # the futures themselves: one wait for them all, none cancelled with it
+                await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+        _DEPTH.set(_DEPTH.get() + 1)  # one step deeper, as each call of `ask` makes its flow
+        return [with_prefill(lane.config, f.result()) for f in futures]
+
+    def _future(self, lane: Lane, request: Any, purpose: str) -> asyncio.Future:
+        """The future of one request's answer: this session's, or a new one, looked up (and sent if
+        missing) by the warehouse's task."""
         req, params, key = lane.keyed(request)
         future = self._asked.get(key)
         if future is None:
-            future = self._asked[key] = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            future = self._asked[key] = loop.create_future()
             lane.asked += 1
             self._live += 1
             if not self._lookups:
-                self._lookups_since = asyncio.get_running_loop().time()
+                self._lookups_since = loop.time()
                 self._hurry.set()  # the writer looks whether this one can wait
             self._lookups.append(_Ask(lane, key, req, params, purpose, future, _DEPTH.get()))
             self._lookup_lanes.add(lane)
             self._wake.set()
             if len(self._lookups) >= _LOOKUP_GATHER:
                 self._hurry.set()
-        result = await asyncio.shield(future)
-        _DEPTH.set(_DEPTH.get() + 1)
-        return with_prefill(lane.config, result)
-
-    async def ask_all(self, model: str, requests: Sequence[Any], purpose: str = "") -> list[Any]:
-        """Results of `requests`, in order (asked at once)."""
-        results = list(await asyncio.gather(*(self.ask(model, r, purpose) for r in requests)))
-        _DEPTH.set(_DEPTH.get() + 1)  # the asks ran in their own tasks: this flow is one step deeper too
-        return results
+        return future
 
     def _settle(self, ask: _Ask, result: Any = None, exc: BaseException | None = None) -> None:
         if not ask.future.done():

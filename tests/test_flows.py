@@ -662,3 +662,59 @@ def test_with_most_slots_held_here_a_take_walks_only_the_others_and_finds_each_r
     again = {slots._take(256) for _ in range(3)}
     assert again == {3, 17, 200} and len(tried) == 3 and Looked.looks <= 6  # no held slot walked past
     assert slots._take(256) is None and slots._take(300) in range(256, 300)  # a larger concurrency: the slots above
+
+
+def test_a_cancelled_ask_all_leaves_the_call_it_shares_with_another_flow_running(tmp_path):
+    """`ask_all` waits on the session's futures themselves: cancelling it (its flow stopped) must
+    not cancel a call another flow of the session waits for too."""
+    with StubServer(delay_s=0.3) as stub:
+        cfg = stub_config(stub, tmp_path)
+        with ModelRegistry(cfg) as registry:
+            ledger = Ledger(Warehouse(cfg.warehouse_path()), registry)
+            shared, other = CallRequest(user("shared question")), CallRequest(user("another question"))
+
+            async def main():
+                from llm_calls.flows import Session
+
+                async with Session(ledger) as s:
+                    both = asyncio.create_task(s.ask_all("stub", [shared, other], "t.all"))
+                    alone = asyncio.create_task(s.ask("stub", shared, "t.one"))
+                    while len(_chat(stub)) < 2:  # both requests out
+                        await asyncio.sleep(0.01)
+                    both.cancel()
+                    with pytest.raises(asyncio.CancelledError):
+                        await both
+                    return await alone
+
+            result = asyncio.run(main())
+    assert result.ok and result.text and len(_chat(stub)) == 2
+    stored = ledger.warehouse.rows("SELECT status FROM llm.calls")
+    assert [r["status"] for r in stored] == ["ok", "ok"]  # the cancelled flow's other call finished too
+
+
+def test_ask_all_raises_a_fault_as_it_comes_without_waiting_for_the_other_calls(stub, stub_ledger, monkeypatch):
+    """A fault while sending one request of `ask_all` (not a failed call: a bug) is raised to the
+    flow as it comes, while another request of the same `ask_all` is still out."""
+    send = Ledger.send
+
+    async def breaks_one(self, client, ep, identity, purpose, key, req, params, *rest, **kw):
+        if req.messages[-1]["content"] == "breaks":
+            raise RuntimeError("the send broke")
+        return await send(self, client, ep, identity, purpose, key, req, params, *rest, **kw)
+
+    monkeypatch.setattr(Ledger, "send", breaks_one)
+    with pytest.raises(RuntimeError, match="the send broke"):
+        stub_ledger.complete("stub", [CallRequest(user("[[stub: delay=0.5]] slow")), CallRequest(user("breaks"))])
+    # the fault, not an error about the other request's answer not being there yet; that call,
+    # out when the fault came, was answered and committed as the session wound down
+    assert stub_ledger.warehouse.rows("SELECT status FROM llm.calls") == [{"status": "ok"}]
+
+
+def test_ask_all_gives_each_request_its_answer_in_order_one_call_per_distinct_request(stub, stub_ledger):
+    requests = [CallRequest(user(q)) for q in ("one", "two", "one", "three", "two")]
+    results = stub_ledger.complete("stub", requests)
+    assert len(_chat(stub)) == 3 and stub_ledger.warehouse.scalar("SELECT count(*) FROM llm.calls") == 3
+    texts = [r.text for r in results]
+    assert texts[0] == texts[2] and texts[1] == texts[4] and len(set(texts)) == 3
+    sent = {c["body"]["messages"][-1]["content"]: c for c in _chat(stub)}
+    assert set(sent) == {"one", "two", "three"}

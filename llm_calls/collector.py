@@ -1,0 +1,62 @@
+"""The cyclic garbage collector's pace while calls are in flight.
+
+Python's collector runs its youngest generation after 700 new container objects (dicts, lists,
+futures, tasks, frames) and every older one after ten of the younger, and a collection of the
+oldest walks every object the process holds: with Dagster, DuckDB, Arrow and polars imported and a
+run's requests and answers held, 180,000 objects or more. A call in flight makes dozens of
+containers (its request, its task and futures, the reply's JSON, its row), so at thousands of
+calls a second the collector ran hundreds of times a second and the oldest generation every
+half-second or so, each time stopping the call loop for about 0.1 s, with every reply waiting.
+
+Measured on 20,000 calls through `Ledger.complete` (a 5 ms loopback server, concurrency 256, every
+call stored; 2 cores, three runs each): the collector took 0.54-0.59 s of runs of 3.4-3.6 s at
+Python's pace (433-442 young collections, 4 of the oldest), and 0.03-0.04 s with the youngest
+generation collected after 20,000 new containers instead (7 young collections, none of the oldest).
+
+While any session of the ledger runs in this process, the youngest generation's threshold is
+`CALLS_THRESHOLD` (never lowered below what the process set); the older generations keep their
+thresholds, so whatever garbage outlives the young collections is still collected in the same
+proportion, only a call's short-lived cycles wait longer (at most 20,000 containers, a few MiB).
+When the last session ends, the process's own thresholds are back. Nothing is frozen or disabled.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+CALLS_THRESHOLD = 20_000  # the youngest generation's threshold while calls are in flight
+
+
+class CollectorPace:
+    """Counts the sessions open in this process; the first sets the calls' pace, the last gives
+    back the thresholds it found (unless someone changed them meanwhile: theirs are kept)."""
+
+    def __init__(self, threshold: int = CALLS_THRESHOLD):
+        self.threshold = threshold
+        self._lock = threading.Lock()
+        self._open = 0
+        self._saved: tuple[int, ...] | None = None
+        self._set: tuple[int, ...] | None = None
+
+    def __enter__(self) -> CollectorPace:
+        with self._lock:
+            self._open += 1
+            if self._open == 1:
+                self._saved = gc.get_threshold()
+                young, *older = self._saved
+                if young and young < self.threshold:  # 0: collection is off; leave it so
+                    gc.set_threshold(self.threshold, *older)
+                self._set = gc.get_threshold()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._open -= 1
+            if self._open == 0 and self._saved is not None:
+                if gc.get_threshold() == self._set:
+                    gc.set_threshold(*self._saved)
+                self._saved = self._set = None
+
+
+PACE = CollectorPace()  # this process's: every session enters it
