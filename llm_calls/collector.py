@@ -23,6 +23,7 @@ When the last session ends, the process's own thresholds are back. Nothing is fr
 from __future__ import annotations
 
 import gc
+import os
 import threading
 
 CALLS_THRESHOLD = 20_000  # the youngest generation's threshold while calls are in flight
@@ -30,7 +31,8 @@ CALLS_THRESHOLD = 20_000  # the youngest generation's threshold while calls are 
 
 class CollectorPace:
     """Counts the sessions open in this process; the first sets the calls' pace, the last gives
-    back the thresholds it found (unless someone changed them meanwhile: theirs are kept)."""
+    back the thresholds it found (unless someone changed them meanwhile: theirs are kept). A
+    forked child starts with none open (its parent's sessions are not its own)."""
 
     def __init__(self, threshold: int = CALLS_THRESHOLD):
         self.threshold = threshold
@@ -38,9 +40,12 @@ class CollectorPace:
         self._open = 0
         self._saved: tuple[int, ...] | None = None
         self._set: tuple[int, ...] | None = None
+        self._pid = os.getpid()
 
     def __enter__(self) -> CollectorPace:
         with self._lock:
+            if os.getpid() != self._pid:  # a forked child: the parent's count is not its own
+                self._open, self._saved, self._set, self._pid = 0, None, None, os.getpid()
             self._open += 1
             if self._open == 1:
                 self._saved = gc.get_threshold()
@@ -52,6 +57,8 @@ class CollectorPace:
 
     def __exit__(self, *exc: object) -> None:
         with self._lock:
+            if os.getpid() != self._pid or not self._open:  # entered in the parent only
+                return
             self._open -= 1
             if self._open == 0 and self._saved is not None:
                 if gc.get_threshold() == self._set:

@@ -4,6 +4,7 @@ session runs, the process's own thresholds back after the last, never lowered, n
 from __future__ import annotations
 
 import gc
+import os
 
 import pytest
 
@@ -57,3 +58,26 @@ def test_thresholds_the_process_sets_while_a_session_runs_are_kept(thresholds):
     with pace:
         gc.set_threshold(1_000, 5, 5)  # the process's own choice, made meanwhile
     assert gc.get_threshold() == (1_000, 5, 5)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX's")
+def test_a_forked_child_counts_its_own_sessions_not_its_parents(thresholds):
+    pace = CollectorPace(5_000)
+    with pace:  # the parent's session, open across the fork
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: its sessions set the pace and give back what they found
+            try:
+                with pace:
+                    pass
+                gc.set_threshold(700, 10, 10)
+                with pace:
+                    inside = gc.get_threshold()[0]
+                os.write(write, f"{inside} {gc.get_threshold()[0]}".encode())
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        os.close(write)
+        assert os.read(read, 100).decode() == "5000 700"
+        assert gc.get_threshold() == (5_000, 10, 10)  # the parent's session still open
+    assert gc.get_threshold() == (700, 10, 10)
