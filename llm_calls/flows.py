@@ -334,6 +334,12 @@ class _Pool:
             back.set()
 
 
+def _read_out(future: asyncio.Future) -> None:
+    """A future's outcome read, so that asyncio does not log its error as never retrieved."""
+    if not future.cancelled():
+        future.exception()
+
+
 def _wake(waiter: asyncio.Future, _: object) -> None:
     if not waiter.done():
         waiter.set_result(None)
@@ -436,14 +442,14 @@ class Session:
         it shares with other flows running."""
         lane = self.lane(model)
         futures = [self._future(lane, r, purpose) for r in requests]
-        pending = set(futures)
-        while pending:
-            for f in pending:
-                if f.done() and (f.cancelled() or f.exception() is not None):
-                    f.result()  # raises its error (a fault, not a failed call), as `ask` would
-            pending = {f for f in pending if not f.done()}
-            if pending:  # the futures themselves: one wait for them all, none cancelled with it
-                await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+        pending = {f for f in futures if not f.done()}
+        while pending:  # the futures themselves: one wait for them all, none cancelled with it
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+            faults = [f for f in done if f.cancelled() or f.exception() is not None]  # each one read
+            if faults:  # its error (a fault, not a failed call), as `ask` would raise it
+                for f in pending:  # read when they end too, as the `ask` of each would have
+                    f.add_done_callback(_read_out)
+                faults[0].result()
         _DEPTH.set(_DEPTH.get() + 1)  # one step deeper, as each call of `ask` makes its flow
         return [with_prefill(lane.config, f.result()) for f in futures]
 
