@@ -23,8 +23,8 @@ When the last session ends, the process's own thresholds are back. Nothing is fr
 from __future__ import annotations
 
 import gc
-import os
-import threading
+
+from warehouse.per_process import PerProcess
 
 CALLS_THRESHOLD = 20_000  # the youngest generation's threshold while calls are in flight
 
@@ -32,38 +32,34 @@ CALLS_THRESHOLD = 20_000  # the youngest generation's threshold while calls are 
 class CollectorPace:
     """Counts the sessions open in this process; the first sets the calls' pace, the last gives
     back the thresholds it found (unless someone changed them meanwhile: theirs are kept). A
-    forked child starts with none open (its parent's sessions are not its own)."""
+    forked child starts with none open (`PerProcess`: its parent's sessions are not its own)."""
 
     def __init__(self, threshold: int = CALLS_THRESHOLD):
         self.threshold = threshold
-        self._lock = threading.Lock()
-        self._open = 0
-        self._saved: tuple[int, ...] | None = None
-        self._set: tuple[int, ...] | None = None
-        self._pid = os.getpid()
+        self._state = PerProcess()  # "open": sessions; "saved", "set": the thresholds found and set
 
     def __enter__(self) -> CollectorPace:
-        with self._lock:
-            if os.getpid() != self._pid:  # a forked child: the parent's count is not its own
-                self._open, self._saved, self._set, self._pid = 0, None, None, os.getpid()
-            self._open += 1
-            if self._open == 1:
-                self._saved = gc.get_threshold()
-                young, *older = self._saved
+        with self._state.lock:
+            state = self._state.here()
+            state["open"] = state.get("open", 0) + 1
+            if state["open"] == 1:
+                state["saved"] = gc.get_threshold()
+                young, *older = state["saved"]
                 if young and young < self.threshold:  # 0: collection is off; leave it so
                     gc.set_threshold(self.threshold, *older)
-                self._set = gc.get_threshold()
+                state["set"] = gc.get_threshold()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            if os.getpid() != self._pid or not self._open:  # entered in the parent only
+        with self._state.lock:
+            state = self._state.here()
+            if not state.get("open"):  # entered in the parent only
                 return
-            self._open -= 1
-            if self._open == 0 and self._saved is not None:
-                if gc.get_threshold() == self._set:
-                    gc.set_threshold(*self._saved)
-                self._saved = self._set = None
+            state["open"] -= 1
+            if state["open"] == 0:
+                if gc.get_threshold() == state["set"]:
+                    gc.set_threshold(*state["saved"])
+                state.clear()
 
 
 PACE = CollectorPace()  # this process's: every session enters it
