@@ -83,11 +83,18 @@ def explicit_answers(text: str) -> list[str]:
     """Texts stated as the answer, in reply order: each `\\boxed{}`, the rest of the line after
     each answer cue (up to the next cue on that line), and the line after an answer heading
     ("## Final Answer")."""
+    return list(_explicit_answers(text))
+
+
+@functools.lru_cache(maxsize=64)  # a judging reply without a label is read again for its options
+def _explicit_answers(text: str) -> tuple[str, ...]:
     found: list[tuple[int, str]] = [(m.start(), m.group(1)) for m in _BOXED.finditer(text)]
     lines = _lines_with_offsets(text)
     starts = [start for start, _ in lines]
-    cue_words = _FAST_CUE_WORD.finditer(text.lower()) if text.isascii() else _CUE_WORD.finditer(text)
-    candidates = sorted({bisect.bisect_right(starts, m.start()) - 1 for m in cue_words})
+    fast = text.isascii()
+    low = text.lower() if fast else text
+    cue, cue_words = (_FAST_CUE, _FAST_CUE_WORD) if fast else (_CUE, _CUE_WORD)
+    candidates = sorted({bisect.bisect_right(starts, m.start()) - 1 for m in cue_words.finditer(low)})
     for k in candidates:
         line_start, line = lines[k]
         if _ANSWER_HEADING_LINE.match(line):
@@ -95,16 +102,16 @@ def explicit_answers(text: str) -> list[str]:
             if following:
                 found.append((line_start, following.strip()))
             continue
-        cues = list(_CUE.finditer(line))
+        cues = list(cue.finditer(low, line_start, line_start + len(line)))
         for j, m in enumerate(cues):
-            end = cues[j + 1].start() if j + 1 < len(cues) else len(line)
-            body = line[m.end():end].strip()
-            if not body and j + 1 == len(cues) and _OPENS_A_STATEMENT.search(line[:m.end()]):
+            end = cues[j + 1].start() if j + 1 < len(cues) else line_start + len(line)
+            body = text[m.end():end].strip()
+            if not body and j + 1 == len(cues) and _OPENS_A_STATEMENT.search(text, line_start, m.end()):
                 # "Therefore, the correct answer is:" then the answer on the next line
                 body = next((ln.strip() for _, ln in lines[k + 1:] if ln.strip()), "")
             if body:
-                found.append((line_start + m.start(), body))
-    return [body for _, body in sorted(found, key=lambda x: x[0])]
+                found.append((m.start(), body))
+    return tuple(body for _, body in sorted(found, key=lambda x: x[0]))
 
 
 def _lines_with_offsets(text: str) -> list[tuple[int, str]]:
@@ -117,13 +124,26 @@ def _lines_with_offsets(text: str) -> list[tuple[int, str]]:
 
 def concluding_tails(text: str) -> list[tuple[str, str]]:
     """(sentence, its words after the last concluding cue), last sentence first."""
-    sentences = [s for s in _SENTENCE_END.split(text) if s and s.strip()]
+    return list(_concluding_tails(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _concluding_tails(text: str) -> tuple[tuple[str, str], ...]:
+    if text.isascii():
+        low = text.lower()
+        if _FAST_CONCLUDING.search(low) is None:  # a cue in a sentence is one in the whole text
+            return ()
+        pieces = zip(_FAST_SENTENCE_END.split(text), _FAST_SENTENCE_END.split(low))
+        cue = _FAST_CONCLUDING
+    else:
+        pieces = ((s, s) for s in _SENTENCE_END.split(text))
+        cue = _CONCLUDING
     out = []
-    for s in reversed(sentences):
-        cues = list(_FAST_CONCLUDING.finditer(s.lower()) if s.isascii() else _CONCLUDING.finditer(s))
+    for s, lowered in reversed([(s, lowered) for s, lowered in pieces if s and s.strip()]):
+        cues = list(cue.finditer(lowered))
         if cues:
             out.append((s, s[cues[-1].end():]))
-    return out
+    return tuple(out)
 
 
 def _read_steps(text: str, read_one, strict_one) -> Reading | None:
@@ -224,6 +244,19 @@ _FAST_CUE_WORD = re.compile(r"answer|option|label|verdict|prediction|conclusion"
 _FAST_CONCLUDING = re.compile("|".join(_letter_first(f) for f in (
     "therefore", "thus", "hence", "so", "consequently", r"in\s+conclusion", r"in\s+summary", r"to\s+summarize",
     r"as\s+a\s+result", "overall", "accordingly")))
+
+
+# `_CUE` for lowercased ASCII text: each cue word letter-first, with the cue's tail (an optional
+# short parenthesis, then ':' '=' or a copula); the full-width colon and the CJK cues left out
+_CUE_TAIL = r"(?:\s*\([^)]{0,20}\))?\s*(?:[:=]|\s+(?:is|are|would\s+be|should\s+be|will\s+be)\b\s*:?)"
+_FAST_CUE = re.compile("|".join(
+    [_letter_first(w, bounded=False) + _CUE_TAIL for w in (
+        r"final\s+answer", r"correct\s+(?:answer|options?)", r"the\s+answer", r"my\s+answer", "answer",
+        r"final\s+label", "label", "verdict", "prediction")]
+    + [_letter_first("conclusion", bounded=False) + r"\s*:"]))
+# `_SENTENCE_END` for ASCII text: starting with the whitespace it consumes, so `re` skips to it
+# (whitespace after . ! or ?, or a run of newlines; the CJK end marks cannot occur)
+_FAST_SENTENCE_END = re.compile(r"\s(?:(?<=[.!?]\s)\s*|(?<=\n)\n*)")
 
 
 def _fast_echo_removed(low: str) -> str:
