@@ -430,18 +430,22 @@ class Session:
     async def ask(self, model: str, request: Any, purpose: str = "") -> Any:
         """The `CallResult` of one request (from the cache, this session, or a call)."""
         lane = self.lane(model)
-        result = await asyncio.shield(self._future(lane, request, purpose))
+        result = await asyncio.shield(self._future(lane, lane.keyed(request), purpose))
         _DEPTH.set(_DEPTH.get() + 1)
         return with_prefill(lane.config, result)
 
-    async def ask_all(self, model: str, requests: Sequence[Any], purpose: str = "") -> list[Any]:
+    async def ask_all(self, model: str, requests: Sequence[Any], purpose: str = "",
+                      keyed: Sequence[tuple[Any, dict[str, Any], str]] | None = None) -> list[Any]:
         """Results of `requests`, in order, asked at once: each request's future registered here,
         then one wait for them all (not a task per request: at 20,000 calls that halved the
         collector's young collections, `llm_calls/collector.py`). A fault (not a failed call,
         which is a result) is raised as soon as it comes; a cancelled `ask_all` leaves the calls
-        it shares with other flows running."""
+        it shares with other flows running. `keyed`: the requests as `records.keyed_request` made
+        them for this model already (`Ledger.complete` has), so they are not keyed twice."""
         lane = self.lane(model)
-        futures = [self._future(lane, r, purpose) for r in requests]
+        if keyed is None:
+            keyed = [lane.keyed(r) for r in requests]
+        futures = [self._future(lane, k, purpose) for k in keyed]
         pending = {f for f in futures if not f.done()}
         while pending:  # the futures themselves: one wait for them all, none cancelled with it
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
@@ -453,10 +457,10 @@ class Session:
         _DEPTH.set(_DEPTH.get() + 1)  # one step deeper, as each call of `ask` makes its flow
         return [with_prefill(lane.config, f.result()) for f in futures]
 
-    def _future(self, lane: Lane, request: Any, purpose: str) -> asyncio.Future:
-        """The future of one request's answer: this session's, or a new one, looked up (and sent if
-        missing) by the warehouse's task."""
-        req, params, key = lane.keyed(request)
+    def _future(self, lane: Lane, keyed: tuple[Any, dict[str, Any], str], purpose: str) -> asyncio.Future:
+        """The future of one keyed request's answer (`Lane.keyed`): this session's, or a new one,
+        looked up (and sent if missing) by the warehouse's task."""
+        req, params, key = keyed
         future = self._asked.get(key)
         if future is None:
             loop = asyncio.get_running_loop()

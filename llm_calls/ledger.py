@@ -179,9 +179,11 @@ class Ledger:
         TOTALS.add(self.run_id, cached=len(found))
         if len(found) < len(keyed):  # the misses in a session that knows the answers found
 
+            asked = [(*keyed[k], k) for k in order]  # keyed once: the session takes them as they are
+
             def flow(s: flows.Session) -> list[Awaitable[list[CallResult]]]:
                 s.answered(model, found)
-                return [s.ask_all(model, requests, purpose)]
+                return [s.ask_all(model, requests, purpose, keyed=asked)]
 
             return self.run_flows(flow)[0]
         config = self.registry.config.model(model)
