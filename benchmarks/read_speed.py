@@ -13,7 +13,7 @@ The replies: `--replies FILE.jsonl` (each line's `reply` field, as the real kit'
 them), `--warehouse FILE.duckdb` (the stored replies of `llm.calls`, as a paper run left them; the
 stub endpoint's echo every prompt, a reader's worst case), or both.
 
-    python benchmarks/read_speed.py --baseline CHECKOUT [--replies F.jsonl] [--warehouse W.duckdb] [--rounds 3]
+    python benchmarks/read_speed.py [--baseline CHECKOUT] [--replies F.jsonl] [--warehouse W.duckdb] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def _side(checkout: str, texts_file: str) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", required=True, metavar="CHECKOUT", help="the other checkout (before a change)")
+    parser.add_argument("--baseline", metavar="CHECKOUT", help="the other checkout (before a change); without it, this one alone")
     parser.add_argument("--replies", help="a JSON lines file of replies (`reply` field)")
     parser.add_argument("--warehouse", help="a warehouse whose stored replies are read")
     parser.add_argument("--rounds", type=int, default=3)
@@ -90,26 +90,29 @@ def main() -> int:
 
     with tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8", delete=False) as f:
         json.dump(texts, f)
-    sides = {"this": str(ROOT), "baseline": str(Path(args.baseline).resolve())}
+    sides = {"this": str(ROOT), **({"baseline": str(Path(args.baseline).resolve())} if args.baseline else {})}
     got: dict[str, list[dict]] = {side: [] for side in sides}
     for _ in range(args.rounds):
         for side, checkout in sides.items():
-            done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--baseline", checkout,
-                                   "--side", checkout, f.name], capture_output=True, text=True, cwd=checkout)
+            done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--side", checkout, f.name],
+                                  capture_output=True, text=True, cwd=checkout)
             if done.returncode != 0:
                 raise SystemExit(f"{side}: {done.stderr[-2000:]}")
             got[side].append(json.loads(done.stdout.strip().splitlines()[-1]))
     Path(f.name).unlink()
     print(f"{len(texts)} replies, {sum(map(len, texts)) / len(texts):.0f} characters on average; "
           f"medians of {args.rounds} rounds, each side a fresh process")
-    print(f"{'reader':18s} {'this us':>9s} {'baseline us':>12s} {'baseline / this':>16s}")
+    print(f"{'reader':18s} {'this us':>9s}" + (f" {'baseline us':>12s} {'baseline / this':>16s}" if args.baseline else ""))
     for name in READERS:
         digests = {run[name]["digest"] for runs in got.values() for run in runs}
         if len(digests) != 1:
             raise SystemExit(f"{name}: the two checkouts read the replies differently")
         this = statistics.median(run[name]["us"] for run in got["this"])
-        base = statistics.median(run[name]["us"] for run in got["baseline"])
-        print(f"{name:18s} {this:9.1f} {base:12.1f} {base / this:16.2f}")
+        line = f"{name:18s} {this:9.1f}"
+        if args.baseline:
+            base = statistics.median(run[name]["us"] for run in got["baseline"])
+            line += f" {base:12.1f} {base / this:16.2f}"
+        print(line)
     return 0
 
 
