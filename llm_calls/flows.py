@@ -434,17 +434,20 @@ class Session:
         _DEPTH.set(_DEPTH.get() + 1)
         return with_prefill(lane.config, result)
 
-    async def ask_all(self, model: str, requests: Sequence[Any], purpose: str = "",
-                      keyed: Sequence[tuple[Any, dict[str, Any], str]] | None = None) -> list[Any]:
+    async def ask_all(self, model: str, requests: Sequence[Any], purpose: str = "") -> list[Any]:
         """Results of `requests`, in order, asked at once: each request's future registered here,
         then one wait for them all (not a task per request: at 20,000 calls that halved the
         collector's young collections, `llm_calls/collector.py`). A fault (not a failed call,
         which is a result) is raised as soon as it comes; a cancelled `ask_all` leaves the calls
-        it shares with other flows running. `keyed`: the requests as `records.keyed_request` made
-        them for this model already (`Ledger.complete` has), so they are not keyed twice."""
+        it shares with other flows running."""
         lane = self.lane(model)
-        if keyed is None:
-            keyed = [lane.keyed(r) for r in requests]
+        return await self.ask_keyed(model, [lane.keyed(r) for r in requests], purpose)
+
+    async def ask_keyed(self, model: str, keyed: Sequence[tuple[Any, dict[str, Any], str]], purpose: str = ""
+                        ) -> list[Any]:
+        """`ask_all` of requests keyed for this model already (`Lane.keyed`, `records.keyed_request`:
+        `Ledger.complete` keys its batch for its lookup), so none is keyed twice."""
+        lane = self.lane(model)
         futures = [self._future(lane, k, purpose) for k in keyed]
         pending = {f for f in futures if not f.done()}
         while pending:  # the futures themselves: one wait for them all, none cancelled with it

@@ -183,7 +183,7 @@ class Ledger:
 
             def flow(s: flows.Session) -> list[Awaitable[list[CallResult]]]:
                 s.answered(model, found)
-                return [s.ask_all(model, requests, purpose, keyed=asked)]
+                return [s.ask_keyed(model, asked, purpose)]
 
             return self.run_flows(flow)[0]
         config = self.registry.config.model(model)
