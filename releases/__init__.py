@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import hashlib
 import json
 import logging
@@ -191,13 +192,37 @@ def write(cfg: Config, wh: Warehouse, key: str, out: Path | None = None) -> Writ
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o777 & ~umask)  # a temporary folder is private; a release is not
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.rename(folder)
+        move_into_place(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return Written(folder, license, tuple(p.name for p in parts), sum(p.table.num_rows for p in parts))
+
+
+def move_into_place(tmp: Path, folder: Path, tries: int = 100) -> None:
+    """Rename the finished folder `tmp` to `folder`, replacing a release there. Each change is one
+    rename, so `folder` is an old release or the new one, whole, never a mix. Several writers of one
+    release at once (runs on several machines sharing `release.dir`, each scoring the family) all
+    succeed, the last rename's folder staying: the old folder is renamed aside before it is removed,
+    never removed in place, since another writer may rename its own into `folder` meanwhile (removing
+    in place, one writer deleted the files another had just moved in, or found `folder` full again
+    when it renamed). Between the aside and the rename a reader finds no folder, and is told so."""
+    errors = (errno.ENOTEMPTY, errno.EEXIST)
+    for _ in range(tries):
+        try:
+            tmp.rename(folder)
+            return
+        except OSError as exc:
+            if exc.errno not in errors:
+                raise
+        aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old.", dir=folder.parent))
+        try:
+            folder.rename(aside / folder.name)
+        except FileNotFoundError:  # another writer moved it aside first; rename again
+            pass
+        shutil.rmtree(aside, ignore_errors=True)
+    raise OSError(errno.EBUSY, f"{folder}: other writers replaced this release {tries} times while this one "
+                               "tried to move its own into place")
 
 
 def _license(cfg: Config, key: str, parts: Sequence[Part]) -> str:

@@ -377,6 +377,57 @@ def test_a_full_run_writes_each_family_s_release_with_its_metrics(built):
             assert runs[0].job_name == f"score_{key}"  # written with the metrics, by their step
 
 
+def test_writers_replacing_one_release_at_once_all_succeed_and_leave_one_whole_folder(tmp_path):
+    """Runs that share `release.dir` write one family's release at once (four machines each scoring
+    their model, the lake test's setup): every move into place succeeds, and the folder left is one
+    writer's whole (its two files from the same write), with nothing set aside left over. Removing
+    the old folder in place failed here: one writer deleted the files another had moved in, or found
+    the folder full again when it renamed its own."""
+    import threading
+
+    folder = tmp_path / "ib-0123"
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def writer(w: int) -> None:
+        start.wait()
+        for i in range(25):
+            tmp = tmp_path / f".ib-0123.{w}.{i}"
+            tmp.mkdir()
+            for name in ("a.txt", "b.txt"):
+                (tmp / name).write_text(f"{w}.{i}")
+            try:
+                releases.move_into_place(tmp, folder)
+            except BaseException as exc:  # noqa: BLE001 - collected and failed on below
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(p.name for p in folder.iterdir()) == ["a.txt", "b.txt"]
+    assert (folder / "a.txt").read_text() == (folder / "b.txt").read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["ib-0123"]
+
+
+@pytest.mark.slow
+def test_a_release_written_by_four_writers_at_once_loads(built, tmp_path):
+    """Four writers of the same release into one folder at once each return it, and it loads whole."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cfg = built["first"]
+    with ThreadPoolExecutor(4) as pool:
+        written = list(pool.map(lambda _: releases.write(cfg, Warehouse(cfg.warehouse_path()), "ib", tmp_path),
+                                range(4)))
+    assert len({w.folder for w in written}) == 1
+    folder = written[0].folder
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]
+    assert releases.read_part(folder, "ib", written[0].parts[0])
+
+
 def test_a_release_the_project_refuses_to_write_fails_no_run_and_says_why(tmp_path):
     """No items stored: the release step logs the refusal and materialises nothing, and the run
     (the metrics' run in the command) still succeeds."""
