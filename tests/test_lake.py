@@ -401,7 +401,7 @@ def test_four_runs_at_once_into_one_lake_and_one_dagster_instance_make_the_table
                                   cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                  for m in models]
         outs = [p.communicate(timeout=900)[0] for p in procs]
-        assert [p.returncode for p in procs] == [0] * 4, "\n\n".join(o[-2500:] for o in outs)
+        assert [p.returncode for p in procs] == [0] * 4, "\n\n".join(_failed_lines(o) + o[-2500:] for o in outs)
         one = {**base, "warehouse": {"path": str(tmp_path / "one.duckdb")}}
         one_path = write_config(tmp_path, one, "one.yaml")
         solo = subprocess.run([sys.executable, "-m", "assets.materialize_all", *select], cwd=ROOT,
@@ -427,6 +427,12 @@ def test_four_runs_at_once_into_one_lake_and_one_dagster_instance_make_the_table
             assert {r.dagster_run.tags.get("benchsmith/models") for r in runs} >= set(models)
     finally:
         os.environ.pop("BENCHSMITH_DAGSTER_PG_URL", None)
+
+
+def _failed_lines(out: str) -> str:
+    """A run command's FAILED lines (each names its step and the error), which the output's tail
+    cut off may no longer hold."""
+    return "".join(line + "\n" for line in out.splitlines() if line.startswith("FAILED:"))
 
 
 def _dagster_db(pg: PostgresServer) -> str:
