@@ -12,11 +12,13 @@ stored rows left it empty (no Unknown answers to stimulate, no confidence stated
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -392,6 +394,25 @@ def _metric_cell(me: str, by: dict[str, dict]) -> str:
             f"&#8800; items</span></th>")
 
 
+def write_whole(path: Path, text: str) -> None:
+    """Write a page as a new file renamed over the old, so a reader (the reports server, a browser)
+    finds the old page or the new one, whole, never one half written; the leaderboard and the items
+    page are written by every run that reports, and runs sharing a folder (four machines into one
+    lake) write them at once, where two writes in place of one file could interleave."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # a temporary file is private; a page is not
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
 def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dict[str, dict[str, Any]],
                   run: Mapping[str, Any] | None = None) -> dict[str, tuple[Path, list[Panel]]]:
     """Write `<model>.html` (and its plots) and `<model>/samples.html` for each model, and the
@@ -407,16 +428,16 @@ def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dic
                     "SELECT scope, metric, value, lo, hi, n FROM report.headline WHERE family = ? AND model = ? "
                     "ORDER BY scope, metric", [p.key, model])))
             page = folder / f"{safe_name(model)}.html"
-            page.write_text(render(model, about.get(model, {}), panels), encoding="utf-8")
+            write_whole(page, render(model, about.get(model, {}), panels))
             scopes = _scopes(wh, model)
-            (folder / safe_name(model) / "samples.html").write_text(samples_page(wh, model, scopes), encoding="utf-8")
+            write_whole(folder / safe_name(model) / "samples.html", samples_page(wh, model, scopes))
             for family, scope, rs in scopes:
                 calls = _calls(wh, [k for r in rs for k in json.loads(r.get("call_keys") or "[]")[-1:]])
-                (folder / safe_name(model) / f"{anchor(family, scope)}.html").write_text(
-                    scope_page(model, family, scope, rs, calls), encoding="utf-8")
+                write_whole(folder / safe_name(model) / f"{anchor(family, scope)}.html",
+                            scope_page(model, family, scope, rs, calls))
             out[model] = (page, panels)
-        (folder / "index.html").write_text(leaderboard(wh, {m: p for m, (p, _) in out.items()}, run), encoding="utf-8")
-        (folder / "items.html").write_text(items_page(wh), encoding="utf-8")
+        write_whole(folder / "index.html", leaderboard(wh, {m: p for m, (p, _) in out.items()}, run))
+        write_whole(folder / "items.html", items_page(wh))
     return out
 
 

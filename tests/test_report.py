@@ -476,3 +476,46 @@ def test_the_level_plot_names_each_task_whole_and_shows_a_zero_mean_as_a_visible
     heights = [p.get_height() for p in ax.patches]
     assert len(heights) == 2 and all(h > 0 for h in heights)  # recall and precision, both 0, both visible
     assert any(t.get_text().startswith("0.00\nn=2") for t in ax.texts)
+
+
+def test_a_page_written_by_several_writers_while_read_is_always_one_writer_s_whole_page(tmp_path):
+    """`write_whole` (every page of the reports): runs sharing a reports folder write the leaderboard
+    at once while the reports server reads it; each read finds one writer's page, whole, and the
+    page left is readable by others (not the temporary file's private mode), with no temporary left."""
+    import threading
+
+    from reporting.pages import write_whole
+
+    page = tmp_path / "index.html"
+    texts = [f"<html>{w}" + "x" * (200_000 + 7919 * w) + f"{w}</html>" for w in range(4)]
+    write_whole(page, texts[0])
+    done = threading.Event()
+    seen: list[str] = []
+
+    def read() -> None:
+        while not done.is_set():
+            seen.append(page.read_text(encoding="utf-8"))
+
+    def write(w: int) -> None:
+        for _ in range(30):
+            write_whole(page, texts[w])
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    writers = [threading.Thread(target=write, args=(w,)) for w in range(4)]
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join()
+    done.set()
+    reader.join()
+    assert seen and all(s in texts for s in seen)
+    assert page.read_text(encoding="utf-8") in texts
+    assert page.stat().st_mode & 0o044 == 0o044 & ~_umask()
+    assert [p.name for p in tmp_path.iterdir()] == ["index.html"]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
