@@ -255,6 +255,23 @@ def _update(writer: Any, bid: str, **fields: Any) -> None:
 
 # -- files mode ---------------------------------------------------------------------------------
 
+def write_if_changed(path: Path, text: str) -> None:
+    """Write a batch file unless it holds `text` already, as a temporary file of this writer's own
+    renamed over it: a reader (the provider's upload, a person) finds it whole, and two runs writing
+    the same file at once (the same requests, so the same text) both succeed. A temporary name shared
+    by all writers let one rename the other's half-written file into place, and the other's rename
+    then found its file gone."""
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def export(ep: Endpoint, identity: str, purpose: str, todo: Mapping[str, tuple[Any, Mapping[str, Any]]],
            writer: Any, directory: Path) -> BatchPending:
     """Write the pending requests to `<directory>/<batch id>.jsonl` (atomically; the same requests
@@ -273,10 +290,7 @@ def export(ep: Endpoint, identity: str, purpose: str, todo: Mapping[str, tuple[A
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{bid}.jsonl"
     text = file_text(ep, lines)
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        tmp = path.with_suffix(".jsonl.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+    write_if_changed(path, text)
     _record(writer, bid, ep, identity, purpose, "files", lines, input_file=str(path))
     _update(writer, bid, status="exported", finished_at=None)  # written again: waiting again
     return BatchPending(ep.name, path, len(lines), ep.served_model)
@@ -615,9 +629,6 @@ def round_files(waiting: Sequence[Mapping[str, Any]]) -> list[tuple[str, Path, i
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", model)
         target = paths[0].parent / f"round-{digest}-{safe}.jsonl"
         text = "".join(line + "\n" for line in seen.values())
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            tmp = target.with_suffix(".jsonl.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(target)
+        write_if_changed(target, text)
         out.append((model, target, len(seen)))
     return out

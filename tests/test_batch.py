@@ -527,3 +527,39 @@ def test_an_import_streams_the_file_in_chunks_and_names_an_answer_from_another_m
     assert "answered by another model than the one asked: 'other-model' for 'stub-model'" in report.line()
     assert _same_model("gpt-4o-mini-2024-07-18", "gpt-4o-mini") and _same_model("org/stub-model", "stub-model")
     assert not _same_model("llama-3-8b", "qwen-7b")
+
+
+def test_runs_writing_one_batch_file_at_once_all_succeed_and_leave_it_whole(tmp_path):
+    """Runs that export into one file at once (one judge's batch, several machines) all succeed,
+    each read finds one writer's whole text, and no temporary is left. With one temporary name for
+    all writers, a rename found its file gone (FileNotFoundError), or moved another's half-written
+    one into place. The writers alternate two texts, so that every write goes through the rename."""
+    import threading
+
+    from llm_calls.batch import write_if_changed
+
+    path = tmp_path / "b-0123.jsonl"
+    texts = ["".join(json.dumps({"custom_id": f"k{n}", "body": {"x": c * 500}}) + "\n" for n in range(400))
+             for c in "yz"]
+    errors: list[BaseException] = []
+    seen: list[str] = []
+    start = threading.Barrier(6)
+
+    def writer(w: int) -> None:
+        start.wait()
+        for i in range(20):
+            try:
+                write_if_changed(path, texts[(w + i) % 2])
+                seen.append(path.read_text(encoding="utf-8"))
+            except BaseException as exc:  # noqa: BLE001 - collected and failed on below
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(seen) == 120 and all(s in texts for s in seen)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
