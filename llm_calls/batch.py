@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from configuration import BatchConfig, Config
+from configuration.files import write_whole
 from llm_calls.endpoints import Endpoint, ModelRegistry, chat_body, redact
 from llm_calls.records import Answer, CallStore, sent_params
 from llm_calls.transport import tls_context
@@ -256,20 +257,11 @@ def _update(writer: Any, bid: str, **fields: Any) -> None:
 # -- files mode ---------------------------------------------------------------------------------
 
 def write_if_changed(path: Path, text: str) -> None:
-    """Write a batch file unless it holds `text` already, as a temporary file of this writer's own
-    renamed over it: a reader (the provider's upload, a person) finds it whole, and two runs writing
-    the same file at once (the same requests, so the same text) both succeed. A temporary name shared
-    by all writers let one rename the other's half-written file into place, and the other's rename
-    then found its file gone."""
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write a batch file unless it holds `text` already, whole (`write_whole`): a reader (the
+    provider's upload, a person) finds it whole, and two runs exporting the same requests at once
+    (so the same text) both succeed."""
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        write_whole(path, text)
 
 
 def export(ep: Endpoint, identity: str, purpose: str, todo: Mapping[str, tuple[Any, Mapping[str, Any]]],

@@ -12,18 +12,17 @@ stored rows left it empty (no Unknown answers to stimulate, no confidence stated
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from configuration.families import FAMILIES, load, title
+from configuration.files import write_whole
 from reporting.panels import Panel, Plot, Writer
 from warehouse import Warehouse
 from warehouse.schema import FAMILY_PARTS
@@ -392,25 +391,6 @@ def _metric_cell(me: str, by: dict[str, dict]) -> str:
     return (f'<th>{html.escape(me)} <span class="differs" title="the models in this row were scored on '
             f'different items: compare them on the items they share (report.compare, below)">'
             f"&#8800; items</span></th>")
-
-
-def write_whole(path: Path, text: str) -> None:
-    """Write a page as a new file renamed over the old, so a reader (the reports server, a browser)
-    finds the old page or the new one, whole, never one half written; the leaderboard and the items
-    page are written by every run that reports, and runs sharing a folder (four machines into one
-    lake) write them at once, where two writes in place of one file could interleave."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # a temporary file is private; a page is not
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def write_reports(wh: Warehouse, models: Sequence[str], folder: Path, about: dict[str, dict[str, Any]],

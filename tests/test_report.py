@@ -484,7 +484,7 @@ def test_a_page_written_by_several_writers_while_read_is_always_one_writer_s_who
     page left is readable by others (not the temporary file's private mode), with no temporary left."""
     import threading
 
-    from reporting.pages import write_whole
+    from configuration.files import write_whole
 
     page = tmp_path / "index.html"
     texts = [f"<html>{w}" + "x" * (200_000 + 7919 * w) + f"{w}</html>" for w in range(4)]
